@@ -1,0 +1,3 @@
+module github.com/hymn-net/hymn
+
+go 1.26
