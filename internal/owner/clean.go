@@ -1,0 +1,73 @@
+package owner
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/hymn-net/hymn/internal/netnsx"
+)
+
+// Report says what Clean removed.
+type Report struct {
+	Runs       []string
+	Namespaces int
+	Processes  int
+	Skipped    []string // live runs left alone
+}
+
+// Empty reports whether there was nothing to clean.
+func (r Report) Empty() bool { return len(r.Runs) == 0 }
+
+// Clean removes every stale run (owner gone): first the processes inside
+// its namespaces, then the namespaces, then the state file. With all set,
+// live runs are removed too. A run is only ever found through hymn's own
+// names, so nothing else on the machine is touched.
+func Clean(all bool) (Report, error) {
+	var rep Report
+	runs, err := Runs()
+	if err != nil {
+		return rep, err
+	}
+	var errs []error
+	for _, run := range runs {
+		if !all && Alive(run) {
+			rep.Skipped = append(rep.Skipped, run)
+			continue
+		}
+		n, p, err := RemoveRun(run)
+		rep.Namespaces += n
+		rep.Processes += p
+		rep.Runs = append(rep.Runs, run)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("run %s: %w", run, err))
+		}
+	}
+	return rep, errors.Join(errs...)
+}
+
+// RemoveRun removes everything of one run and returns how many namespaces
+// and processes it removed.
+func RemoveRun(run string) (namespaces, processes int, err error) {
+	names, err := Namespaces(run)
+	if err != nil {
+		return 0, 0, err
+	}
+	inodes := map[uint64]bool{}
+	for _, n := range names {
+		if ino, err := netnsx.Inode(n); err == nil && netnsx.IsMounted(n) {
+			inodes[ino] = true
+		}
+	}
+	pids := ProcessesIn(inodes)
+	KillAll(pids)
+	var errs []error
+	for _, n := range names {
+		if err := netnsx.Delete(n); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := Release(run); err != nil {
+		errs = append(errs, err)
+	}
+	return len(names), len(pids), errors.Join(errs...)
+}

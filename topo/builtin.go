@@ -1,0 +1,185 @@
+package topo
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// builtin describes one of Mininet's topologies: its parameters (in call
+// order), their defaults and its build function.
+type builtin struct {
+	params   []string
+	defaults map[string]int
+	build    func(p map[string]int) (*Topo, error)
+}
+
+var builtins = map[string]builtin{
+	"minimal":  {nil, nil, func(map[string]int) (*Topo, error) { return Single(2) }},
+	"single":   {[]string{"k"}, map[string]int{"k": 2}, func(p map[string]int) (*Topo, error) { return Single(p["k"]) }},
+	"reversed": {[]string{"k"}, map[string]int{"k": 2}, func(p map[string]int) (*Topo, error) { return Reversed(p["k"]) }},
+	"linear":   {[]string{"k", "n"}, map[string]int{"k": 2, "n": 1}, func(p map[string]int) (*Topo, error) { return Linear(p["k"], p["n"]) }},
+	"tree":     {[]string{"depth", "fanout"}, map[string]int{"depth": 1, "fanout": 2}, func(p map[string]int) (*Topo, error) { return Tree(p["depth"], p["fanout"]) }},
+	"torus":    {[]string{"x", "y", "n"}, map[string]int{"n": 1}, func(p map[string]int) (*Topo, error) { return Torus(p["x"], p["y"], p["n"]) }},
+}
+
+// BuiltinNames lists Mininet's topology names, sorted.
+func BuiltinNames() []string {
+	var names []string
+	for n := range builtins {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// FromSpecString builds a built-in topology from an mn --topo value.
+func FromSpecString(s string) (*Topo, error) {
+	spec, err := ParseSpec(s)
+	if err != nil {
+		return nil, err
+	}
+	return FromSpec(spec)
+}
+
+// FromSpec builds a built-in topology from a parsed spec.
+func FromSpec(spec Spec) (*Topo, error) {
+	b, ok := builtins[spec.Name]
+	if !ok {
+		return nil, fmt.Errorf("%w: unknown topology %q; valid topologies are: %s",
+			ErrBadSpec, spec.Name, strings.Join(BuiltinNames(), ", "))
+	}
+	p, err := spec.bindInts(b.params, b.defaults)
+	if err != nil {
+		return nil, err
+	}
+	return b.build(p)
+}
+
+func atLeast(topoName, param string, v, min int) error {
+	if v < min {
+		return fmt.Errorf("%w: topology %s: %s must be at least %d, got %d", ErrBadSpec, topoName, param, min, v)
+	}
+	return nil
+}
+
+// Single is Mininet's SingleSwitchTopo: s1 with hosts h1..hk.
+func Single(k int) (*Topo, error) {
+	if err := atLeast("single", "k", k, 1); err != nil {
+		return nil, err
+	}
+	t := New()
+	s1 := t.AddSwitch("s1")
+	for i := 1; i <= k; i++ {
+		t.AddLink(t.AddHost(fmt.Sprintf("h%d", i)), s1)
+	}
+	return t, t.Err()
+}
+
+// Reversed is Mininet's SingleSwitchReversedTopo: like Single, but h1 sits on
+// the highest switch port.
+func Reversed(k int) (*Topo, error) {
+	if err := atLeast("reversed", "k", k, 1); err != nil {
+		return nil, err
+	}
+	t := New()
+	s1 := t.AddSwitch("s1")
+	for i := 1; i <= k; i++ {
+		t.AddLinkPorts(t.AddHost(fmt.Sprintf("h%d", i)), s1, 0, k-i+1)
+	}
+	return t, t.Err()
+}
+
+// Linear is Mininet's LinearTopo: switches s1..sk in a chain with n hosts on
+// each (h<i> when n is 1, h<j>s<i> otherwise).
+func Linear(k, n int) (*Topo, error) {
+	if err := atLeast("linear", "k", k, 1); err != nil {
+		return nil, err
+	}
+	if err := atLeast("linear", "n", n, 1); err != nil {
+		return nil, err
+	}
+	t := New()
+	last := ""
+	for i := 1; i <= k; i++ {
+		sw := t.AddSwitch(fmt.Sprintf("s%d", i))
+		for j := 1; j <= n; j++ {
+			name := fmt.Sprintf("h%d", i)
+			if n > 1 {
+				name = fmt.Sprintf("h%ds%d", j, i)
+			}
+			t.AddLink(t.AddHost(name), sw)
+		}
+		if last != "" {
+			t.AddLink(sw, last)
+		}
+		last = sw
+	}
+	return t, t.Err()
+}
+
+// Tree is Mininet's TreeTopo: a tree of switches of the given depth and
+// fanout with hosts as leaves, numbered in pre-order. Each child subtree is
+// built before the link to its parent, which fixes Mininet's port order.
+func Tree(depth, fanout int) (*Topo, error) {
+	if err := atLeast("tree", "depth", depth, 0); err != nil {
+		return nil, err
+	}
+	if err := atLeast("tree", "fanout", fanout, 1); err != nil {
+		return nil, err
+	}
+	t := New()
+	hostNum, switchNum := 1, 1
+	var add func(depth int) string
+	add = func(depth int) string {
+		if depth == 0 {
+			h := t.AddHost(fmt.Sprintf("h%d", hostNum))
+			hostNum++
+			return h
+		}
+		sw := t.AddSwitch(fmt.Sprintf("s%d", switchNum))
+		switchNum++
+		for range fanout {
+			t.AddLink(sw, add(depth-1))
+		}
+		return sw
+	}
+	add(depth)
+	return t, t.Err()
+}
+
+// Torus is Mininet's TorusTopo: an x by y grid of switches s<i>x<j> with
+// wrap-around links, n hosts per switch. It has loops, so its switches get
+// STP turned on.
+func Torus(x, y, n int) (*Topo, error) {
+	if x < 3 || y < 3 {
+		return nil, fmt.Errorf("%w: topology torus: x and y must be at least 3 (Mininet's rule for compatibility with 2.1), got %dx%d", ErrBadSpec, x, y)
+	}
+	if err := atLeast("torus", "n", n, 1); err != nil {
+		return nil, err
+	}
+	t := New()
+	switches := map[[2]int]string{}
+	for i := 0; i < x; i++ {
+		for j := 0; j < y; j++ {
+			loc := fmt.Sprintf("%dx%d", i+1, j+1)
+			sw := t.AddSwitch("s"+loc, Params{"dpid": fmt.Sprintf("%x", (i+1)*256+(j+1)), "stp": "1"})
+			switches[[2]int{i, j}] = sw
+			for k := 1; k <= n; k++ {
+				name := "h" + loc
+				if n > 1 {
+					name = fmt.Sprintf("h%sx%d", loc, k)
+				}
+				t.AddLink(t.AddHost(name), sw)
+			}
+		}
+	}
+	for i := 0; i < x; i++ {
+		for j := 0; j < y; j++ {
+			sw := switches[[2]int{i, j}]
+			t.AddLink(sw, switches[[2]int{i, (j + 1) % y}])
+			t.AddLink(sw, switches[[2]int{(i + 1) % x, j}])
+		}
+	}
+	return t, t.Err()
+}
