@@ -1,0 +1,294 @@
+package emulator
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// Distribution selects the law of the delay innovations C (spec §3.4).
+type Distribution uint8
+
+// The zero value is Normal because the spec's default distribution is
+// normal, and a zero Config should not silently become something else.
+const (
+	Normal Distribution = iota
+	Deterministic
+	Uniform
+	LogNormal
+	Gamma
+	numDistributions
+)
+
+var distributionNames = [numDistributions]string{"normal", "deterministic", "uniform", "lognormal", "gamma"}
+
+func (d Distribution) String() string {
+	if d < numDistributions {
+		return distributionNames[d]
+	}
+	return fmt.Sprintf("Distribution(%d)", uint8(d))
+}
+
+// ParseDistribution accepts the canonical names and a few common aliases.
+func ParseDistribution(s string) (Distribution, error) {
+	switch s {
+	case "normal", "gaussian":
+		return Normal, nil
+	case "deterministic", "det", "constant":
+		return Deterministic, nil
+	case "uniform":
+		return Uniform, nil
+	case "lognormal", "log-normal":
+		return LogNormal, nil
+	case "gamma":
+		return Gamma, nil
+	}
+	return 0, &ConfigError{Field: "distribution", Msg: fmt.Sprintf("unknown distribution %q (want deterministic, uniform, normal, lognormal or gamma)", s)}
+}
+
+// LossModel selects the dropper (spec §6).
+type LossModel uint8
+
+const (
+	NoLoss LossModel = iota
+	RandomLoss
+	GilbertElliott
+	FourState
+)
+
+// LossConfig holds the parameters of the loss model. Probabilities are in
+// [0, 1]. Field names follow NetEm so that tc users recognise them.
+type LossConfig struct {
+	Model LossModel
+	// RandomLoss: the independent drop probability.
+	Prob float64
+	// GilbertElliott: P = P(Good→Bad), R = P(Bad→Good), OneMinusH = loss
+	// probability in Bad, OneMinusK = loss probability in Good.
+	P, R, OneMinusH, OneMinusK float64
+	// FourState: NetEm's GI model transition probabilities.
+	P13, P31, P32, P23, P14 float64
+}
+
+// PolicerConfig is a token bucket at arrival time (spec §5.1).
+type PolicerConfig struct {
+	Enabled bool
+	Rate    uint64 // bit/s
+	Burst   uint64 // bucket depth in bytes
+}
+
+// SpacerConfig is a leaky bucket on the delayed times (spec §5.2).
+type SpacerConfig struct {
+	Enabled bool
+	Rate    uint64 // bit/s
+	// Limit is the most data (bytes) that may be scheduled but not yet
+	// serialised; 0 means no byte limit (NetEm's `rate` has none), so only
+	// the buffer capacity bounds the backlog.
+	Limit uint64
+}
+
+// Config is the full, validated description of one direction of a link.
+// Start from DefaultConfig: the zero value means "uncorrelated, 1-packet
+// buffer, no overhead", which is valid Go but rarely what anyone wants.
+type Config struct {
+	Delay        time.Duration // mean delay μ
+	Jitter       time.Duration // standard deviation σ (never a half-width, unlike NetEm)
+	Distribution Distribution
+	HalfLife     time.Duration // t_h; 0 = uncorrelated delays
+	RateInterval time.Duration // T_min of the rate estimator
+	// TimeBasedWeight computes a from the inter-arrival gap of every packet
+	// instead of the per-interval rate. It removes the on/off artefact of
+	// §3.3 at the cost of one exp per burst; it is a deviation from DPDS.
+	TimeBasedWeight bool
+	Reorder         bool // heap (reordering allowed) instead of FIFO
+	Police          PolicerConfig
+	Space           SpacerConfig
+	Loss            LossConfig
+	Overhead        int // bytes added to each frame for rate calculations
+	MaxFrame        int // largest frame (bytes, without overhead) the link carries
+	Buffer          int // buffer capacity in packets
+	Seed            uint64
+	SeedSet         bool // false: New picks a random seed and reports it in Stats
+}
+
+// Defaults from spec §2, §5.1 and §7.
+const (
+	DefaultHalfLife     = 21 * time.Millisecond
+	DefaultRateInterval = 10 * time.Millisecond
+	DefaultOverhead     = 24
+	DefaultMaxFrame     = 1518
+	DefaultBuffer       = 262144
+	DefaultPoliceBurst  = 32768
+	// MaxBatch is the DPDS batch size; callers may pass more, but ports
+	// should use it to size their arrays.
+	MaxBatch = 16
+)
+
+// DefaultConfig returns a link with no impairment and the spec's defaults.
+func DefaultConfig() Config {
+	return Config{
+		HalfLife:     DefaultHalfLife,
+		RateInterval: DefaultRateInterval,
+		Overhead:     DefaultOverhead,
+		MaxFrame:     DefaultMaxFrame,
+		Buffer:       DefaultBuffer,
+		Police:       PolicerConfig{Burst: DefaultPoliceBurst},
+	}
+}
+
+// ConfigError names the offending field so that a user can fix the
+// command line without guessing.
+type ConfigError struct {
+	Field string
+	Msg   string
+}
+
+func (e *ConfigError) Error() string { return "emulator: " + e.Field + ": " + e.Msg }
+
+// ErrInvalidConfig is matched by every *ConfigError through errors.Is.
+var ErrInvalidConfig = errors.New("invalid emulator configuration")
+
+// Is lets callers test errors.Is(err, ErrInvalidConfig).
+func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
+
+func fieldErr(field, format string, args ...any) error {
+	return &ConfigError{Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+func badProb(p float64) bool { return math.IsNaN(p) || p < 0 || p > 1 }
+
+// Validate checks every field and returns the first problem found.
+func (c *Config) Validate() error {
+	if c.Delay < 0 {
+		return fieldErr("delay", "must not be negative (got %v)", c.Delay)
+	}
+	if c.Jitter < 0 {
+		return fieldErr("jitter", "must not be negative (got %v)", c.Jitter)
+	}
+	if c.Distribution >= numDistributions {
+		return fieldErr("distribution", "unknown distribution %d", uint8(c.Distribution))
+	}
+	if c.Distribution == Deterministic && c.Jitter != 0 {
+		return fieldErr("jitter", "must be 0 with distribution deterministic (got %v); choose uniform, normal, lognormal or gamma", c.Jitter)
+	}
+	if (c.Distribution == LogNormal || c.Distribution == Gamma) && c.Delay <= 0 {
+		return fieldErr("delay", "distribution %s needs a mean delay > 0", c.Distribution)
+	}
+	if c.HalfLife < 0 {
+		return fieldErr("half-life", "must not be negative (got %v)", c.HalfLife)
+	}
+	if c.RateInterval <= 0 {
+		return fieldErr("rate-interval", "must be > 0 (got %v)", c.RateInterval)
+	}
+	if c.Overhead < 0 || c.Overhead > 4096 {
+		return fieldErr("overhead", "must be between 0 and 4096 bytes (got %d)", c.Overhead)
+	}
+	if c.MaxFrame < 1 || c.MaxFrame > 1<<20 {
+		return fieldErr("max-frame", "must be between 1 and 1048576 bytes (got %d)", c.MaxFrame)
+	}
+	if c.Buffer < 1 || c.Buffer > 1<<28 {
+		return fieldErr("limit", "buffer capacity must be between 1 and 268435456 packets (got %d)", c.Buffer)
+	}
+	wire := uint64(c.MaxFrame + c.Overhead)
+	if c.Police.Enabled {
+		if c.Police.Rate == 0 {
+			return fieldErr("police rate", "must be > 0")
+		}
+		if c.Police.Burst < wire {
+			return fieldErr("police burst", "%d bytes is smaller than one frame on the wire (%d bytes = max-frame %d + overhead %d)", c.Police.Burst, wire, c.MaxFrame, c.Overhead)
+		}
+	}
+	if c.Space.Enabled {
+		if c.Space.Rate == 0 {
+			return fieldErr("rate", "spacer rate must be > 0")
+		}
+		if c.Space.Limit != 0 && c.Space.Limit < wire {
+			return fieldErr("space limit", "%d bytes is smaller than one frame on the wire (%d bytes)", c.Space.Limit, wire)
+		}
+	}
+	l := &c.Loss
+	switch l.Model {
+	case NoLoss:
+	case RandomLoss:
+		if badProb(l.Prob) {
+			return fieldErr("loss", "probability %v%% is outside 0..100%%", l.Prob*100)
+		}
+	case GilbertElliott:
+		for _, f := range []struct {
+			name string
+			v    float64
+		}{{"loss gemodel p", l.P}, {"loss gemodel r", l.R}, {"loss gemodel 1-h", l.OneMinusH}, {"loss gemodel 1-k", l.OneMinusK}} {
+			if badProb(f.v) {
+				return fieldErr(f.name, "probability %v%% is outside 0..100%%", f.v*100)
+			}
+		}
+	case FourState:
+		for _, f := range []struct {
+			name string
+			v    float64
+		}{{"loss state p13", l.P13}, {"loss state p31", l.P31}, {"loss state p32", l.P32}, {"loss state p23", l.P23}, {"loss state p14", l.P14}} {
+			if badProb(f.v) {
+				return fieldErr(f.name, "probability %v%% is outside 0..100%%", f.v*100)
+			}
+		}
+		if l.P13+l.P14 > 1 {
+			return fieldErr("loss state p13", "p13 + p14 exceed 100%%")
+		}
+		if l.P31+l.P32 > 1 {
+			return fieldErr("loss state p31", "p31 + p32 exceed 100%%")
+		}
+	default:
+		return fieldErr("loss", "unknown loss model %d", uint8(l.Model))
+	}
+	return nil
+}
+
+// Warnings lists valid but probably surprising settings (spec §3.4).
+func (c *Config) Warnings() []string {
+	var w []string
+	if (c.Distribution == Normal || c.Distribution == Uniform) && c.Jitter > 0 && c.Delay < 3*c.Jitter {
+		w = append(w, fmt.Sprintf("delay %v is below 3 × jitter %v: many delays will be clamped at 0, which raises the mean", c.Delay, c.Jitter))
+	}
+	if c.Distribution == LogNormal && c.Jitter > 0 && c.HalfLife > 0 {
+		w = append(w, "lognormal innovations with correlation reach the configured jitter only over very long times at high packet rates (spec §3.4)")
+	}
+	return w
+}
+
+// Option changes one setting; New and Build apply them to DefaultConfig.
+type Option func(*Config)
+
+// Build applies options to DefaultConfig and validates the result.
+func Build(opts ...Option) (Config, error) {
+	c := DefaultConfig()
+	for _, o := range opts {
+		o(&c)
+	}
+	return c, c.Validate()
+}
+
+func Delay(d time.Duration) Option           { return func(c *Config) { c.Delay = d } }
+func Jitter(d time.Duration) Option          { return func(c *Config) { c.Jitter = d } }
+func WithDistribution(d Distribution) Option { return func(c *Config) { c.Distribution = d } }
+func HalfLife(d time.Duration) Option        { return func(c *Config) { c.HalfLife = d } }
+func RateInterval(d time.Duration) Option    { return func(c *Config) { c.RateInterval = d } }
+func TimeBasedWeight(on bool) Option         { return func(c *Config) { c.TimeBasedWeight = on } }
+func Reorder(on bool) Option                 { return func(c *Config) { c.Reorder = on } }
+func Overhead(bytes int) Option              { return func(c *Config) { c.Overhead = bytes } }
+func MaxFrame(bytes int) Option              { return func(c *Config) { c.MaxFrame = bytes } }
+func BufferPackets(n int) Option             { return func(c *Config) { c.Buffer = n } }
+func Seed(s uint64) Option                   { return func(c *Config) { c.Seed, c.SeedSet = s, true } }
+func RandomLossProb(p float64) Option {
+	return func(c *Config) { c.Loss = LossConfig{Model: RandomLoss, Prob: p} }
+}
+func Police(rateBits, burstBytes uint64) Option {
+	return func(c *Config) { c.Police = PolicerConfig{true, rateBits, burstBytes} }
+}
+func Space(rateBits, limitBytes uint64) Option {
+	return func(c *Config) { c.Space = SpacerConfig{true, rateBits, limitBytes} }
+}
+func GilbertElliottLoss(p, r, oneMinusH, oneMinusK float64) Option {
+	return func(c *Config) {
+		c.Loss = LossConfig{Model: GilbertElliott, P: p, R: r, OneMinusH: oneMinusH, OneMinusK: oneMinusK}
+	}
+}
