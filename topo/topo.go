@@ -195,7 +195,9 @@ func (t *Topo) Node(name string) *Node { return t.byName[name] }
 func (t *Topo) Nodes() []*Node { return sortedNodes(t.nodes, func(*Node) bool { return true }) }
 
 // Hosts returns the nodes that are not switches, in natural order.
-func (t *Topo) Hosts() []*Node { return sortedNodes(t.nodes, func(n *Node) bool { return !n.IsSwitch() }) }
+func (t *Topo) Hosts() []*Node {
+	return sortedNodes(t.nodes, func(n *Node) bool { return !n.IsSwitch() })
+}
 
 // Switches returns the switches in natural order.
 func (t *Topo) Switches() []*Node { return sortedNodes(t.nodes, (*Node).IsSwitch) }

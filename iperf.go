@@ -1,0 +1,162 @@
+package hymn
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/hymn-net/hymn/internal/netnsx"
+	"github.com/hymn-net/hymn/nodes"
+)
+
+// IperfResult is the outcome of an iperf run: the rate the server measured
+// and the rate the client sent, in bit/s, with Mininet's text for each.
+type IperfResult struct {
+	Client, Server         string
+	ServerBps, ClientBps   float64
+	ServerText, ClientText string
+}
+
+// IperfPort is the port iperf uses, Mininet's 5001.
+const IperfPort = 5001
+
+// Iperf measures TCP throughput from client to server with iperf3 for the
+// given duration (Mininet's default 5 s when zero). With no hosts named it
+// uses the first and last host, as Mininet does. It prints Mininet's
+// "*** Iperf:" and "*** Results: ['x Gbits/sec', 'y Gbits/sec']" lines.
+func (n *Network) Iperf(ctx context.Context, client, server string, seconds time.Duration) (IperfResult, error) {
+	if err := CheckTools("iperf3"); err != nil {
+		return IperfResult{}, err
+	}
+	if client == "" && server == "" {
+		hosts := n.plan.Hosts()
+		if len(hosts) < 2 {
+			return IperfResult{}, fmt.Errorf("iperf needs two hosts; the network has %d", len(hosts))
+		}
+		client, server = hosts[0].Name, hosts[len(hosts)-1].Name
+	}
+	if seconds <= 0 {
+		seconds = 5 * time.Second
+	}
+	cn, err := n.Node(client)
+	if err != nil {
+		return IperfResult{}, err
+	}
+	sn, err := n.Node(server)
+	if err != nil {
+		return IperfResult{}, err
+	}
+	ip, err := n.IP(server)
+	if err != nil {
+		return IperfResult{}, err
+	}
+	n.log().Output("*** Iperf: testing TCP bandwidth between", client, "and", server, "\n")
+
+	srvCtx, stopServer := context.WithCancel(ctx)
+	defer stopServer()
+	srv := sn.Command(srvCtx, "iperf3", "-s", "-1", "-p", fmt.Sprint(IperfPort))
+	var srvOut bytes.Buffer
+	srv.Stdout, srv.Stderr = &srvOut, &srvOut
+	if err := sn.Start(srv); err != nil {
+		return IperfResult{}, fmt.Errorf("starting the iperf3 server on %s: %w", server, err)
+	}
+	defer srv.Wait()
+	if err := waitListening(ctx, sn, IperfPort, 5*time.Second); err != nil {
+		stopServer()
+		return IperfResult{}, fmt.Errorf("iperf3 server on %s: %w (%s)", server, err, strings.TrimSpace(srvOut.String()))
+	}
+	res, err := cn.Exec(ctx, "iperf3", "-J", "-c", ip.String(), "-p", fmt.Sprint(IperfPort),
+		"-t", fmt.Sprintf("%.3f", seconds.Seconds()))
+	if err != nil {
+		return IperfResult{}, err
+	}
+	var report struct {
+		Error string `json:"error"`
+		End   struct {
+			SumSent struct {
+				BitsPerSecond float64 `json:"bits_per_second"`
+			} `json:"sum_sent"`
+			SumReceived struct {
+				BitsPerSecond float64 `json:"bits_per_second"`
+			} `json:"sum_received"`
+		} `json:"end"`
+	}
+	if err := json.Unmarshal(res.Stdout, &report); err != nil {
+		return IperfResult{}, fmt.Errorf("could not parse iperf3 output: %w: %s", err, bytes.TrimSpace(res.Stdout))
+	}
+	if report.Error != "" {
+		return IperfResult{}, fmt.Errorf("iperf3 from %s to %s: %s", client, server, report.Error)
+	}
+	r := IperfResult{
+		Client: client, Server: server,
+		ServerBps: report.End.SumReceived.BitsPerSecond,
+		ClientBps: report.End.SumSent.BitsPerSecond,
+	}
+	r.ServerText, r.ClientText = FormatBps(r.ServerBps), FormatBps(r.ClientBps)
+	n.log().Outputf("*** Results: ['%s', '%s']\n", r.ServerText, r.ClientText)
+	return r, nil
+}
+
+// FormatBps renders a rate the way iperf prints it (and so Mininet's
+// results): three significant digits and a decimal prefix, "9.57 Mbits/sec".
+func FormatBps(bps float64) string {
+	units := []string{"", "K", "M", "G", "T"}
+	u := 0
+	for bps >= 1000 && u < len(units)-1 {
+		bps /= 1000
+		u++
+	}
+	format := "%.0f %sbits/sec"
+	switch {
+	case bps < 9.995:
+		format = "%.2f %sbits/sec"
+	case bps < 99.95:
+		format = "%.1f %sbits/sec"
+	}
+	return fmt.Sprintf(format, bps, units[u])
+}
+
+// waitListening polls the node's TCP tables until something listens on
+// port. Connecting to probe would use up iperf3's one-off (-1) session.
+func waitListening(ctx context.Context, node *nodes.NsNode, port int, limit time.Duration) error {
+	want := fmt.Sprintf(":%04X ", port)
+	deadline := time.Now().Add(limit)
+	for {
+		listening := false
+		err := netnsx.Do(node.NsHandle(), func() error {
+			for _, f := range []string{"/proc/thread-self/net/tcp", "/proc/thread-self/net/tcp6"} {
+				data, err := os.ReadFile(f)
+				if err != nil {
+					continue
+				}
+				for _, line := range strings.Split(string(data), "\n") {
+					fields := strings.Fields(line)
+					// local_address is field 1, st is field 3; 0A is LISTEN.
+					if len(fields) > 3 && strings.HasSuffix(fields[1]+" ", want) && fields[3] == "0A" {
+						listening = true
+					}
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if listening {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return errors.New("not listening after " + limit.String())
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,148 @@
+package links
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+)
+
+// Namespace is where one end of a link lives: a netlink handle (used
+// serially) and the namespace handle to move an interface into.
+type Namespace interface {
+	Netlink(fn func(h *netlink.Handle) error) error
+	NsHandle() netns.NsHandle
+}
+
+// End describes one interface of a link.
+type End struct {
+	NS   Namespace
+	Name string
+	MAC  net.HardwareAddr // nil: the kernel's random, locally administered MAC
+	IP   netip.Prefix     // invalid: no address
+	MTU  int              // 0: the default
+}
+
+// Veth is a created veth pair.
+type Veth struct {
+	A, B End
+}
+
+// CreateVeth creates the pair with end A in A's namespace and end B placed
+// straight into B's, configures both ends and brings them up. On failure
+// the pair is removed.
+func CreateVeth(a, b End) (*Veth, error) {
+	v := &netlink.Veth{
+		LinkAttrs:        netlink.LinkAttrs{Name: a.Name, HardwareAddr: a.MAC, MTU: a.MTU},
+		PeerName:         b.Name,
+		PeerHardwareAddr: b.MAC,
+		PeerNamespace:    netlink.NsFd(int(b.NS.NsHandle())),
+	}
+	if err := a.NS.Netlink(func(h *netlink.Handle) error { return h.LinkAdd(v) }); err != nil {
+		return nil, fmt.Errorf("creating veth %s<->%s: %w", a.Name, b.Name, err)
+	}
+	pair := &Veth{A: a, B: b}
+	for _, e := range []End{a, b} {
+		if err := configure(e); err != nil {
+			pair.Delete()
+			return nil, fmt.Errorf("veth %s<->%s: %w", a.Name, b.Name, err)
+		}
+	}
+	return pair, nil
+}
+
+func configure(e End) error {
+	return e.NS.Netlink(func(h *netlink.Handle) error {
+		link, err := h.LinkByName(e.Name)
+		if err != nil {
+			return fmt.Errorf("%s: %w", e.Name, err)
+		}
+		if e.MTU > 0 && link.Attrs().MTU != e.MTU {
+			if err := h.LinkSetMTU(link, e.MTU); err != nil {
+				return fmt.Errorf("%s: setting MTU %d: %w", e.Name, e.MTU, err)
+			}
+		}
+		if e.IP.IsValid() {
+			addr := &netlink.Addr{IPNet: prefixToIPNet(e.IP)}
+			if err := h.AddrAdd(link, addr); err != nil {
+				return fmt.Errorf("%s: adding address %s: %w", e.Name, e.IP, err)
+			}
+		}
+		if err := h.LinkSetUp(link); err != nil {
+			return fmt.Errorf("%s: setting up: %w", e.Name, err)
+		}
+		return nil
+	})
+}
+
+// Delete removes the pair (deleting one end removes both). An end that is
+// already gone is not an error.
+func (v *Veth) Delete() error {
+	err := v.A.NS.Netlink(func(h *netlink.Handle) error {
+		link, err := h.LinkByName(v.A.Name)
+		if err != nil {
+			var notFound netlink.LinkNotFoundError
+			if errors.As(err, &notFound) {
+				return nil
+			}
+			return err
+		}
+		return h.LinkDel(link)
+	})
+	if err != nil {
+		return fmt.Errorf("deleting veth %s<->%s: %w", v.A.Name, v.B.Name, err)
+	}
+	return nil
+}
+
+// SetUp brings one interface up or down.
+func SetUp(ns Namespace, name string, up bool) error {
+	return ns.Netlink(func(h *netlink.Handle) error {
+		link, err := h.LinkByName(name)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		if up {
+			err = h.LinkSetUp(link)
+		} else {
+			err = h.LinkSetDown(link)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: setting %s: %w", name, map[bool]string{true: "up", false: "down"}[up], err)
+		}
+		return nil
+	})
+}
+
+// Status returns "OK" if the interface exists in the namespace and
+// "MISSING" otherwise, as Mininet's links command shows it.
+func Status(ns Namespace, name string) string {
+	err := ns.Netlink(func(h *netlink.Handle) error {
+		_, err := h.LinkByName(name)
+		return err
+	})
+	if err != nil {
+		return "MISSING"
+	}
+	return "OK"
+}
+
+// IsUp reports whether the interface is administratively up.
+func IsUp(ns Namespace, name string) bool {
+	up := false
+	ns.Netlink(func(h *netlink.Handle) error {
+		link, err := h.LinkByName(name)
+		if err == nil {
+			up = link.Attrs().Flags&net.FlagUp != 0
+		}
+		return err
+	})
+	return up
+}
+
+func prefixToIPNet(p netip.Prefix) *net.IPNet {
+	return &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}
+}

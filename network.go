@@ -1,0 +1,423 @@
+package hymn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hymn-net/hymn/internal/mnlog"
+	"github.com/hymn-net/hymn/internal/netnsx"
+	"github.com/hymn-net/hymn/internal/owner"
+	"github.com/hymn-net/hymn/links"
+	"github.com/hymn-net/hymn/nodes"
+	"github.com/hymn-net/hymn/topo"
+)
+
+// Errors callers can test for.
+var (
+	ErrNotRoot     = errors.New("hymn must run as root")
+	ErrMissingTool = errors.New("missing tool")
+	ErrUnknownNode = errors.New("node not in network")
+	ErrNotBuilt    = errors.New("network is not built")
+)
+
+// Options configure a network. The zero value gives Mininet's defaults.
+type Options struct {
+	IPBase  netip.Prefix // --ipbase; zero means 10.0.0.0/8
+	AutoMAC bool         // --mac
+	STP     bool         // STP on every switch (torus switches have it anyway)
+	Workers int          // setup concurrency; 0 chooses from the CPU count
+	// Log receives Mininet's progress lines; nil prints nothing.
+	Log *mnlog.Logger
+}
+
+// Network is a topology being built, running or stopped.
+type Network struct {
+	opts Options
+	plan *topo.Plan
+	run  string
+
+	mu      sync.Mutex
+	nodes   map[string]*nodes.NsNode
+	links   []*netLink
+	claimed bool
+	built   bool
+	stopped bool
+}
+
+// netLink is a planned link and, once created, its veth pair.
+type netLink struct {
+	plan *topo.PlannedLink
+	veth *links.Veth
+}
+
+// New resolves a topology into a network, validating it completely; nothing
+// touches the kernel until Build.
+func New(t *topo.Topo, opts Options) (*Network, error) {
+	if t == nil {
+		return nil, errors.New("no topology")
+	}
+	plan, err := topo.Resolve(t, topo.AddressOptions{IPBase: opts.IPBase, AutoMAC: opts.AutoMAC})
+	if err != nil {
+		return nil, err
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = defaultWorkers()
+	}
+	return &Network{opts: opts, plan: plan, run: owner.NewRunID(), nodes: map[string]*nodes.NsNode{}}, nil
+}
+
+// RunID returns the id that marks everything this network creates.
+func (n *Network) RunID() string { return n.run }
+
+// Plan returns the resolved topology.
+func (n *Network) Plan() *topo.Plan { return n.plan }
+
+func (n *Network) log() *mnlog.Logger { return n.opts.Log }
+
+// CheckRoot returns ErrNotRoot unless the process is root.
+func CheckRoot() error {
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("%w (namespaces and links need CAP_NET_ADMIN and CAP_SYS_ADMIN); try: sudo hymn ...", ErrNotRoot)
+	}
+	return nil
+}
+
+// CheckTools returns ErrMissingTool naming the first program not on PATH
+// and the Debian package that has it.
+func CheckTools(names ...string) error {
+	pkg := map[string]string{"ping": "iputils-ping", "iperf3": "iperf3", "ip": "iproute2", "ethtool": "ethtool", "bash": "bash"}
+	for _, name := range names {
+		if _, err := exec.LookPath(name); err != nil {
+			return fmt.Errorf("%w: %s is not installed (apt-get install %s)", ErrMissingTool, name, pkg[name])
+		}
+	}
+	return nil
+}
+
+// Build creates every node and link. On failure it removes what it built and
+// returns the error.
+func (n *Network) Build(ctx context.Context) (err error) {
+	if err := CheckRoot(); err != nil {
+		return err
+	}
+	if err := CheckTools("bash", "ip"); err != nil {
+		return err
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.built || n.stopped {
+		return errors.New("network was already built")
+	}
+	if err := owner.Claim(n.run); err != nil {
+		return err
+	}
+	n.claimed = true
+	defer func() {
+		if err != nil {
+			n.teardown(false)
+		}
+	}()
+	lg := n.log()
+	lg.Info("*** Creating network\n*** Adding controller\n")
+	hosts, switches := n.plan.Hosts(), n.plan.Switches()
+
+	lg.Info("*** Adding hosts:\n")
+	if err := n.createNodes(ctx, hosts); err != nil {
+		return err
+	}
+	lg.Info(names(hosts) + "\n")
+	lg.Info("*** Adding switches:\n")
+	if err := n.createNodes(ctx, switches); err != nil {
+		return err
+	}
+	lg.Info(names(switches) + "\n")
+
+	lg.Info("*** Adding links:\n")
+	n.links = make([]*netLink, len(n.plan.Links))
+	for i, pl := range n.plan.Links {
+		n.links[i] = &netLink{plan: pl}
+	}
+	if err := forEach(ctx, n.opts.Workers, len(n.links), func(i int) error { return n.createLink(n.links[i]) }); err != nil {
+		return err
+	}
+	var b strings.Builder
+	for _, l := range n.plan.Links {
+		fmt.Fprintf(&b, "(%s, %s) ", l.Intf1.Node, l.Intf2.Node)
+	}
+	lg.Info(b.String() + "\n")
+	lg.Info("*** Configuring hosts\n" + names(hosts) + "\n")
+	n.built = true
+	return nil
+}
+
+func names(ns []*topo.PlannedNode) string {
+	var b strings.Builder
+	for _, p := range ns {
+		b.WriteString(p.Name + " ")
+	}
+	return b.String()
+}
+
+func (n *Network) createNodes(ctx context.Context, list []*topo.PlannedNode) error {
+	made := make([]*nodes.NsNode, len(list))
+	err := forEach(ctx, n.opts.Workers, len(list), func(i int) error {
+		p := list[i]
+		stp := p.IsSwitch() && (n.opts.STP || truthy(p.Params["stp"]))
+		node, err := nodes.New(nodes.Config{Name: p.Name, Kind: p.Kind, Namespace: owner.NamespaceName(n.run, p.Name), STP: stp})
+		if err != nil {
+			return err
+		}
+		made[i] = node
+		return nil
+	})
+	for i, node := range made {
+		if node != nil {
+			n.nodes[list[i].Name] = node
+		}
+	}
+	return err
+}
+
+func (n *Network) createLink(l *netLink) error {
+	end := func(i *topo.Intf) links.End {
+		e := links.End{NS: n.nodes[i.Node], Name: i.Name, MAC: i.MAC, IP: i.IP}
+		if mtu, ok := l.plan.Params["mtu"]; ok {
+			fmt.Sscan(mtu, &e.MTU)
+		}
+		return e
+	}
+	v, err := links.CreateVeth(end(l.plan.Intf1), end(l.plan.Intf2))
+	if err != nil {
+		return err
+	}
+	l.veth = v
+	for _, i := range []*topo.Intf{l.plan.Intf1, l.plan.Intf2} {
+		if node := n.nodes[i.Node]; node.Kind() == topo.KindSwitch {
+			if err := node.AttachPort(i.Name); err != nil {
+				return fmt.Errorf("link %s: %w", l.plan, err)
+			}
+		}
+	}
+	return nil
+}
+
+func truthy(v string) bool {
+	switch strings.ToLower(v) {
+	case "1", "true", "yes", "on":
+		return true
+	}
+	return false
+}
+
+// Start starts the network. Linux bridges forward as soon as they exist, so
+// this only prints Mininet's lines and, when switches run STP, waits until
+// their ports have left the listening and learning states.
+func (n *Network) Start(ctx context.Context) error {
+	n.mu.Lock()
+	built := n.built
+	n.mu.Unlock()
+	if !built {
+		if err := n.Build(ctx); err != nil {
+			return err
+		}
+	}
+	lg := n.log()
+	lg.Info("*** Starting controller\n\n")
+	switches := n.plan.Switches()
+	lg.Infof("*** Starting %d switches\n%s\n", len(switches), names(switches))
+	return n.waitSTP(ctx)
+}
+
+// WaitConnected waits until every switch forwards (Mininet's -w), printing
+// Mininet's lines.
+func (n *Network) WaitConnected(ctx context.Context) error {
+	switches := n.plan.Switches()
+	n.log().Info("*** Waiting for switches to connect\n")
+	err := n.waitSTP(ctx)
+	n.log().Info(names(switches) + "\n")
+	return err
+}
+
+// waitSTP returns once no bridge port of an STP switch is listening or
+// learning (or after a minute, with an error).
+func (n *Network) waitSTP(ctx context.Context) error {
+	var stp []*topo.PlannedNode
+	for _, s := range n.plan.Switches() {
+		if n.opts.STP || truthy(s.Params["stp"]) {
+			stp = append(stp, s)
+		}
+	}
+	if len(stp) == 0 {
+		return nil
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		settled := true
+		for _, s := range stp {
+			out, err := exec.CommandContext(ctx, "bridge", "-n", n.nodes[s.Name].Namespace(), "link", "show").Output()
+			if err != nil {
+				return fmt.Errorf("switch %s: reading STP state: %w", s.Name, err)
+			}
+			if strings.Contains(string(out), "state listening") || strings.Contains(string(out), "state learning") {
+				settled = false
+				break
+			}
+		}
+		if settled {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return errors.New("spanning tree did not converge within a minute")
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// Stop tears the network down in reverse: node shells and the processes
+// in the nodes, links, switches, hosts; then the run's record. It is safe to
+// call more than once.
+func (n *Network) Stop() error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.teardown(true)
+}
+
+func (n *Network) teardown(verbose bool) error {
+	if n.stopped {
+		return nil
+	}
+	n.stopped = true
+	lg := n.log()
+	if !verbose {
+		lg = nil
+	}
+	ctx := context.Background()
+	var errs []error
+
+	// Everything running in our namespaces goes first, so no process holds
+	// a namespace alive after it is deleted.
+	inodes := map[uint64]bool{}
+	for _, node := range n.nodes {
+		node.StopShell()
+		if ino, err := netnsx.Inode(node.Namespace()); err == nil {
+			inodes[ino] = true
+		}
+	}
+	owner.KillAll(owner.ProcessesIn(inodes))
+
+	lg.Info("*** Stopping 0 controllers\n\n")
+	lg.Infof("*** Stopping %d links\n", len(n.links))
+	var mu sync.Mutex
+	errs = append(errs, forEach(ctx, n.opts.Workers, len(n.links), func(i int) error {
+		l := n.links[len(n.links)-1-i]
+		if l.veth == nil {
+			return nil
+		}
+		err := l.veth.Delete()
+		mu.Lock()
+		lg.Info(".")
+		mu.Unlock()
+		return err
+	}))
+	lg.Info("\n")
+
+	switches, hosts := n.plan.Switches(), n.plan.Hosts()
+	lg.Infof("*** Stopping %d switches\n", len(switches))
+	errs = append(errs, n.deleteNodes(ctx, switches))
+	lg.Info(names(switches) + "\n")
+	lg.Infof("*** Stopping %d hosts\n", len(hosts))
+	errs = append(errs, n.deleteNodes(ctx, hosts))
+	lg.Info(names(hosts) + "\n")
+
+	// A crash-proof sweep: anything of this run that a failed build left
+	// half-made (a namespace file without a node) goes too.
+	if n.claimed {
+		if _, _, err := owner.RemoveRun(n.run); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	lg.Info("*** Done\n")
+	return errors.Join(errs...)
+}
+
+func (n *Network) deleteNodes(ctx context.Context, list []*topo.PlannedNode) error {
+	return forEach(ctx, n.opts.Workers, len(list), func(i int) error {
+		p := list[len(list)-1-i]
+		if node, ok := n.nodes[p.Name]; ok {
+			return node.Delete()
+		}
+		return nil
+	})
+}
+
+// Node returns a node by name.
+func (n *Network) Node(name string) (*nodes.NsNode, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	node, ok := n.nodes[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", ErrUnknownNode, name)
+	}
+	return node, nil
+}
+
+// Hosts returns the hosts (every node that is not a switch) in Mininet's
+// order.
+func (n *Network) Hosts() []*topo.PlannedNode { return n.plan.Hosts() }
+
+// Switches returns the switches in Mininet's order.
+func (n *Network) Switches() []*topo.PlannedNode { return n.plan.Switches() }
+
+// IP returns the address of a node's default interface.
+func (n *Network) IP(name string) (netip.Addr, error) {
+	p := n.plan.Node(name)
+	if p == nil {
+		return netip.Addr{}, fmt.Errorf("%w: %s", ErrUnknownNode, name)
+	}
+	if d := p.DefaultIntf(); d != nil && d.IP.IsValid() {
+		return d.IP.Addr(), nil
+	}
+	return netip.Addr{}, fmt.Errorf("node %s has no IP address", name)
+}
+
+// ConfigLinkStatus brings every link between two nodes up or down (both
+// ends), as Mininet's configLinkStatus and the CLI's link command do.
+func (n *Network) ConfigLinkStatus(src, dst, status string) error {
+	if status != "up" && status != "down" {
+		return fmt.Errorf("invalid type: %s (use up or down)", status)
+	}
+	for _, name := range []string{src, dst} {
+		if n.plan.Node(name) == nil {
+			return fmt.Errorf("%w: %s", ErrUnknownNode, name)
+		}
+	}
+	var found []*topo.PlannedLink
+	for _, l := range n.plan.Links {
+		a, b := l.Intf1.Node, l.Intf2.Node
+		if a == src && b == dst || a == dst && b == src {
+			found = append(found, l)
+		}
+	}
+	if len(found) == 0 {
+		return fmt.Errorf("src and dst not connected: %s %s", src, dst)
+	}
+	for _, l := range found {
+		for _, i := range []*topo.Intf{l.Intf1, l.Intf2} {
+			if err := links.SetUp(n.nodes[i.Node], i.Name, status == "up"); err != nil {
+				return fmt.Errorf("link %s: %w", l, err)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,235 @@
+package nodes
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+
+	"github.com/hymn-net/hymn/internal/netnsx"
+	"github.com/hymn-net/hymn/topo"
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+)
+
+// Node is what every node backend offers.
+type Node interface {
+	Name() string
+	Kind() topo.Kind
+	// Cmd runs a command line in the node's persistent shell and returns its
+	// combined output, as Mininet's node.cmd does.
+	Cmd(ctx context.Context, line string) (string, error)
+	// Exec runs a program in the node and waits for it.
+	Exec(ctx context.Context, name string, args ...string) (Result, error)
+	// Close stops everything running in the node and frees the node.
+	Close() error
+}
+
+// Result is the outcome of Exec.
+type Result struct {
+	Stdout, Stderr []byte
+	ExitCode       int
+}
+
+// ErrClosed is returned when a closed node is used.
+var ErrClosed = errors.New("node is closed")
+
+// NsNode is a node living in a named network namespace.
+type NsNode struct {
+	name   string
+	kind   topo.Kind
+	nsName string
+	ns     netns.NsHandle
+
+	nlMu sync.Mutex
+	nl   *netlink.Handle
+
+	shellMu sync.Mutex
+	shell   *Shell
+	closed  bool
+}
+
+// Config says how to create a namespace node.
+type Config struct {
+	Name      string    // node name (h1)
+	Kind      topo.Kind // host, switch or router
+	Namespace string    // namespace name (hymn-<run>-h1)
+	STP       bool      // switches: run the kernel's spanning tree
+}
+
+// New creates the node's namespace and sets it up for its kind: loopback up
+// for every node, the bridge for a switch, IPv4 forwarding for a router. On
+// failure nothing is left behind.
+func New(cfg Config) (_ *NsNode, err error) {
+	if err := netnsx.Create(cfg.Namespace); err != nil {
+		return nil, err
+	}
+	n := &NsNode{name: cfg.Name, kind: cfg.Kind, nsName: cfg.Namespace, ns: -1}
+	defer func() {
+		if err != nil {
+			n.Close()
+		}
+	}()
+	if n.ns, err = netnsx.Open(cfg.Namespace); err != nil {
+		return nil, err
+	}
+	if n.nl, err = netlink.NewHandleAt(n.ns); err != nil {
+		return nil, fmt.Errorf("node %s: netlink: %w", cfg.Name, err)
+	}
+	if err := n.Netlink(func(h *netlink.Handle) error {
+		lo, err := h.LinkByName("lo")
+		if err != nil {
+			return err
+		}
+		return h.LinkSetUp(lo)
+	}); err != nil {
+		return nil, fmt.Errorf("node %s: loopback up: %w", cfg.Name, err)
+	}
+	switch cfg.Kind {
+	case topo.KindSwitch:
+		if err := n.makeBridge(cfg.STP); err != nil {
+			return nil, fmt.Errorf("switch %s: %w", cfg.Name, err)
+		}
+	case topo.KindRouter:
+		if err := n.Sysctl("net/ipv4/ip_forward", "1"); err != nil {
+			return nil, fmt.Errorf("router %s: enabling IPv4 forwarding: %w", cfg.Name, err)
+		}
+	}
+	return n, nil
+}
+
+// Name returns the node's name.
+func (n *NsNode) Name() string { return n.name }
+
+// Kind returns the node's kind.
+func (n *NsNode) Kind() topo.Kind { return n.kind }
+
+// Namespace returns the name of the node's network namespace.
+func (n *NsNode) Namespace() string { return n.nsName }
+
+// NsHandle returns the node's namespace handle (owned by the node).
+func (n *NsNode) NsHandle() netns.NsHandle { return n.ns }
+
+// Netlink runs fn with the node's netlink handle. Calls are serialised per
+// node: one handle is one set of sockets.
+func (n *NsNode) Netlink(fn func(h *netlink.Handle) error) error {
+	n.nlMu.Lock()
+	defer n.nlMu.Unlock()
+	if n.nl == nil {
+		return ErrClosed
+	}
+	return fn(n.nl)
+}
+
+// Sysctl writes a sysctl of the node's namespace (key like "net/ipv4/ip_forward").
+func (n *NsNode) Sysctl(key, value string) error {
+	return netnsx.Do(n.ns, func() error {
+		return os.WriteFile("/proc/sys/"+key, []byte(value), 0o644)
+	})
+}
+
+// Cmd runs a command line in the node's persistent shell.
+func (n *NsNode) Cmd(ctx context.Context, line string) (string, error) {
+	sh, err := n.getShell()
+	if err != nil {
+		return "", err
+	}
+	return sh.Run(ctx, line)
+}
+
+// Shell returns the node's persistent shell, starting it on first use.
+func (n *NsNode) getShell() (*Shell, error) {
+	n.shellMu.Lock()
+	defer n.shellMu.Unlock()
+	if n.closed {
+		return nil, ErrClosed
+	}
+	if n.shell == nil || n.shell.Exited() {
+		sh, err := StartShell(n.ns, n.name)
+		if err != nil {
+			return nil, fmt.Errorf("node %s: starting its shell: %w", n.name, err)
+		}
+		n.shell = sh
+	}
+	return n.shell, nil
+}
+
+// Command prepares a program to run in the node; Start it with StartIn.
+func (n *NsNode) Command(ctx context.Context, name string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	return cmd
+}
+
+// Start starts cmd inside the node's namespace. The child inherits the
+// namespace of the thread that forks it.
+func (n *NsNode) Start(cmd *exec.Cmd) error {
+	return netnsx.Do(n.ns, cmd.Start)
+}
+
+// Exec runs a program in the node and waits for it.
+func (n *NsNode) Exec(ctx context.Context, name string, args ...string) (Result, error) {
+	var out, errOut bytes.Buffer
+	cmd := n.Command(ctx, name, args...)
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := n.Start(cmd); err != nil {
+		return Result{ExitCode: -1}, fmt.Errorf("node %s: %w", n.name, err)
+	}
+	err := cmd.Wait()
+	res := Result{Stdout: out.Bytes(), Stderr: errOut.Bytes(), ExitCode: cmd.ProcessState.ExitCode()}
+	var exitErr *exec.ExitError
+	if errors.As(err, &exitErr) && ctx.Err() == nil {
+		err = nil // a non-zero exit is a result, not an error
+	}
+	if err != nil {
+		err = fmt.Errorf("node %s: %s: %w", n.name, name, err)
+	}
+	return res, err
+}
+
+// StopShell ends the node's persistent shell and its background jobs; the
+// node stays usable and starts a new shell on the next Cmd.
+func (n *NsNode) StopShell() {
+	n.shellMu.Lock()
+	sh := n.shell
+	n.shell = nil
+	n.shellMu.Unlock()
+	if sh != nil {
+		sh.Close()
+	}
+}
+
+// Close stops the node's shell and frees its netlink handle and namespace
+// handle. It does not delete the namespace: the network does that after
+// every link is gone, in reverse order of creation.
+func (n *NsNode) Close() error {
+	n.shellMu.Lock()
+	n.closed = true
+	sh := n.shell
+	n.shell = nil
+	n.shellMu.Unlock()
+	if sh != nil {
+		sh.Close()
+	}
+	n.nlMu.Lock()
+	if n.nl != nil {
+		n.nl.Close()
+		n.nl = nil
+	}
+	n.nlMu.Unlock()
+	if n.ns >= 0 {
+		n.ns.Close()
+		n.ns = -1
+	}
+	return nil
+}
+
+// Delete closes the node and removes its namespace.
+func (n *NsNode) Delete() error {
+	n.Close()
+	return netnsx.Delete(n.nsName)
+}

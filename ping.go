@@ -1,0 +1,238 @@
+package hymn
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hymn-net/hymn/topo"
+)
+
+// PingResult is one ping between two hosts, as Mininet's pingFull reports
+// it: packets sent and received and the rtt figures in milliseconds.
+type PingResult struct {
+	Src, Dst               string
+	Sent, Received         int
+	RTTMin, RTTAvg, RTTMax float64
+	RTTMdev                float64
+}
+
+var (
+	pingCountsRE = regexp.MustCompile(`(\d+) packets transmitted, (\d+)( packets)? received`)
+	pingRTTRE    = regexp.MustCompile(`rtt min/avg/max/mdev = (\d+\.\d+)/(\d+\.\d+)/(\d+\.\d+)/(\d+\.\d+) ms`)
+	unreachRE    = regexp.MustCompile(`[uU]nreachable`)
+)
+
+// parsePing reads ping's summary the way Mininet does: an unreachable
+// network or unparsable output counts as one sent, none received.
+func parsePing(out string) PingResult {
+	var r PingResult
+	if unreachRE.MatchString(out) {
+		r.Sent = 1
+		return r
+	}
+	m := pingCountsRE.FindStringSubmatch(out)
+	if m == nil {
+		r.Sent = 1
+		return r
+	}
+	r.Sent, _ = strconv.Atoi(m[1])
+	r.Received, _ = strconv.Atoi(m[2])
+	if m := pingRTTRE.FindStringSubmatch(out); m != nil {
+		r.RTTMin, _ = strconv.ParseFloat(m[1], 64)
+		r.RTTAvg, _ = strconv.ParseFloat(m[2], 64)
+		r.RTTMax, _ = strconv.ParseFloat(m[3], 64)
+		r.RTTMdev, _ = strconv.ParseFloat(m[4], 64)
+	}
+	return r
+}
+
+// pingOnce sends one echo request from src to dst's address. timeout 0
+// means ping's default wait.
+func (n *Network) pingOnce(ctx context.Context, src, dst string, timeout time.Duration) (PingResult, error) {
+	node, err := n.Node(src)
+	if err != nil {
+		return PingResult{}, err
+	}
+	ip, err := n.IP(dst)
+	if err != nil {
+		return PingResult{}, err
+	}
+	args := []string{"-c1"}
+	if timeout > 0 {
+		args = append(args, "-W", strconv.FormatFloat(math.Max(timeout.Seconds(), 0.001), 'f', -1, 64))
+	} else {
+		// Mininet leaves ping's own wait (10 s for an unanswered probe);
+		// one second is plenty on a local network and keeps a broken
+		// topology from stalling a test run.
+		args = append(args, "-W", "1")
+	}
+	args = append(args, ip.String())
+	res, err := node.Exec(ctx, "ping", args...)
+	if err != nil {
+		return PingResult{}, err
+	}
+	r := parsePing(string(res.Stdout) + string(res.Stderr))
+	r.Src, r.Dst = src, dst
+	return r, nil
+}
+
+// pingMatrix pings every ordered pair of the hosts, printing Mininet's
+// "h1 -> h2 X " rows in order while the pings run concurrently.
+func (n *Network) pingMatrix(ctx context.Context, hosts []*topo.PlannedNode, timeout time.Duration, header bool) ([]PingResult, error) {
+	if err := CheckTools("ping"); err != nil {
+		return nil, err
+	}
+	lg := n.log()
+	if header {
+		lg.Output("*** Ping: testing ping reachability\n")
+	}
+	type job struct{ src, dst int }
+	var jobs []job
+	for i := range hosts {
+		for j := range hosts {
+			if i != j {
+				jobs = append(jobs, job{i, j})
+			}
+		}
+	}
+	results := make([]PingResult, len(jobs))
+	errs := make([]error, len(jobs))
+	done := make([]chan struct{}, len(jobs))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sem := make(chan struct{}, n.opts.Workers)
+	for i := range jobs {
+		done[i] = make(chan struct{})
+		go func() {
+			defer close(done[i])
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if ctx.Err() != nil {
+				errs[i] = ctx.Err()
+				return
+			}
+			results[i], errs[i] = n.pingOnce(ctx, hosts[jobs[i].src].Name, hosts[jobs[i].dst].Name, timeout)
+		}()
+	}
+	var firstErr error
+	for i, jb := range jobs {
+		<-done[i]
+		if errs[i] != nil && firstErr == nil {
+			firstErr = errs[i]
+			cancel()
+		}
+		if firstErr != nil {
+			continue
+		}
+		if jb.dst == 0 || (jb.src == 0 && jb.dst == 1) {
+			lg.Outputf("%s -> ", hosts[jb.src].Name)
+		}
+		if results[i].Received > 0 {
+			lg.Outputf("%s ", hosts[jb.dst].Name)
+		} else {
+			lg.Output("X ")
+		}
+		if jb.dst == len(hosts)-1 || (jb.src == len(hosts)-1 && jb.dst == len(hosts)-2) {
+			lg.Output("\n")
+		}
+	}
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	return results, nil
+}
+
+// Ping pings between every ordered pair of the given hosts (all hosts if
+// none) and returns the percentage of lost packets, printing Mininet's
+// result line.
+func (n *Network) Ping(ctx context.Context, hosts []string, timeout time.Duration) (float64, error) {
+	list, err := n.hostList(hosts)
+	if err != nil {
+		return 0, err
+	}
+	results, err := n.pingMatrix(ctx, list, timeout, hosts == nil)
+	if err != nil {
+		return 0, err
+	}
+	sent, received := 0, 0
+	for _, r := range results {
+		sent += r.Sent
+		received += r.Received
+	}
+	if sent == 0 {
+		n.log().Output("*** Warning: No packets sent\n")
+		return 0, nil
+	}
+	loss := 100 * float64(sent-received) / float64(sent)
+	n.log().Outputf("*** Results: %d%% dropped (%d/%d received)\n", int(loss), received, sent)
+	return loss, nil
+}
+
+// PingAll pings between all hosts; timeout 0 is ping's default.
+func (n *Network) PingAll(ctx context.Context, timeout time.Duration) (float64, error) {
+	return n.Ping(ctx, nil, timeout)
+}
+
+// PingPair pings between the first two hosts.
+func (n *Network) PingPair(ctx context.Context) (float64, error) {
+	hosts := n.plan.Hosts()
+	if len(hosts) < 2 {
+		return 0, fmt.Errorf("pingpair needs two hosts; the network has %d", len(hosts))
+	}
+	return n.Ping(ctx, []string{hosts[0].Name, hosts[1].Name}, 0)
+}
+
+// PingFull is Ping with every pair's result, printed as Mininet's
+// pingFull prints it.
+func (n *Network) PingFull(ctx context.Context, hosts []string, timeout time.Duration) ([]PingResult, error) {
+	list, err := n.hostList(hosts)
+	if err != nil {
+		return nil, err
+	}
+	results, err := n.pingMatrix(ctx, list, timeout, hosts == nil)
+	if err != nil {
+		return nil, err
+	}
+	var b strings.Builder
+	b.WriteString("*** Results: \n")
+	for _, r := range results {
+		fmt.Fprintf(&b, " %s->%s: %d/%d, rtt min/avg/max/mdev %0.3f/%0.3f/%0.3f/%0.3f ms\n",
+			r.Src, r.Dst, r.Sent, r.Received, r.RTTMin, r.RTTAvg, r.RTTMax, r.RTTMdev)
+	}
+	n.log().Output(b.String())
+	return results, nil
+}
+
+// PingAllFull is PingFull over all hosts.
+func (n *Network) PingAllFull(ctx context.Context, timeout time.Duration) ([]PingResult, error) {
+	return n.PingFull(ctx, nil, timeout)
+}
+
+// PingPairFull is PingFull over the first two hosts.
+func (n *Network) PingPairFull(ctx context.Context) ([]PingResult, error) {
+	hosts := n.plan.Hosts()
+	if len(hosts) < 2 {
+		return nil, fmt.Errorf("pingpairfull needs two hosts; the network has %d", len(hosts))
+	}
+	return n.PingFull(ctx, []string{hosts[0].Name, hosts[1].Name}, 0)
+}
+
+func (n *Network) hostList(names []string) ([]*topo.PlannedNode, error) {
+	if names == nil {
+		return n.plan.Hosts(), nil
+	}
+	var out []*topo.PlannedNode
+	for _, name := range names {
+		p := n.plan.Node(name)
+		if p == nil {
+			return nil, fmt.Errorf("%w: %s", ErrUnknownNode, name)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
