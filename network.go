@@ -129,17 +129,22 @@ func (n *Network) Build(ctx context.Context) (err error) {
 	hosts, switches := n.plan.Hosts(), n.plan.Switches()
 
 	lg.Info("*** Adding hosts:\n")
+	t0 := time.Now()
 	if err := n.createNodes(ctx, hosts); err != nil {
 		return err
 	}
 	lg.Info(names(hosts) + "\n")
+	lg.Debugf("*** created %d host namespaces in %v\n", len(hosts), time.Since(t0))
 	lg.Info("*** Adding switches:\n")
+	t0 = time.Now()
 	if err := n.createNodes(ctx, switches); err != nil {
 		return err
 	}
 	lg.Info(names(switches) + "\n")
+	lg.Debugf("*** created %d switch namespaces in %v\n", len(switches), time.Since(t0))
 
 	lg.Info("*** Adding links:\n")
+	t0 = time.Now()
 	n.links = make([]*netLink, len(n.plan.Links))
 	for i, pl := range n.plan.Links {
 		n.links[i] = &netLink{plan: pl}
@@ -152,6 +157,7 @@ func (n *Network) Build(ctx context.Context) (err error) {
 		fmt.Fprintf(&b, "(%s, %s) ", l.Intf1.Node, l.Intf2.Node)
 	}
 	lg.Info(b.String() + "\n")
+	lg.Debugf("*** created %d links in %v\n", len(n.links), time.Since(t0))
 	lg.Info("*** Configuring hosts\n" + names(hosts) + "\n")
 	n.built = true
 	return nil
@@ -314,31 +320,28 @@ func (n *Network) teardown(verbose bool) error {
 			inodes[ino] = true
 		}
 	}
+	t0 := time.Now()
 	owner.KillAll(owner.ProcessesIn(inodes))
+	n.log().Debugf("*** stopped node processes in %v\n", time.Since(t0))
+	t0 = time.Now()
 
 	lg.Info("*** Stopping 0 controllers\n\n")
-	lg.Infof("*** Stopping %d links\n", len(n.links))
-	var mu sync.Mutex
-	errs = append(errs, forEach(ctx, n.opts.Workers, len(n.links), func(i int) error {
-		l := n.links[len(n.links)-1-i]
-		if l.veth == nil {
-			return nil
-		}
-		err := l.veth.Delete()
-		mu.Lock()
-		lg.Info(".")
-		mu.Unlock()
-		return err
-	}))
-	lg.Info("\n")
+	// Links are not deleted one by one: deleting a veth waits for an RCU
+	// grace period under the RTNL lock (about 5 ms each, serialised), while
+	// deleting a namespace removes all its interfaces in one batch. So the
+	// links go with the switch namespaces below; only a link whose ends
+	// both survive (none in a namespace topology) would need its own delete.
+	lg.Infof("*** Stopping %d links\n%s\n", len(n.links), strings.Repeat(".", len(n.links)))
 
 	switches, hosts := n.plan.Switches(), n.plan.Hosts()
+	t0 = time.Now()
 	lg.Infof("*** Stopping %d switches\n", len(switches))
 	errs = append(errs, n.deleteNodes(ctx, switches))
 	lg.Info(names(switches) + "\n")
 	lg.Infof("*** Stopping %d hosts\n", len(hosts))
 	errs = append(errs, n.deleteNodes(ctx, hosts))
 	lg.Info(names(hosts) + "\n")
+	n.log().Debugf("*** deleted namespaces in %v\n", time.Since(t0))
 
 	// A crash-proof sweep: anything of this run that a failed build left
 	// half-made (a namespace file without a node) goes too.

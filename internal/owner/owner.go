@@ -99,7 +99,8 @@ func Alive(run string) bool {
 	if json.Unmarshal(data, &st) != nil || st.PID <= 0 {
 		return false
 	}
-	if syscall.Kill(st.PID, 0) != nil {
+	// A killed owner can linger as a zombie until its parent reaps it.
+	if syscall.Kill(st.PID, 0) != nil || isZombie(st.PID) {
 		return false
 	}
 	return processStartTime(st.PID) == st.StartTime
