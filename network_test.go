@@ -1,0 +1,355 @@
+package hymn
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hymn-net/hymn/internal/netnsx"
+	"github.com/hymn-net/hymn/internal/owner"
+	"github.com/hymn-net/hymn/topo"
+)
+
+func requireRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("integration test: needs root to create namespaces")
+	}
+	for _, tool := range []string{"ip", "ping", "bash"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("integration test: %s is not installed", tool)
+		}
+	}
+}
+
+// assertRunGone fails the test if anything of the run is left.
+func assertRunGone(t *testing.T, run string) {
+	t.Helper()
+	left, err := owner.Namespaces(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) > 0 {
+		t.Errorf("run %s left namespaces behind: %v", run, left)
+	}
+	if _, err := os.Stat(owner.StateDir + "/" + run + ".json"); err == nil {
+		t.Errorf("run %s left its state file behind", run)
+	}
+}
+
+// startNet builds and starts a network and stops it (checking for leaks)
+// when the test ends.
+func startNet(t *testing.T, top *topo.Topo, opts Options) *Network {
+	t.Helper()
+	net, err := New(top, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := net.Stop(); err != nil {
+			t.Errorf("Stop: %v", err)
+		}
+		assertRunGone(t, net.RunID())
+	})
+	if err := net.Start(context.Background()); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	return net
+}
+
+func mustTopo(t *testing.T, spec string) *topo.Topo {
+	t.Helper()
+	top, err := topo.FromSpecString(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return top
+}
+
+func TestPingAllTopologies(t *testing.T) {
+	requireRoot(t)
+	for _, spec := range []string{"single,3", "linear,4", "tree,depth=2,fanout=2", "reversed,3", "linear,2,2"} {
+		t.Run(spec, func(t *testing.T) {
+			net := startNet(t, mustTopo(t, spec), Options{})
+			loss, err := net.PingAll(context.Background(), 0)
+			if err != nil || loss != 0 {
+				t.Fatalf("PingAll = %v%%, %v; want 0%% loss", loss, err)
+			}
+		})
+	}
+}
+
+func TestPingFullAndPair(t *testing.T) {
+	requireRoot(t)
+	net := startNet(t, mustTopo(t, "single,3"), Options{})
+	res, err := net.PingAllFull(context.Background(), 0)
+	if err != nil || len(res) != 6 {
+		t.Fatalf("PingAllFull = %d results, %v", len(res), err)
+	}
+	for _, r := range res {
+		if r.Sent != 1 || r.Received != 1 || r.RTTAvg <= 0 {
+			t.Errorf("%s->%s = %+v, want 1/1 with an rtt", r.Src, r.Dst, r)
+		}
+	}
+	if loss, err := net.PingPair(context.Background()); err != nil || loss != 0 {
+		t.Fatalf("PingPair = %v, %v", loss, err)
+	}
+}
+
+func TestNamesAddressesAndMACs(t *testing.T) {
+	requireRoot(t)
+	net := startNet(t, mustTopo(t, "single,2"), Options{AutoMAC: true})
+	h2, err := net.Node("h2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := h2.Cmd(context.Background(), "ip -o addr show dev h2-eth0; ip -o link show h2-eth0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"10.0.0.2/8", "00:00:00:00:00:02"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("h2-eth0 lacks %s:\n%s", want, out)
+		}
+	}
+	s1, _ := net.Node("s1")
+	res, err := s1.Exec(context.Background(), "ip", "-o", "link", "show", "master", "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, port := range []string{"s1-eth1@", "s1-eth2@"} {
+		if !strings.Contains(string(res.Stdout), port) {
+			t.Errorf("bridge s1 lacks port %s:\n%s", port, res.Stdout)
+		}
+	}
+	// Nothing of the network may show in the root namespace.
+	root, _ := exec.Command("ip", "-o", "link").Output()
+	if strings.Contains(string(root), "s1-eth") || strings.Contains(string(root), "h1-eth") {
+		t.Errorf("root namespace shows the network's interfaces:\n%s", root)
+	}
+}
+
+func TestLinkDownUp(t *testing.T) {
+	requireRoot(t)
+	net := startNet(t, mustTopo(t, "single,2"), Options{})
+	ctx := context.Background()
+	if err := net.ConfigLinkStatus("s1", "h1", "down"); err != nil {
+		t.Fatal(err)
+	}
+	if loss, _ := net.Ping(ctx, []string{"h1", "h2"}, time.Second); loss != 100 {
+		t.Errorf("with h1's link down, loss = %v%%, want 100%%", loss)
+	}
+	if err := net.ConfigLinkStatus("s1", "h1", "up"); err != nil {
+		t.Fatal(err)
+	}
+	// A veth needs a moment to carry traffic after it comes up.
+	var loss float64
+	for try := 0; try < 10; try++ {
+		if loss, _ = net.Ping(ctx, []string{"h1", "h2"}, time.Second); loss == 0 {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if loss != 0 {
+		t.Errorf("after link up, loss = %v%%, want 0%%", loss)
+	}
+	for _, c := range []struct{ a, b, status, want string }{
+		{"h1", "h2", "down", "not connected"},
+		{"h1", "h9", "down", "not in network"},
+		{"h1", "s1", "sideways", "invalid type"},
+	} {
+		if err := net.ConfigLinkStatus(c.a, c.b, c.status); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("ConfigLinkStatus(%s, %s, %s) = %v, want %q", c.a, c.b, c.status, err, c.want)
+		}
+	}
+}
+
+func TestIperf(t *testing.T) {
+	requireRoot(t)
+	if _, err := exec.LookPath("iperf3"); err != nil {
+		t.Skip("iperf3 is not installed")
+	}
+	net := startNet(t, mustTopo(t, "single,2"), Options{})
+	r, err := net.Iperf(context.Background(), "", "", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Client != "h1" || r.Server != "h2" || r.ServerBps <= 0 || r.ClientBps <= 0 {
+		t.Fatalf("Iperf = %+v, want h1->h2 with positive rates", r)
+	}
+	if !strings.HasSuffix(r.ServerText, "bits/sec") {
+		t.Errorf("server text %q", r.ServerText)
+	}
+}
+
+func TestPersistentShell(t *testing.T) {
+	requireRoot(t)
+	net := startNet(t, mustTopo(t, "single,2"), Options{})
+	h1, _ := net.Node("h1")
+	ctx := context.Background()
+	if _, err := h1.Cmd(ctx, "cd /tmp && X=42"); err != nil {
+		t.Fatal(err)
+	}
+	out, err := h1.Cmd(ctx, "pwd; echo $X")
+	if err != nil || out != "/tmp\n42\n" {
+		t.Fatalf("state did not persist: %q, %v", out, err)
+	}
+	// A background job survives later commands and their cancellation.
+	if _, err := h1.Cmd(ctx, "sleep 300 & echo $! > /tmp/hymn-test-bg-$$"); err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err = h1.Cmd(short, "sleep 30")
+	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 5*time.Second {
+		t.Fatalf("cancelled command returned %v after %v", err, time.Since(start))
+	}
+	out, err = h1.Cmd(ctx, "jobs -r | grep -c 'sleep 300'; rm -f /tmp/hymn-test-bg-$$")
+	if err != nil || strings.TrimSpace(out) != "1" {
+		t.Fatalf("background job gone after a cancelled command: %q, %v", out, err)
+	}
+	// Output without a trailing newline comes back as is.
+	if out, _ := h1.Cmd(ctx, "printf abc"); out != "abc" {
+		t.Errorf("printf abc -> %q", out)
+	}
+}
+
+func TestExecAndCancel(t *testing.T) {
+	requireRoot(t)
+	net := startNet(t, mustTopo(t, "single,2"), Options{})
+	h1, _ := net.Node("h1")
+	res, err := h1.Exec(context.Background(), "sh", "-c", "ip -o link; echo err >&2; exit 3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode != 3 || !strings.Contains(string(res.Stdout), "h1-eth0") || string(res.Stderr) != "err\n" {
+		t.Errorf("Exec = %+v", res)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if _, err := h1.Exec(ctx, "sleep", "30"); err == nil || time.Since(start) > 5*time.Second {
+		t.Errorf("cancelled Exec: %v after %v", err, time.Since(start))
+	}
+}
+
+func TestRouterForwardsOnlyInItsNamespace(t *testing.T) {
+	requireRoot(t)
+	top := topo.New()
+	r := top.AddRouter("r1", topo.Params{"ip": "10.1.0.1/24"})
+	h1 := top.AddHost("h1", topo.Params{"ip": "10.1.0.2/24"})
+	h2 := top.AddHost("h2", topo.Params{"ip": "10.2.0.2/24"})
+	top.AddLink(h1, r)
+	top.AddLink(h2, r, topo.Params{"ip2": "10.2.0.1/24"})
+	net := startNet(t, top, Options{})
+	ctx := context.Background()
+	for name, gw := range map[string]string{"h1": "10.1.0.1", "h2": "10.2.0.1"} {
+		n, _ := net.Node(name)
+		if out, err := n.Cmd(ctx, "ip route add default via "+gw); err != nil || out != "" {
+			t.Fatalf("%s route: %q %v", name, out, err)
+		}
+	}
+	if loss, err := net.Ping(ctx, []string{"h1", "h2"}, time.Second); err != nil || loss != 0 {
+		t.Errorf("ping through router: %v%% %v", loss, err)
+	}
+	rn, _ := net.Node("r1")
+	if out, _ := rn.Cmd(ctx, "cat /proc/sys/net/ipv4/ip_forward"); out != "1\n" {
+		t.Errorf("router ip_forward = %q", out)
+	}
+	if data, _ := os.ReadFile("/proc/sys/net/ipv4/ip_forward"); string(data) == "1\n" && os.Getenv("CI") != "" {
+		t.Log("note: the root namespace forwards IPv4 on this machine (not hymn's doing)")
+	}
+}
+
+func TestBuildFailureRollsBack(t *testing.T) {
+	requireRoot(t)
+	top := topo.New()
+	s1 := top.AddSwitch("s1")
+	top.AddLink(top.AddHost("h1"), s1)
+	top.AddLink(top.AddHost("h2"), s1, topo.Params{"mtu": "1000000"}) // the kernel refuses this MTU
+	net, err := New(top, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = net.Build(context.Background())
+	if err == nil {
+		net.Stop()
+		t.Fatal("Build with an impossible MTU succeeded")
+	}
+	if !strings.Contains(err.Error(), "h2-eth0") {
+		t.Errorf("error does not name the interface: %v", err)
+	}
+	assertRunGone(t, net.RunID())
+}
+
+func TestDuplicateNodeRejectedBeforeBuild(t *testing.T) {
+	top := topo.New()
+	top.AddHost("h1")
+	top.AddHost("h1")
+	if _, err := New(top, Options{}); !errors.Is(err, topo.ErrDuplicateNode) {
+		t.Fatalf("New = %v, want ErrDuplicateNode", err)
+	}
+}
+
+// TestCleanRemovesStaleRunsOnly fakes a crashed run (namespace, a process
+// inside it, a state file naming a dead owner) next to a live network, and
+// checks that Clean removes the first and leaves the second alone.
+func TestCleanRemovesStaleRunsOnly(t *testing.T) {
+	requireRoot(t)
+	live := startNet(t, mustTopo(t, "single,2"), Options{})
+
+	stale := owner.NewRunID()
+	ns := owner.NamespaceName(stale, "h1")
+	if err := owner.Claim(stale); err != nil {
+		t.Fatal(err)
+	}
+	// Make the owner a process that has exited.
+	dead := exec.Command("true")
+	dead.Run()
+	os.WriteFile(owner.StateDir+"/"+stale+".json",
+		[]byte(`{"run":"`+stale+`","pid":`+strconv.Itoa(dead.Process.Pid)+`,"start_time":1}`), 0o644)
+	if err := netnsx.Create(ns); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { owner.RemoveRun(stale) })
+	sleeper := exec.Command("ip", "netns", "exec", ns, "sleep", "300")
+	sleeper.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitDone := make(chan error, 1)
+	go func() { waitDone <- sleeper.Wait() }()
+	time.Sleep(100 * time.Millisecond)
+
+	rep, err := owner.Clean(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, r := range rep.Runs {
+		found = found || r == stale
+		if r == live.RunID() {
+			t.Errorf("Clean removed the live run %s", r)
+		}
+	}
+	if !found || rep.Processes < 1 {
+		t.Errorf("Clean report %+v: want run %s with its process", rep, stale)
+	}
+	select {
+	case <-waitDone:
+	case <-time.After(3 * time.Second):
+		t.Error("the process inside the stale namespace was not killed")
+	}
+	assertRunGone(t, stale)
+	if loss, err := live.PingAll(context.Background(), 0); err != nil || loss != 0 {
+		t.Errorf("live network broken by Clean: %v%% %v", loss, err)
+	}
+}
+
