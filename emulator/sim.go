@@ -25,6 +25,7 @@ func (t Traffic) String() string {
 // Simulation defaults: the paper's frame size and sinusoidal load.
 const (
 	DefaultFrame      = 1518
+	fcsLen            = 4
 	DefaultSinePeak   = 50_000_000_000
 	DefaultSinePeriod = 30 * time.Second
 	// sineFloor keeps the sine's troughs from producing gaps of seconds;
@@ -32,8 +33,11 @@ const (
 	sineFloor = 1e-3
 )
 
-// SimConfig describes one simulated run. Rates are on the wire, i.e. a
-// frame occupies Frame+Overhead bytes.
+// SimConfig describes one simulated run. Frame is the Ethernet frame size
+// including the FCS, as in the paper (1518 B). The emulator is handed
+// Len = Frame − 4, the FCS-less length a DPDK or AF_PACKET port reports, so
+// with the default overhead of 24 B a frame occupies Frame + 20 = 1538 B on
+// the wire, matching spec §2 and §13.2. Rates are on the wire.
 type SimConfig struct {
 	Emulator Config
 	Traffic  Traffic
@@ -81,8 +85,8 @@ func (c *SimConfig) defaults() error {
 			c.Period = DefaultSinePeriod
 		}
 	}
-	if c.Frame < 1 || c.Frame > c.Emulator.MaxFrame {
-		return fieldErr("frame", "must be between 1 and max-frame %d bytes (got %d)", c.Emulator.MaxFrame, c.Frame)
+	if c.Frame < 5 || c.Frame-4 > c.Emulator.MaxFrame {
+		return fieldErr("frame", "must be between 5 and max-frame+4 = %d bytes (got %d)", c.Emulator.MaxFrame+4, c.Frame)
 	}
 	if c.Rate == 0 {
 		return fieldErr("rate", "traffic rate must be > 0")
@@ -123,7 +127,8 @@ func Simulate(sc SimConfig) (SimResult, error) {
 	if cfg.Distribution == Deterministic {
 		sigma = 0
 	}
-	wireBits := float64((sc.Frame + cfg.Overhead) * 8)
+	pktLen := sc.Frame - fcsLen
+	wireBits := float64((pktLen + cfg.Overhead) * 8)
 	end := int64(sc.Duration)
 	warm := int64(sc.Warmup)
 
@@ -173,7 +178,7 @@ func Simulate(sc SimConfig) (SimResult, error) {
 			break
 		}
 		drain(t)
-		p := Packet{Handle: nextIndex, Len: uint32(sc.Frame)}
+		p := Packet{Handle: nextIndex, Len: uint32(pktLen)}
 		e.delay.arrive(t, 1)
 		accepted := e.receiveOne(t, &p)
 		D := e.delay.D

@@ -121,7 +121,7 @@ func TestSimSineAndDrops(t *testing.T) {
 		t.Fatalf("sine run: %+v", r)
 	}
 	// Mean rate of the sine is half the peak.
-	if want := 0.4 * 1e9 / 2 / (1542 * 8); math.Abs(float64(r.Packets)/want-1) > 0.15 {
+	if want := 0.4 * 1e9 / 2 / (1538 * 8); math.Abs(float64(r.Packets)/want-1) > 0.15 {
 		t.Errorf("sine produced %d packets, want ≈ %.0f", r.Packets, want)
 	}
 	if _, err := Simulate(SimConfig{Emulator: c, Rate: 0, Duration: time.Second}); err == nil {
