@@ -211,6 +211,13 @@ func (n *Network) createLink(l *netLink) error {
 			}
 		}
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, i := range []*topo.Intf{l.plan.Intf1, l.plan.Intf2} {
+		if err := links.WaitOperUp(ctx, n.nodes[i.Node], i.Name); err != nil {
+			return fmt.Errorf("link %s: %w", l.plan, err)
+		}
+	}
 	return nil
 }
 

@@ -1,10 +1,12 @@
 package links
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
+	"time"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
@@ -115,6 +117,34 @@ func SetUp(ns Namespace, name string, up bool) error {
 		}
 		return nil
 	})
+}
+
+// WaitOperUp waits until the interface is operationally up. The kernel
+// turns the carrier on asynchronously (its linkwatch work attaches the real
+// qdisc); until then the device drops what it is given, so a test that
+// pings right after a build would lose its first packets.
+func WaitOperUp(ctx context.Context, ns Namespace, name string) error {
+	for {
+		var state netlink.LinkOperState
+		err := ns.Netlink(func(h *netlink.Handle) error {
+			link, err := h.LinkByName(name)
+			if err == nil {
+				state = link.Attrs().OperState
+			}
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		if state == netlink.OperUp {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s is still %s: %w", name, state, ctx.Err())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 }
 
 // Status returns "OK" if the interface exists in the namespace and

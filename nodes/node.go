@@ -14,6 +14,7 @@ import (
 	"github.com/hymn-net/hymn/topo"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 )
 
 // Node is what every node backend offers.
@@ -77,7 +78,9 @@ func New(cfg Config) (_ *NsNode, err error) {
 	if n.ns, err = netnsx.Open(cfg.Namespace); err != nil {
 		return nil, err
 	}
-	if n.nl, err = netlink.NewHandleAt(n.ns); err != nil {
+	// Only the route family: one socket per node instead of one per netlink
+	// family keeps a 2000-node network within the open-file limit.
+	if n.nl, err = netlink.NewHandleAt(n.ns, unix.NETLINK_ROUTE); err != nil {
 		return nil, fmt.Errorf("node %s: netlink: %w", cfg.Name, err)
 	}
 	if err := n.Netlink(func(h *netlink.Handle) error {

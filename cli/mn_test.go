@@ -1,0 +1,241 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hymn-net/hymn/internal/owner"
+)
+
+// run executes the hymn command in-process and returns its exit status,
+// stdout and stderr.
+func run(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := Execute(context.Background(), args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func requireRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("end-to-end test: needs root")
+	}
+	for _, tool := range []string{"ip", "ping", "bash"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("end-to-end test: %s is not installed", tool)
+		}
+	}
+}
+
+// The walkthrough's testTopoChange and testConnectivity, as a user types them.
+func TestMNPingAll(t *testing.T) {
+	requireRoot(t)
+	for spec, want := range map[string]string{
+		"single,3":              "*** Results: 0% dropped (6/6 received)\n",
+		"linear,4":              "*** Results: 0% dropped (12/12 received)\n",
+		"tree,depth=2,fanout=2": "*** Results: 0% dropped (12/12 received)\n",
+	} {
+		code, _, stderr := run(t, "--topo", spec, "--test", "pingall")
+		if code != 0 || !strings.Contains(stderr, want) {
+			t.Errorf("hymn --topo %s --test pingall: exit %d, want %q in:\n%s", spec, code, want, stderr)
+		}
+	}
+}
+
+func TestMNOutputIsMininets(t *testing.T) {
+	requireRoot(t)
+	code, stdout, stderr := run(t, "--topo", "single,3", "--test", "pingall")
+	if code != 0 || stdout != "" {
+		t.Fatalf("exit %d, stdout %q", code, stdout)
+	}
+	want := "*** Creating network\n*** Adding controller\n*** Adding hosts:\nh1 h2 h3 \n*** Adding switches:\ns1 \n" +
+		"*** Adding links:\n(h1, s1) (h2, s1) (h3, s1) \n*** Configuring hosts\nh1 h2 h3 \n" +
+		"*** Starting controller\n\n*** Starting 1 switches\ns1 \n*** Waiting for switches to connect\ns1 \n" +
+		"*** Ping: testing ping reachability\nh1 -> h2 h3 \nh2 -> h1 h3 \nh3 -> h1 h2 \n" +
+		"*** Results: 0% dropped (6/6 received)\n*** Stopping 0 controllers\n\n*** Stopping 3 links\n...\n" +
+		"*** Stopping 1 switches\ns1 \n*** Stopping 3 hosts\nh1 h2 h3 \n*** Done\n"
+	if !strings.HasPrefix(stderr, want) {
+		t.Errorf("output differs from Mininet's.\ngot:\n%s\nwant:\n%s", stderr, want)
+	}
+	if !regexp.MustCompile(`\ncompleted in \d+\.\d{3} seconds\n$`).MatchString(stderr) {
+		t.Errorf("no 'completed in X seconds' line at the end:\n%s", stderr)
+	}
+	// -v output hides the build lines but keeps the results.
+	_, _, stderr = run(t, "--topo", "single,2", "--test", "pingall", "-v", "output")
+	if strings.Contains(stderr, "*** Creating network") || !strings.Contains(stderr, "2/2 received") {
+		t.Errorf("-v output:\n%s", stderr)
+	}
+}
+
+// testBenchmark of Mininet's walkthrough: --test none completes in under 2 s.
+func TestMNTestNoneUnderTwoSeconds(t *testing.T) {
+	requireRoot(t)
+	code, _, stderr := run(t, "--test", "none")
+	m := regexp.MustCompile(`completed in (\d+\.\d+) seconds`).FindStringSubmatch(stderr)
+	if code != 0 || m == nil {
+		t.Fatalf("exit %d:\n%s", code, stderr)
+	}
+	if secs, _ := strconv.ParseFloat(m[1], 64); secs >= 2 {
+		t.Errorf("--test none took %.3f s, want < 2 s", secs)
+	}
+}
+
+func TestMNIperf(t *testing.T) {
+	requireRoot(t)
+	if _, err := exec.LookPath("iperf3"); err != nil {
+		t.Skip("iperf3 is not installed")
+	}
+	code, _, stderr := run(t, "--test", "iperf")
+	m := regexp.MustCompile(`\*\*\* Results: \['([\d.]+) ([KMGT]?)bits/sec', '([\d.]+) ([KMGT]?)bits/sec'\]`).FindStringSubmatch(stderr)
+	if code != 0 || m == nil {
+		t.Fatalf("exit %d, no iperf results line:\n%s", code, stderr)
+	}
+	for _, v := range []string{m[1], m[3]} {
+		if f, _ := strconv.ParseFloat(v, 64); f <= 0 {
+			t.Errorf("iperf rate %s is not positive", v)
+		}
+	}
+}
+
+func TestMNBadInput(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--topo", "foo", "--test", "pingall"}, "valid topologies are: linear, minimal, reversed, single, torus, tree"},
+		{[]string{"--topo", "linear,0", "--test", "pingall"}, "k must be at least 1"},
+		{[]string{"--topo", "tree,depth=-1", "--test", "pingall"}, "depth must be at least 0"},
+		{[]string{"--topo", "linear,abc", "--test", "pingall"}, `k must be an integer, got "abc"`},
+		{[]string{"--test", "bogus"}, "test bogus is unknown - please specify one of"},
+		{[]string{"--controller", "ref", "--test", "pingall"}, "OpenFlow controllers are not supported"},
+		{[]string{"--switch", "ovsk", "--test", "pingall"}, "not supported yet"},
+		{[]string{"--ipbase", "10.0.0/8", "--test", "pingall"}, "not an IPv4 network"},
+		{[]string{"-v", "loud"}, `unknown verbosity "loud"`},
+		{[]string{"--no-such-flag"}, "unknown flag: --no-such-flag"},
+		{[]string{"extra"}, `unexpected argument "extra"`},
+	}
+	for _, c := range cases {
+		code, _, stderr := run(t, c.args...)
+		if code != 2 || !strings.Contains(stderr, c.want) {
+			t.Errorf("hymn %v: exit %d, stderr %q; want exit 2 and %q", c.args, code, stderr, c.want)
+		}
+		if strings.Count(strings.TrimSpace(stderr), "\n") > 0 || strings.Contains(stderr, "*** Creating network") || strings.Contains(stderr, "goroutine") {
+			t.Errorf("hymn %v: want one error line and nothing built, got:\n%s", c.args, stderr)
+		}
+	}
+}
+
+func TestMNMissingTool(t *testing.T) {
+	requireRoot(t)
+	dir := t.TempDir()
+	for _, tool := range []string{"ip", "bash"} {
+		p, _ := exec.LookPath(tool)
+		os.Symlink(p, filepath.Join(dir, tool))
+	}
+	t.Setenv("PATH", dir)
+	code, _, stderr := run(t, "--test", "pingall")
+	if code != 2 || !strings.Contains(stderr, "ping is not installed (apt-get install iputils-ping)") {
+		t.Errorf("exit %d: %s", code, stderr)
+	}
+	code, _, stderr = run(t, "--test", "iperf")
+	if code != 2 || !strings.Contains(stderr, "iperf3 is not installed") {
+		t.Errorf("exit %d: %s", code, stderr)
+	}
+}
+
+// buildHymn builds the hymn binary for tests that need a separate process.
+func buildHymn(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "hymn")
+	out, err := exec.Command("go", "build", "-o", bin, "../cmd/hymn").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func TestNotRoot(t *testing.T) {
+	requireRoot(t)
+	if _, err := exec.LookPath("setpriv"); err != nil {
+		t.Skip("setpriv (util-linux) is not installed")
+	}
+	bin := buildHymn(t)
+	os.Chmod(filepath.Dir(bin), 0o755)
+	cmd := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", bin, "--test", "pingall")
+	out, _ := cmd.CombinedOutput()
+	if cmd.ProcessState.ExitCode() != 2 || !strings.Contains(string(out), "hymn must run as root") {
+		t.Errorf("as nobody: exit %d, output %q", cmd.ProcessState.ExitCode(), out)
+	}
+}
+
+// TestKillNineThenClean kills hymn in the middle of building linear,200 and
+// checks that hymn clean removes everything and that a second clean finds
+// nothing of that run.
+func TestKillNineThenClean(t *testing.T) {
+	requireRoot(t)
+	bin := buildHymn(t)
+	cmd := exec.Command(bin, "--topo", "linear,200", "--test", "build")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan struct{})
+	go func() { cmd.Wait(); close(waited) }()
+	// Find its run and kill it once it has made some namespaces.
+	run := ""
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) && run == "" {
+		entries, _ := os.ReadDir(owner.StateDir)
+		for _, e := range entries {
+			data, _ := os.ReadFile(filepath.Join(owner.StateDir, e.Name()))
+			if strings.Contains(string(data), `"pid":`+strconv.Itoa(cmd.Process.Pid)+`,`) {
+				run = strings.TrimSuffix(e.Name(), ".json")
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if run == "" {
+		cmd.Process.Kill()
+		t.Fatal("hymn never recorded its run")
+	}
+	for time.Now().Before(deadline) {
+		if ns, _ := owner.Namespaces(run); len(ns) >= 20 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
+	<-waited
+	ns, _ := owner.Namespaces(run)
+	if len(ns) == 0 {
+		t.Fatal("the killed run left no namespaces; the test did not kill it mid-build")
+	}
+	out, err := exec.Command(bin, "clean").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "*** Removed") {
+		t.Fatalf("hymn clean: %v\n%s", err, out)
+	}
+	if ns, _ := owner.Namespaces(run); len(ns) > 0 {
+		t.Errorf("after clean, namespaces of run %s remain: %d", run, len(ns))
+	}
+	links, _ := exec.Command("ip", "-o", "link").Output()
+	if strings.Contains(string(links), "link-netns "+owner.NamespaceName(run, "")) {
+		t.Errorf("root namespace has leftover links:\n%s", links)
+	}
+	out, _ = exec.Command(bin, "-c").CombinedOutput()
+	if strings.Contains(string(out), run) && !strings.Contains(string(out), "still running") {
+		t.Errorf("second clean touched run %s again:\n%s", run, out)
+	}
+	if !strings.Contains(string(out), "*** Nothing to clean") && !strings.Contains(string(out), "*** Removed") {
+		t.Errorf("second clean: %s", out)
+	}
+}
