@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs what hymn needs on a Debian machine, builds hymn into ./bin and
+# runs the main job: a four-switch line of namespaces, pinged all to all.
+# Run it as root from anywhere: ./scripts/setup.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "setup.sh: run as root (hymn creates network namespaces): sudo ./scripts/setup.sh" >&2
+  exit 2
+fi
+
+# Go 1.26 is expected at /usr/local/go (Debian's golang package is too old).
+export PATH="$PATH:/usr/local/go/bin"
+if ! command -v go >/dev/null; then
+  echo "setup.sh: Go 1.26 or newer is needed; install it to /usr/local/go (https://go.dev/doc/install)" >&2
+  exit 2
+fi
+
+echo "*** Installing Debian packages"
+export DEBIAN_FRONTEND=noninteractive
+packages=(iproute2 iputils-ping iperf3 ethtool procps util-linux bash)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  apt-get update -q
+  apt-get install -y -q "${missing[@]}"
+fi
+
+echo "*** Fetching Go modules and building hymn"
+go mod download
+mkdir -p bin
+go build -o bin/hymn ./cmd/hymn
+
+echo "*** Running: bin/hymn --topo linear,4 --test pingall"
+bin/hymn --topo linear,4 --test pingall

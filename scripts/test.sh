@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Runs every test: vet, then unit and integration tests with the race
+# detector. Integration tests need root and skip (saying why) without it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$PATH:/usr/local/go/bin"
+
+unformatted=$(gofmt -l $(git ls-files '*.go'))
+if [ -n "$unformatted" ]; then
+  echo "test.sh: gofmt would change: $unformatted" >&2
+  exit 1
+fi
+go vet ./...
+go test -race -count=1 -timeout 30m ./...
