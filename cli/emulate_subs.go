@@ -2,5 +2,7 @@ package cli
 
 import "github.com/spf13/cobra"
 
-// emulateSubcommands lists the emulate subcommands that exist so far.
-func emulateSubcommands() []*cobra.Command { return nil }
+// emulateSubcommands lists the emulate subcommands.
+func emulateSubcommands() []*cobra.Command {
+	return []*cobra.Command{NewEmulateSimCmd(), NewEmulateBenchCmd()}
+}
