@@ -11,7 +11,7 @@ jitter, reordering, policing, spacing and loss, per direction.
 
   hymn emulate sim delay 10ms 1ms distribution normal --rate 10gbit --json
   hymn emulate bench --json`,
-		Args:  cobra.NoArgs,
+		Args: cobra.NoArgs,
 	}
 	cmd.AddCommand(emulateSubcommands()...)
 	return cmd
