@@ -353,4 +353,3 @@ func TestCleanRemovesStaleRunsOnly(t *testing.T) {
 		t.Errorf("live network broken by Clean: %v%% %v", loss, err)
 	}
 }
-
