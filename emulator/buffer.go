@@ -56,9 +56,12 @@ func (r *ring) pop() Packet {
 	return p
 }
 
-// pktHeap is a binary min-heap keyed by (Due, Seq): ties keep arrival
-// order. Sifts move a hole instead of swapping, halving the copies of the
-// 48-byte elements.
+// pktHeap is the reordering buffer: a 4-ary min-heap of packets keyed by
+// (departure time, arrival sequence), so ties keep arrival order. Four
+// children per node halve the depth of a binary heap (about 8 levels at
+// 100 000 packets), and the deletion walks the hole down with one
+// comparison chain per level before placing the former last element, which
+// roughly halves the comparisons of the textbook sift-down.
 type pktHeap struct {
 	a []Packet
 }
@@ -71,43 +74,56 @@ func (h *pktHeap) len() int { return len(h.a) }
 
 func (h *pktHeap) push(p Packet) {
 	h.a = append(h.a, p)
-	i := len(h.a) - 1
+	a := h.a
+	i := len(a) - 1
 	for i > 0 {
-		parent := (i - 1) / 2
-		if !before(&p, &h.a[parent]) {
+		parent := (i - 1) / 4
+		if !before(&p, &a[parent]) {
 			break
 		}
-		h.a[i] = h.a[parent]
+		a[i] = a[parent]
 		i = parent
 	}
-	h.a[i] = p
+	a[i] = p
 }
 
-func (h *pktHeap) peek() *Packet { return &h.a[0] }
+// peekDue is the departure time of the first packet; the heap must not be empty.
+func (h *pktHeap) peekDue() int64 { return h.a[0].Due }
 
 func (h *pktHeap) pop() Packet {
-	top := h.a[0]
-	last := len(h.a) - 1
-	x := h.a[last]
-	h.a = h.a[:last]
+	a := h.a
+	top := a[0]
+	last := len(a) - 1
+	x := a[last]
+	h.a = a[:last]
+	a = a[:last]
 	if last == 0 {
 		return top
 	}
 	i := 0
 	for {
-		c := 2*i + 1
+		c := 4*i + 1
 		if c >= last {
 			break
 		}
-		if c+1 < last && before(&h.a[c+1], &h.a[c]) {
-			c++
+		m := c
+		end := min(c+4, last)
+		for j := c + 1; j < end; j++ {
+			if before(&a[j], &a[m]) {
+				m = j
+			}
 		}
-		if !before(&h.a[c], &x) {
+		a[i] = a[m]
+		i = m
+	}
+	for i > 0 {
+		parent := (i - 1) / 4
+		if !before(&x, &a[parent]) {
 			break
 		}
-		h.a[i] = h.a[c]
-		i = c
+		a[i] = a[parent]
+		i = parent
 	}
-	h.a[i] = x
+	a[i] = x
 	return top
 }

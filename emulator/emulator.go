@@ -139,7 +139,9 @@ func (e *Emulator) queued() int {
 }
 
 // Receive takes a burst that arrived at now (ns on the emulator's clock)
-// and queues each packet for its departure time. Dropped packets are
+// and queues each packet for its departure time. It fills in Seq, Arrival,
+// Delay and Due of the packets in `in` (so the caller sees the decisions)
+// and copies them into the buffer; `in` may be reused at once. Dropped packets are
 // appended to dropped, which is returned, so the caller can free their
 // buffers; pass a slice with capacity ≥ len(in) to avoid allocating.
 func (e *Emulator) Receive(now int64, in []Packet, dropped []Packet) []Packet {
@@ -219,7 +221,7 @@ func (e *Emulator) NextDue() (int64, bool) {
 		if e.heap.len() == 0 {
 			return 0, false
 		}
-		return e.heap.peek().Due, true
+		return e.heap.peekDue(), true
 	}
 	if e.fifo.len() == 0 {
 		return 0, false
@@ -235,7 +237,7 @@ func (e *Emulator) Release(now int64, out []Packet) int {
 	for n < len(out) {
 		var p Packet
 		if e.useHeap {
-			if e.heap.len() == 0 || e.heap.peek().Due > now {
+			if e.heap.len() == 0 || e.heap.peekDue() > now {
 				break
 			}
 			p = e.heap.pop()

@@ -447,3 +447,33 @@ func TestInversionCounter(t *testing.T) {
 func sortByKey(order []int, key []float64) {
 	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(key[a], key[b]) })
 }
+
+func TestHeapAgainstReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(12, 12))
+	var h pktHeap
+	var ref []Packet
+	seq := uint64(0)
+	for step := 0; step < 60_000; step++ {
+		if rng.IntN(5) < 3 || len(ref) == 0 {
+			p := Packet{Seq: seq, Due: int64(rng.IntN(1000)), Handle: seq}
+			seq++
+			h.push(p)
+			ref = append(ref, p)
+			continue
+		}
+		best := 0
+		for i := range ref {
+			if before(&ref[i], &ref[best]) {
+				best = i
+			}
+		}
+		got := h.pop()
+		if got != ref[best] {
+			t.Fatalf("step %d: popped %+v, want %+v", step, got, ref[best])
+		}
+		ref = append(ref[:best], ref[best+1:]...)
+		if h.len() != len(ref) {
+			t.Fatalf("len %d, want %d", h.len(), len(ref))
+		}
+	}
+}
