@@ -319,7 +319,7 @@ func WriteGridSVG(w io.Writer, cells []GridCell, title string, metric func(GridC
 			rates = append(rates, c.Rate)
 		}
 	}
-	const pw, ph, ml, mt, gap = 300.0, 220.0, 60.0, 50.0, 30.0
+	const pw, ph, ml, mt, gap = 300.0, 220.0, 70.0, 50.0, 70.0
 	width := ml + float64(len(halfLives))*(pw+gap) + 20
 	height := mt + ph + 90
 	colors := []string{"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"}
