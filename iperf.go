@@ -20,6 +20,7 @@ type IperfResult struct {
 	Client, Server         string
 	ServerBps, ClientBps   float64
 	ServerText, ClientText string
+	UDPBw                  string // the offered UDP rate; empty for TCP
 }
 
 // IperfPort is the port iperf uses, Mininet's 5001.
@@ -30,6 +31,20 @@ const IperfPort = 5001
 // uses the first and last host, as Mininet does. It prints Mininet's
 // "*** Iperf:" and "*** Results: ['x Gbits/sec', 'y Gbits/sec']" lines.
 func (n *Network) Iperf(ctx context.Context, client, server string, seconds time.Duration) (IperfResult, error) {
+	return n.iperf(ctx, client, server, seconds, "")
+}
+
+// IperfUDP is Iperf over UDP at the offered rate udpBw (iperf's syntax,
+// "10M"; Mininet's default when empty). It prints Mininet's
+// "*** Results: ['10M', server, client]".
+func (n *Network) IperfUDP(ctx context.Context, udpBw, client, server string, seconds time.Duration) (IperfResult, error) {
+	if udpBw == "" {
+		udpBw = "10M"
+	}
+	return n.iperf(ctx, client, server, seconds, udpBw)
+}
+
+func (n *Network) iperf(ctx context.Context, client, server string, seconds time.Duration, udpBw string) (IperfResult, error) {
 	if err := CheckTools("iperf3"); err != nil {
 		return IperfResult{}, err
 	}
@@ -55,7 +70,11 @@ func (n *Network) Iperf(ctx context.Context, client, server string, seconds time
 	if err != nil {
 		return IperfResult{}, err
 	}
-	n.log().Output("*** Iperf: testing TCP bandwidth between", client, "and", server, "\n")
+	l4 := "TCP"
+	if udpBw != "" {
+		l4 = "UDP"
+	}
+	n.log().Output("*** Iperf: testing", l4, "bandwidth between", client, "and", server, "\n")
 
 	srvCtx, stopServer := context.WithCancel(ctx)
 	defer stopServer()
@@ -70,20 +89,23 @@ func (n *Network) Iperf(ctx context.Context, client, server string, seconds time
 		stopServer()
 		return IperfResult{}, fmt.Errorf("iperf3 server on %s: %w (%s)", server, err, strings.TrimSpace(srvOut.String()))
 	}
-	res, err := cn.Exec(ctx, "iperf3", "-J", "-c", ip.String(), "-p", fmt.Sprint(IperfPort),
-		"-t", fmt.Sprintf("%.3f", seconds.Seconds()))
+	args := []string{"-J", "-c", ip.String(), "-p", fmt.Sprint(IperfPort), "-t", fmt.Sprintf("%.3f", seconds.Seconds())}
+	if udpBw != "" {
+		args = append(args, "-u", "-b", udpBw)
+	}
+	res, err := cn.Exec(ctx, "iperf3", args...)
 	if err != nil {
 		return IperfResult{}, err
+	}
+	type rate struct {
+		BitsPerSecond float64 `json:"bits_per_second"`
 	}
 	var report struct {
 		Error string `json:"error"`
 		End   struct {
-			SumSent struct {
-				BitsPerSecond float64 `json:"bits_per_second"`
-			} `json:"sum_sent"`
-			SumReceived struct {
-				BitsPerSecond float64 `json:"bits_per_second"`
-			} `json:"sum_received"`
+			SumSent     rate `json:"sum_sent"`
+			SumReceived rate `json:"sum_received"`
+			Sum         rate `json:"sum"`
 		} `json:"end"`
 	}
 	if err := json.Unmarshal(res.Stdout, &report); err != nil {
@@ -97,8 +119,16 @@ func (n *Network) Iperf(ctx context.Context, client, server string, seconds time
 		ServerBps: report.End.SumReceived.BitsPerSecond,
 		ClientBps: report.End.SumSent.BitsPerSecond,
 	}
+	if r.ClientBps == 0 { // older iperf3 reports UDP only in "sum"
+		r.ClientBps = report.End.Sum.BitsPerSecond
+	}
 	r.ServerText, r.ClientText = FormatBps(r.ServerBps), FormatBps(r.ClientBps)
-	n.log().Outputf("*** Results: ['%s', '%s']\n", r.ServerText, r.ClientText)
+	if udpBw != "" {
+		r.UDPBw = udpBw
+		n.log().Outputf("*** Results: ['%s', '%s', '%s']\n", udpBw, r.ServerText, r.ClientText)
+	} else {
+		n.log().Outputf("*** Results: ['%s', '%s']\n", r.ServerText, r.ClientText)
+	}
 	return r, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"sync"
@@ -142,6 +143,25 @@ func (n *NsNode) Cmd(ctx context.Context, line string) (string, error) {
 		return "", err
 	}
 	return sh.Run(ctx, line)
+}
+
+// CmdStream runs a command line in the node's persistent shell, writing
+// its output to w as it comes, and returns its exit status.
+func (n *NsNode) CmdStream(ctx context.Context, line string, w io.Writer) (int, error) {
+	sh, err := n.getShell()
+	if err != nil {
+		return -1, err
+	}
+	return sh.RunStream(ctx, line, w)
+}
+
+// ShellPid returns the pid of the node's shell, starting it if needed.
+func (n *NsNode) ShellPid() (int, error) {
+	sh, err := n.getShell()
+	if err != nil {
+		return 0, err
+	}
+	return sh.Pid(), nil
 }
 
 // Shell returns the node's persistent shell, starting it on first use.

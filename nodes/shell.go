@@ -107,31 +107,51 @@ func (s *Shell) Run(ctx context.Context, line string) (string, error) {
 // ends first, the processes the command started are killed (background jobs
 // from earlier commands are spared) and ctx's error is returned.
 func (s *Shell) RunStatus(ctx context.Context, line string) (string, int, error) {
+	var out bytes.Buffer
+	status, err := s.RunStream(ctx, line, &out)
+	return out.String(), status, err
+}
+
+// RunStream runs one command line and writes its output to w as it comes,
+// for commands a person watches (ping -c 4). It returns the exit status.
+func (s *Shell) RunStream(ctx context.Context, line string, w io.Writer) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.Exited() {
-		return "", -1, ErrShellExited
+		return -1, ErrShellExited
 	}
 	before := childrenOf(s.Pid())
 	s.seq++
 	marker := []byte(fmt.Sprintf("\x01hymn-%d:", s.seq))
 	script := strings.TrimRight(line, "\n") + fmt.Sprintf("\nprintf '\\001hymn-%d:%%d\\001' $?\n", s.seq)
 	if _, err := io.WriteString(s.stdin, script); err != nil {
-		return "", -1, fmt.Errorf("writing to the shell: %w", err)
+		return -1, fmt.Errorf("writing to the shell: %w", err)
 	}
 	var killDeadline <-chan time.Time
 	done := ctx.Done()
 	for {
 		if out, status, ok := s.cut(marker); ok {
+			w.Write([]byte(out))
 			if killDeadline != nil {
-				return out, status, ctx.Err()
+				return status, ctx.Err()
 			}
-			return out, status, nil
+			return status, nil
+		}
+		// Pass on what cannot be the start of the marker, which begins
+		// with \x01 (a byte commands do not print).
+		if i := bytes.LastIndexByte(s.pending, '\x01'); i != 0 {
+			if i < 0 {
+				i = len(s.pending)
+			}
+			w.Write(s.pending[:i])
+			s.pending = append(s.pending[:0], s.pending[i:]...)
 		}
 		select {
 		case c, ok := <-s.chunks:
 			if !ok {
-				return string(s.pending), -1, ErrShellExited
+				w.Write(s.pending)
+				s.pending = nil
+				return -1, ErrShellExited
 			}
 			s.pending = append(s.pending, c...)
 		case <-done:
@@ -142,7 +162,7 @@ func (s *Shell) RunStatus(ctx context.Context, line string) (string, int, error)
 			// The shell itself is stuck (a builtin loop, say): end it; the
 			// node starts a new one on the next command.
 			s.Close()
-			return string(s.pending), -1, ctx.Err()
+			return -1, ctx.Err()
 		}
 	}
 }

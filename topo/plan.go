@@ -26,6 +26,11 @@ type Plan struct {
 	Nodes []*PlannedNode // hosts first (natural order), then switches
 	Links []*PlannedLink // Mininet's creation order
 	index map[string]*PlannedNode
+
+	// The address plan's state, so nodes added later continue it.
+	base    netip.Prefix
+	nextIP  uint64
+	autoMAC bool
 }
 
 // PlannedNode is a node with its interfaces in port order.
@@ -202,7 +207,87 @@ func Resolve(t *Topo, opts AddressOptions) (*Plan, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	plan.base, plan.nextIP, plan.autoMAC = base, next, opts.AutoMAC
 	return plan, nil
+}
+
+// AddNode adds a node to a resolved plan, as Mininet's net.addHost does on a
+// running network: a host takes the next address of the plan.
+func (p *Plan) AddNode(name string, kind Kind, params Params) (*PlannedNode, error) {
+	if err := checkNodeName(name); err != nil {
+		return nil, err
+	}
+	if p.index[name] != nil {
+		return nil, fmt.Errorf("%w: %q already exists", ErrDuplicateNode, name)
+	}
+	n := &Node{Name: name, Kind: kind, Params: params.Clone()}
+	if n.Params == nil {
+		n.Params = Params{}
+	}
+	pn := &PlannedNode{Node: *n}
+	if n.IsSwitch() {
+		if err := checkDPID(n); err != nil {
+			return nil, err
+		}
+	} else {
+		if p.nextIP >= uint64(1)<<(32-p.base.Bits())-1 {
+			return nil, fmt.Errorf("ipbase %s has no room for host %s", p.base, name)
+		}
+		ip, err := hostIP(n, netip.PrefixFrom(uintToIP(ipToUint(p.base.Masked().Addr())|uint32(p.nextIP)), p.base.Bits()))
+		if err != nil {
+			return nil, err
+		}
+		pn.IP = ip
+		if p.autoMAC {
+			pn.MAC = macFromIndex(p.nextIP)
+		}
+		p.nextIP++
+	}
+	p.Nodes = append(p.Nodes, pn)
+	p.index[name] = pn
+	return pn, nil
+}
+
+// AddLink adds a link between two planned nodes on their next free ports.
+// A host's first interface gets the host's address.
+func (p *Plan) AddLink(node1, node2 string, params Params) (*PlannedLink, error) {
+	n1, n2 := p.index[node1], p.index[node2]
+	for name, n := range map[string]*PlannedNode{node1: n1, node2: n2} {
+		if n == nil {
+			return nil, fmt.Errorf("link %s<->%s: %w %q", node1, node2, ErrUnknownNode, name)
+		}
+	}
+	if node1 == node2 {
+		return nil, fmt.Errorf("link %s<->%s: a node cannot be linked to itself", node1, node2)
+	}
+	nextPort := func(n *PlannedNode) int {
+		port := n.PortBase()
+		for _, i := range n.Intfs {
+			port = max(port, i.Port+1)
+		}
+		return port
+	}
+	i1, err1 := newIntf(node1, nextPort(n1), "")
+	i2, err2 := newIntf(node2, nextPort(n2), "")
+	if err := errors.Join(err1, err2); err != nil {
+		return nil, err
+	}
+	l := &PlannedLink{Intf1: i1, Intf2: i2, Params: params.Clone()}
+	if l.Params == nil {
+		l.Params = Params{}
+	}
+	i1.Link, i2.Link = l, l
+	for _, pair := range []struct {
+		n *PlannedNode
+		i *Intf
+	}{{n1, i1}, {n2, i2}} {
+		if len(pair.n.Intfs) == 0 && !pair.n.IsSwitch() {
+			pair.i.IP, pair.i.MAC = pair.n.IP, pair.n.MAC
+		}
+		pair.n.Intfs = append(pair.n.Intfs, pair.i)
+	}
+	p.Links = append(p.Links, l)
+	return l, nil
 }
 
 func newIntf(node string, port int, name string) (*Intf, error) {
@@ -295,4 +380,27 @@ func maskOf(bits int) uint32 {
 		return 0
 	}
 	return ^uint32(0) << (32 - bits)
+}
+
+// RemoveLastNode undoes the last AddNode (when deploying it failed).
+func (p *Plan) RemoveLastNode() {
+	if len(p.Nodes) == 0 {
+		return
+	}
+	last := p.Nodes[len(p.Nodes)-1]
+	delete(p.index, last.Name)
+	p.Nodes = p.Nodes[:len(p.Nodes)-1]
+}
+
+// RemoveLastLink undoes the last AddLink (when deploying it failed).
+func (p *Plan) RemoveLastLink() {
+	if len(p.Links) == 0 {
+		return
+	}
+	l := p.Links[len(p.Links)-1]
+	for _, i := range []*Intf{l.Intf1, l.Intf2} {
+		n := p.index[i.Node]
+		n.Intfs = n.Intfs[:len(n.Intfs)-1]
+	}
+	p.Links = p.Links[:len(p.Links)-1]
 }

@@ -1,0 +1,57 @@
+package hymn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/hymn-net/hymn/internal/owner"
+	"github.com/hymn-net/hymn/nodes"
+	"github.com/hymn-net/hymn/topo"
+)
+
+// AddNode adds a node to a running network, as Mininet's net.addHost and
+// net.addSwitch do: a host takes the next address of the plan. It has no
+// links until AddLink.
+func (n *Network) AddNode(ctx context.Context, name string, kind topo.Kind, params topo.Params) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.built || n.stopped {
+		return ErrNotBuilt
+	}
+	p, err := n.plan.AddNode(name, kind, params)
+	if err != nil {
+		return err
+	}
+	stp := p.IsSwitch() && (n.opts.STP || truthy(p.Params["stp"]))
+	node, err := nodes.New(nodes.Config{Name: name, Kind: kind, Namespace: owner.NamespaceName(n.run, name), STP: stp})
+	if err != nil {
+		n.plan.RemoveLastNode()
+		return err
+	}
+	n.nodes[name] = node
+	return nil
+}
+
+// AddLink links two nodes of a running network on their next free ports.
+func (n *Network) AddLink(ctx context.Context, node1, node2 string, params topo.Params) (*topo.PlannedLink, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.built || n.stopped {
+		return nil, ErrNotBuilt
+	}
+	pl, err := n.plan.AddLink(node1, node2, params)
+	if err != nil {
+		return nil, err
+	}
+	l := &netLink{plan: pl}
+	if err := n.createLink(l); err != nil {
+		n.plan.RemoveLastLink()
+		if l.veth != nil {
+			err = errors.Join(err, l.veth.Delete())
+		}
+		return nil, fmt.Errorf("adding link %s: %w", pl, err)
+	}
+	n.links = append(n.links, l)
+	return pl, nil
+}
