@@ -18,7 +18,7 @@ type Emulator struct {
 	space   spacer
 	loss    lossState
 	fifo    ring
-	heap    pktHeap
+	heap    calendar
 	useHeap bool
 
 	pcg *rand.PCG

@@ -477,3 +477,53 @@ func TestHeapAgainstReference(t *testing.T) {
 		}
 	}
 }
+
+func TestCalendarAgainstReference(t *testing.T) {
+	// Departure times mix the near future, ties, the past and beyond the
+	// wheel's horizon, and the clock jumps, to exercise every path.
+	rng := rand.New(rand.NewPCG(13, 13))
+	var c calendar
+	var ref []Packet
+	seq := uint64(0)
+	now := int64(1e9)
+	for step := 0; step < 60_000; step++ {
+		if rng.IntN(50) == 0 {
+			now += int64(rng.IntN(200e6))
+		}
+		if rng.IntN(5) < 3 || len(ref) == 0 {
+			var due int64
+			switch rng.IntN(10) {
+			case 0:
+				due = now - int64(rng.IntN(1e6))
+			case 1:
+				due = now + int64(rng.IntN(500e6))
+			case 2:
+				due = now + 4096*int64(rng.IntN(4))
+			default:
+				due = now + 10e6 + int64(rng.NormFloat64()*1e6)
+			}
+			p := Packet{Seq: seq, Due: due, Handle: seq}
+			seq++
+			c.push(p)
+			ref = append(ref, p)
+			continue
+		}
+		best := 0
+		for i := range ref {
+			if before(&ref[i], &ref[best]) {
+				best = i
+			}
+		}
+		if d := c.peekDue(); d != ref[best].Due {
+			t.Fatalf("step %d: peekDue %d, want %d", step, d, ref[best].Due)
+		}
+		got := c.pop()
+		if got != ref[best] {
+			t.Fatalf("step %d: popped %+v, want %+v", step, got, ref[best])
+		}
+		ref = append(ref[:best], ref[best+1:]...)
+		if c.len() != len(ref) {
+			t.Fatalf("len %d, want %d", c.len(), len(ref))
+		}
+	}
+}
