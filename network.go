@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"os/exec"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -17,6 +20,7 @@ import (
 	"github.com/hymn-net/hymn/links"
 	"github.com/hymn-net/hymn/nodes"
 	"github.com/hymn-net/hymn/topo"
+	"github.com/vishvananda/netlink"
 )
 
 // Errors callers can test for.
@@ -33,6 +37,8 @@ type Options struct {
 	AutoMAC bool         // --mac
 	STP     bool         // STP on every switch (torus switches have it anyway)
 	Workers int          // setup concurrency; 0 chooses from the CPU count
+	// CPU makes every host CPU-limited (mn --host cfs,cpu=F); nil for none.
+	CPU *CPUOptions
 	// Log receives Mininet's progress lines; nil prints nothing.
 	Log *mnlog.Logger
 }
@@ -176,7 +182,7 @@ func (n *Network) createNodes(ctx context.Context, list []*topo.PlannedNode) err
 	err := forEach(ctx, n.opts.Workers, len(list), func(i int) error {
 		p := list[i]
 		stp := p.IsSwitch() && (n.opts.STP || truthy(p.Params["stp"]))
-		node, err := nodes.New(nodes.Config{Name: p.Name, Kind: p.Kind, Namespace: owner.NamespaceName(n.run, p.Name), STP: stp})
+		node, err := nodes.New(nodes.Config{Name: p.Name, Kind: p.Kind, Namespace: owner.NamespaceName(n.run, p.Name), STP: stp, CPU: n.cpuLimit(p)})
 		if err != nil {
 			return err
 		}
@@ -219,6 +225,36 @@ func (n *Network) createLink(l *netLink) error {
 		}
 	}
 	return nil
+}
+
+// CPUOptions are Mininet's CPULimitedHost settings for every host.
+type CPUOptions struct {
+	Fraction float64 // cpu=F: each host's share of the whole machine; 0 means no limit, as Mininet's cpu=-1
+	Pin      bool    // --pin: host i runs on core i mod cores
+}
+
+// cpuLimit returns a host's CPU limit: a node's own cpu= parameter, else
+// the network-wide option. Switches are never limited.
+func (n *Network) cpuLimit(p *topo.PlannedNode) *nodes.CPULimit {
+	if p.IsSwitch() {
+		return nil
+	}
+	var lim nodes.CPULimit
+	if v, ok := p.Params["cpu"]; ok {
+		fmt.Sscan(v, &lim.Fraction)
+	} else if n.opts.CPU == nil {
+		return nil
+	} else {
+		lim.Fraction = n.opts.CPU.Fraction
+	}
+	if n.opts.CPU != nil && n.opts.CPU.Pin {
+		for i, h := range n.plan.Hosts() {
+			if h.Name == p.Name {
+				lim.Cores = strconv.Itoa(i % runtime.NumCPU())
+			}
+		}
+	}
+	return &lim
 }
 
 func truthy(v string) bool {
@@ -430,4 +466,56 @@ func (n *Network) ConfigLinkStatus(src, dst, status string) error {
 		}
 	}
 	return nil
+}
+
+// StaticARP fills every host's ARP table with every other host's address
+// (mn --arp), so the first ping of a test does not wait for ARP.
+func (n *Network) StaticARP(ctx context.Context) error {
+	type entry struct {
+		ip  netip.Addr
+		mac net.HardwareAddr
+	}
+	var entries []entry
+	for _, h := range n.plan.Hosts() {
+		d := h.DefaultIntf()
+		if d == nil || !d.IP.IsValid() {
+			continue
+		}
+		var mac net.HardwareAddr
+		err := n.nodes[h.Name].Netlink(func(nl *netlink.Handle) error {
+			link, err := nl.LinkByName(d.Name)
+			if err == nil {
+				mac = link.Attrs().HardwareAddr
+			}
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("static ARP: %s: %w", d.Name, err)
+		}
+		entries = append(entries, entry{d.IP.Addr(), mac})
+	}
+	return forEach(ctx, n.opts.Workers, len(n.plan.Hosts()), func(i int) error {
+		h := n.plan.Hosts()[i]
+		d := h.DefaultIntf()
+		if d == nil || !d.IP.IsValid() {
+			return nil
+		}
+		return n.nodes[h.Name].Netlink(func(nl *netlink.Handle) error {
+			link, err := nl.LinkByName(d.Name)
+			if err != nil {
+				return err
+			}
+			for _, e := range entries {
+				if e.ip == d.IP.Addr() {
+					continue
+				}
+				neigh := &netlink.Neigh{LinkIndex: link.Attrs().Index, Family: netlink.FAMILY_V4,
+					State: netlink.NUD_PERMANENT, IP: e.ip.AsSlice(), HardwareAddr: e.mac}
+				if err := nl.NeighSet(neigh); err != nil {
+					return fmt.Errorf("static ARP on %s: %w", h.Name, err)
+				}
+			}
+			return nil
+		})
+	})
 }

@@ -21,8 +21,18 @@ import (
 func run(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	code := Execute(context.Background(), args, &out, &errOut)
+	code := Execute(context.Background(), args, devNull(t), &out, &errOut)
 	return code, out.String(), errOut.String()
+}
+
+// devNull is an empty stdin for in-process runs.
+func devNull(t *testing.T) *os.File {
+	f, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
 }
 
 func requireRoot(t *testing.T) {

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"os"
 
+	"strconv"
 	"strings"
 	"time"
 
@@ -30,11 +32,20 @@ type mnFlags struct {
 	verbosity  string
 	clean      bool
 	wait       bool
+	twait      float64
 	version    bool
+	pre, post  string
+	arp        bool
+	xterms     bool
+	host       string
+	pin        bool
+	inNS       bool
+	listenPort int
+	noListen   bool
 }
 
 // NewRootCmd returns the hymn command with every subcommand.
-func NewRootCmd(stdout, stderr io.Writer) *cobra.Command {
+func NewRootCmd(stdin *os.File, stdout, stderr io.Writer) *cobra.Command {
 	f := &mnFlags{}
 	root := &cobra.Command{
 		Use:   "hymn [mn flags]",
@@ -59,7 +70,7 @@ Progress goes to stderr, as Mininet's does. hymn must run as root.`,
 			if len(args) > 0 {
 				return fmt.Errorf("%w: unexpected argument %q (mn takes only flags; see hymn --help)", ErrUsage, args[0])
 			}
-			return runMN(cmd.Context(), f, stdout, stderr)
+			return runMN(cmd.Context(), f, stdin, stdout, stderr)
 		},
 	}
 	root.SetOut(stdout)
@@ -76,7 +87,17 @@ Progress goes to stderr, as Mininet's does. hymn must run as root.`,
 	fl.StringVarP(&f.verbosity, "verbosity", "v", "info", "verbosity: "+strings.Join(mnlog.LevelNames, "|"))
 	fl.BoolVarP(&f.clean, "clean", "c", false, "clean up what crashed hymn runs left and exit")
 	fl.BoolVarP(&f.wait, "wait", "w", false, "wait for switches to forward before running tests")
+	fl.Float64VarP(&f.twait, "twait", "t", 0, "wait at most this many seconds for switches to forward")
 	fl.BoolVar(&f.version, "version", false, "print the version and exit")
+	fl.StringVar(&f.pre, "pre", "", "shell script (mininet> commands) to run before the tests")
+	fl.StringVar(&f.post, "post", "", "shell script (mininet> commands) to run after the tests")
+	fl.BoolVar(&f.arp, "arp", false, "set every host's ARP table statically")
+	fl.BoolVarP(&f.xterms, "xterms", "x", false, "open a terminal (tmux window) per node")
+	fl.StringVar(&f.host, "host", "proc", "host: proc, or cfs|rt[,cpu=F] for CPU-limited hosts (cgroups)")
+	fl.BoolVar(&f.pin, "pin", false, "pin hosts to CPU cores round robin (needs --host cfs or rt)")
+	fl.BoolVar(&f.inNS, "innamespace", false, "accepted for compatibility: hymn's switches always run in their own namespace")
+	fl.IntVar(&f.listenPort, "listenport", 6654, "accepted for compatibility: no effect without OpenFlow")
+	fl.BoolVar(&f.noListen, "nolistenport", false, "accepted for compatibility: no effect without OpenFlow")
 	root.AddCommand(newCleanCmd(stdout, stderr), newVersionCmd(stdout), newEmulateCmd())
 	return root
 }
@@ -144,7 +165,7 @@ func checkControllers(cs []string) error {
 	return nil
 }
 
-func runMN(ctx context.Context, f *mnFlags, stdout, stderr io.Writer) error {
+func runMN(ctx context.Context, f *mnFlags, stdin *os.File, stdout, stderr io.Writer) error {
 	if f.version {
 		fmt.Fprintln(stdout, Version)
 		return nil
@@ -183,10 +204,6 @@ func runMN(ctx context.Context, f *mnFlags, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if len(tests) == 0 {
-		lg.Logf(mnlog.Output, "*** The interactive mininet> shell is not part of this version of hymn yet.\n*** Run a test instead, e.g. hymn --topo %s --test pingall\n", f.topo)
-		return nil
-	}
 	if err := hymn.CheckRoot(); err != nil {
 		return err
 	}
@@ -203,42 +220,105 @@ func runMN(ctx context.Context, f *mnFlags, stdout, stderr io.Writer) error {
 			}
 		}
 	}
-	net, err := hymn.New(t, hymn.Options{IPBase: base, AutoMAC: f.mac, STP: stp, Log: lg})
+	for _, script := range []string{f.pre, f.post} {
+		if script != "" {
+			if _, err := os.Stat(script); err != nil {
+				return fmt.Errorf("%w: script %s: %v", ErrUsage, script, err)
+			}
+		}
+	}
+	hostOpts, err := parseHost(f.host, f.pin)
+	if err != nil {
+		return err
+	}
+	net, err := hymn.New(t, hymn.Options{IPBase: base, AutoMAC: f.mac, STP: stp, Log: lg, CPU: hostOpts})
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrUsage, err)
 	}
-	err = runNetwork(ctx, net, tests, f.wait || tests[0] != "none")
+	r := &mnRun{net: net, lg: lg, flags: f, tests: tests, stdin: stdin, stdout: stdout}
+	err = r.run(ctx)
 	if errors.Is(err, context.Canceled) {
 		lg.Info("\n\nKeyboard Interrupt. Shutting down and cleaning up...\n\n")
 		return nil
 	}
 	if err != nil {
-		return err
+		lg.Errorf("%s\nCaught exception. Cleaning up...\n\nException: %v\n%s\n", strings.Repeat("-", 80), err, strings.Repeat("-", 80))
+		return errReported
 	}
 	lg.Infof("completed in %0.3f seconds\n", time.Since(start).Seconds())
 	return nil
 }
 
-func runNetwork(ctx context.Context, net *hymn.Network, tests []string, wait bool) (err error) {
+// errReported is returned when the error has been printed already
+// (Mininet's "Caught exception" block): the command exits 1 quietly.
+var errReported = errors.New("reported")
+
+// mnRun is one run of the mn-style command: build, pre script, start,
+// tests or the shell, post script, stop.
+type mnRun struct {
+	net    *hymn.Network
+	lg     *mnlog.Logger
+	flags  *mnFlags
+	tests  []string
+	stdin  *os.File
+	stdout io.Writer
+}
+
+func (r *mnRun) run(ctx context.Context) (err error) {
+	intr := interrupterFrom(ctx)
 	defer func() {
-		if stopErr := net.Stop(); err == nil {
+		if stopErr := r.net.Stop(); err == nil {
 			err = stopErr
 		}
 	}()
-	if err := net.Start(ctx); err != nil {
+	sh := &shell{net: r.net, lg: r.lg, stdout: r.stdout, intr: intr}
+	if err := r.net.Build(ctx); err != nil {
 		return err
 	}
+	if r.flags.arp {
+		if err := r.net.StaticARP(ctx); err != nil {
+			return err
+		}
+	}
+	if r.flags.pre != "" {
+		sh.doSource(ctx, r.flags.pre)
+	}
+	if err := r.net.Start(ctx); err != nil {
+		return err
+	}
+	wait := r.flags.wait || r.flags.twait > 0 || (len(r.tests) > 0 && r.tests[0] != "none")
 	if wait {
-		if err := net.WaitConnected(ctx); err != nil {
+		wctx := ctx
+		if r.flags.twait > 0 {
+			var cancelWait context.CancelFunc
+			wctx, cancelWait = context.WithTimeout(ctx, time.Duration(r.flags.twait*float64(time.Second)))
+			defer cancelWait()
+		}
+		if err := r.net.WaitConnected(wctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 			return err
 		}
 	}
-	for _, t := range tests {
-		if err := runTest(ctx, net, t); err != nil {
-			return err
+	if r.flags.xterms {
+		for _, n := range r.net.Plan().Nodes {
+			if err := sh.openTerminal(n.Name, ""); err != nil {
+				r.lg.Warningf("*** %v\n", err)
+				break
+			}
 		}
 	}
-	return nil
+	if len(r.tests) > 0 {
+		for _, t := range r.tests {
+			if err := runTest(ctx, r.net, t); err != nil {
+				return err
+			}
+		}
+	} else {
+		sh.runShell(ctx, r.stdin)
+	}
+	if r.flags.post != "" {
+		sh.doSource(ctx, r.flags.post)
+	}
+	return ctx.Err()
 }
 
 func runTest(ctx context.Context, net *hymn.Network, name string) error {
@@ -263,12 +343,21 @@ func runTest(ctx context.Context, net *hymn.Network, name string) error {
 }
 
 // Execute runs the hymn command and returns the process exit status.
-func Execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	root := NewRootCmd(stdout, stderr)
+func Execute(ctx context.Context, args []string, stdin *os.File, stdout, stderr io.Writer) int {
+	root := NewRootCmd(stdin, stdout, stderr)
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	// Ctrl-C cancels the command's context; the mininet> shell narrows it
+	// to the node command it is running.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	intr, stopWatching := watchInterrupts(cancel)
+	defer stopWatching()
+	err := root.ExecuteContext(withInterrupter(ctx, intr))
 	if err == nil {
 		return 0
+	}
+	if errors.Is(err, errReported) {
+		return 1
 	}
 	msg := err.Error()
 	if errors.Is(err, ErrUsage) {
@@ -282,4 +371,43 @@ func Execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "hymn: error: %s\n", msg)
 	return 1
+}
+
+// parseHost reads --host: proc (plain hosts) or cfs|rt[,cpu=F] for
+// CPU-limited hosts; --pin needs one of the latter, as in Mininet.
+func parseHost(spec string, pin bool) (*hymn.CPUOptions, error) {
+	s, err := topo.ParseSpec(spec)
+	if err != nil {
+		return nil, fmt.Errorf("%w: --host: %v", ErrUsage, err)
+	}
+	switch s.Name {
+	case "proc":
+		if pin {
+			return nil, fmt.Errorf("%w: --pin needs CPU-limited hosts: add --host cfs (or rt)", ErrUsage)
+		}
+		if len(s.Args)+len(s.Kwargs) > 0 {
+			return nil, fmt.Errorf("%w: --host proc takes no options", ErrUsage)
+		}
+		return nil, nil
+	case "cfs", "rt":
+	default:
+		return nil, fmt.Errorf("%w: --host %s: unknown host type; use proc, cfs or rt", ErrUsage, s.Name)
+	}
+	opts := &hymn.CPUOptions{Pin: pin}
+	for _, kv := range s.Kwargs {
+		switch kv.Key {
+		case "cpu":
+			f, err := strconv.ParseFloat(kv.Value, 64)
+			if err != nil || f <= 0 || f > 1 {
+				return nil, fmt.Errorf("%w: --host %s: cpu must be a fraction in (0, 1], got %q", ErrUsage, spec, kv.Value)
+			}
+			opts.Fraction = f
+		default:
+			return nil, fmt.Errorf("%w: --host %s: unknown option %q (cfs and rt take cpu)", ErrUsage, spec, kv.Key)
+		}
+	}
+	if len(s.Args) > 0 {
+		return nil, fmt.Errorf("%w: --host %s: unexpected argument %q", ErrUsage, spec, s.Args[0])
+	}
+	return opts, nil
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"sync"
 	"syscall"
 
@@ -53,6 +54,8 @@ type NsNode struct {
 	shellMu sync.Mutex
 	shell   *Shell
 	closed  bool
+
+	cg *cgroup // CPU limits; nil for an unlimited node
 }
 
 // Config says how to create a namespace node.
@@ -61,6 +64,7 @@ type Config struct {
 	Kind      topo.Kind // host, switch or router
 	Namespace string    // namespace name (hymn-<run>-h1)
 	STP       bool      // switches: run the kernel's spanning tree
+	CPU       *CPULimit // hosts: Mininet's CPULimitedHost; nil for none
 }
 
 // New creates the node's namespace and sets it up for its kind: loopback up
@@ -73,7 +77,7 @@ func New(cfg Config) (_ *NsNode, err error) {
 	n := &NsNode{name: cfg.Name, kind: cfg.Kind, nsName: cfg.Namespace, ns: -1}
 	defer func() {
 		if err != nil {
-			n.Close()
+			n.Delete()
 		}
 	}()
 	if n.ns, err = netnsx.Open(cfg.Namespace); err != nil {
@@ -92,6 +96,11 @@ func New(cfg Config) (_ *NsNode, err error) {
 		return h.LinkSetUp(lo)
 	}); err != nil {
 		return nil, fmt.Errorf("node %s: loopback up: %w", cfg.Name, err)
+	}
+	if cfg.CPU != nil {
+		if n.cg, err = newCgroup(cfg.Namespace, *cfg.CPU, runtime.NumCPU()); err != nil {
+			return nil, fmt.Errorf("node %s: %w", cfg.Name, err)
+		}
 	}
 	switch cfg.Kind {
 	case topo.KindSwitch:
@@ -176,6 +185,10 @@ func (n *NsNode) getShell() (*Shell, error) {
 		if err != nil {
 			return nil, fmt.Errorf("node %s: starting its shell: %w", n.name, err)
 		}
+		if err := n.cg.join(sh.Pid()); err != nil {
+			sh.Close()
+			return nil, fmt.Errorf("node %s: %w", n.name, err)
+		}
 		n.shell = sh
 	}
 	return n.shell, nil
@@ -191,7 +204,15 @@ func (n *NsNode) Command(ctx context.Context, name string, args ...string) *exec
 // Start starts cmd inside the node's namespace. The child inherits the
 // namespace of the thread that forks it.
 func (n *NsNode) Start(cmd *exec.Cmd) error {
-	return netnsx.Do(n.ns, cmd.Start)
+	if err := netnsx.Do(n.ns, cmd.Start); err != nil {
+		return err
+	}
+	if err := n.cg.join(cmd.Process.Pid); err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		return err
+	}
+	return nil
 }
 
 // Exec runs a program in the node and waits for it.
@@ -251,8 +272,9 @@ func (n *NsNode) Close() error {
 	return nil
 }
 
-// Delete closes the node and removes its namespace.
+// Delete closes the node and removes its namespace and cgroup. The
+// processes inside must be gone already.
 func (n *NsNode) Delete() error {
 	n.Close()
-	return netnsx.Delete(n.nsName)
+	return errors.Join(n.cg.remove(), netnsx.Delete(n.nsName))
 }

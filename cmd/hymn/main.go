@@ -11,8 +11,10 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := cli.Execute(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	// SIGINT is routed by cli (Ctrl-C in the mininet> shell interrupts the
+	// node command, not hymn); SIGTERM ends the run cleanly.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	code := cli.Execute(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }

@@ -3,6 +3,9 @@ package owner
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/hymn-net/hymn/internal/netnsx"
 )
@@ -66,8 +69,22 @@ func RemoveRun(run string) (namespaces, processes int, err error) {
 			errs = append(errs, err)
 		}
 	}
+	removeCgroups(Prefix + run + "-")
 	if err := Release(run); err != nil {
 		errs = append(errs, err)
 	}
 	return len(names), len(pids), errors.Join(errs...)
+}
+
+// removeCgroups deletes the cgroup directories of CPU-limited nodes (named
+// like their namespaces) on cgroup v2 and on v1's cpu and cpuset trees.
+func removeCgroups(prefix string) {
+	for _, base := range []string{"/sys/fs/cgroup", "/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpuset"} {
+		entries, _ := os.ReadDir(base)
+		for _, e := range entries {
+			if e.IsDir() && strings.HasPrefix(e.Name(), prefix) {
+				os.Remove(filepath.Join(base, e.Name()))
+			}
+		}
+	}
 }

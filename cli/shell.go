@@ -1,0 +1,634 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/hymn-net/hymn"
+	"github.com/hymn-net/hymn/internal/mnlog"
+	"github.com/hymn-net/hymn/links"
+	"github.com/hymn-net/hymn/topo"
+	"golang.org/x/term"
+)
+
+// Prompt is Mininet's prompt.
+const Prompt = "mininet> "
+
+// shell is the interactive mininet> command line. Like Mininet's CLI it
+// prints command output through the log at output level (stderr) and the
+// prompt on stdout.
+type shell struct {
+	net    *hymn.Network
+	lg     *mnlog.Logger
+	stdout io.Writer
+	intr   *interrupter
+}
+
+// shellCommand is one command of the shell: its help line and its action.
+// An action returns true to leave the shell.
+type shellCommand struct {
+	help string
+	run  func(s *shell, ctx context.Context, args string) bool
+}
+
+var shellCommands map[string]shellCommand
+
+func init() {
+	shellCommands = map[string]shellCommand{
+		"help":         {"Describe available CLI commands.", (*shell).doHelp},
+		"nodes":        {"List all nodes.", (*shell).doNodes},
+		"net":          {"List network connections.", (*shell).doNet},
+		"links":        {"Report on links", (*shell).doLinks},
+		"dump":         {"Dump node info.", (*shell).doDump},
+		"intfs":        {"List interfaces.", (*shell).doIntfs},
+		"ports":        {"display ports and interfaces for each switch", (*shell).doPorts},
+		"pingall":      {"Ping between all hosts.", (*shell).doPingAll},
+		"pingallfull":  {"Ping between all hosts, returns all ping results.", (*shell).doPingAllFull},
+		"pingpair":     {"Ping between first two hosts, useful for testing.", (*shell).doPingPair},
+		"pingpairfull": {"Ping between first two hosts, returns all ping results.", (*shell).doPingPairFull},
+		"iperf":        {"Simple iperf TCP test between two (optionally specified) hosts.\nUsage: iperf node1 node2", (*shell).doIperf},
+		"iperfudp":     {"Simple iperf UDP test between two (optionally specified) hosts.\nUsage: iperfudp bw node1 node2", (*shell).doIperfUDP},
+		"link":         {"Bring link(s) between two nodes up or down.\nUsage: link node1 node2 [up/down]", (*shell).doLink},
+		"sh":           {"Run an external shell command\nUsage: sh [cmd args]", (*shell).doSh},
+		"time":         {"Measure time taken for any command in Mininet.", (*shell).doTime},
+		"noecho":       {"Run an interactive command with echoing turned off.\nUsage: noecho [cmd args]", (*shell).doNoecho},
+		"source":       {"Read commands from an input file.\nUsage: source <file>", (*shell).doSource},
+		"wait":         {"Wait until all switches have connected to a controller", (*shell).doWait},
+		"xterm":        {"Spawn xterm(s) for the given node(s).\nUsage: xterm node1 node2 ...", (*shell).doXterm},
+		"gterm":        {"Spawn gnome-terminal(s) for the given node(s).\nUsage: gterm node1 node2 ...", (*shell).doXterm},
+		"x":            {"Create an X11 tunnel to the given node,\noptionally starting a client.\nUsage: x node [cmd args]", (*shell).doX},
+		"py":           {"Evaluate Python expression.\nNode names may be used, e.g.: py h1.cmd('ls')", (*shell).doPy},
+		"px":           {"Execute Python statement.\nNode names may be used, e.g.: px print h1.cmd('ls')", (*shell).doPx},
+		"exit":         {"Exit", func(*shell, context.Context, string) bool { return true }},
+		"quit":         {"Exit", func(*shell, context.Context, string) bool { return true }},
+		"EOF":          {"Exit", func(s *shell, _ context.Context, _ string) bool { s.out("\n"); return true }},
+	}
+}
+
+const helpStr = "You may also send a command to a node using:\n" +
+	"  <node> command {args}\n" +
+	"For example:\n" +
+	"  mininet> h1 ifconfig\n" +
+	"\n" +
+	"The interpreter automatically substitutes IP addresses\n" +
+	"for node names when a node is the first arg, so commands\n" +
+	"like\n" +
+	"  mininet> h2 ping h3\n" +
+	"should work.\n" +
+	"\n" +
+	"Some character-oriented interactive commands require\n" +
+	"noecho:\n" +
+	"  mininet> noecho h2 vi foo.py\n" +
+	"However, starting up an xterm/gterm is generally better:\n" +
+	"  mininet> xterm h2\n\n"
+
+func (s *shell) out(text string) { s.lg.Output(text) }
+
+func (s *shell) outf(format string, args ...any) { s.lg.Outputf(format, args...) }
+
+// historyFile is ~/.hymn_history.
+func historyFile() string {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(home, ".hymn_history")
+}
+
+// runShell reads commands until exit, EOF or the context ends. A terminal
+// gets line editing and history; a pipe or file is read line by line.
+func (s *shell) runShell(ctx context.Context, in *os.File) {
+	s.lg.Info("*** Starting CLI:\n")
+	if term.IsTerminal(int(in.Fd())) {
+		s.runTerminal(ctx, in)
+		return
+	}
+	s.runLines(ctx, bufio.NewReader(in), true)
+}
+
+// runLines runs commands read from r; prompt says whether to print the
+// prompt before each (interactive loop from a pipe, as Mininet does) and
+// whether to strip comments (Mininet's precmd, interactive loop only).
+func (s *shell) runLines(ctx context.Context, r *bufio.Reader, interactive bool) bool {
+	for ctx.Err() == nil {
+		if interactive {
+			fmt.Fprint(s.stdout, Prompt)
+		}
+		line, err := r.ReadString('\n')
+		if line == "" && err != nil {
+			if interactive {
+				return s.onecmd(ctx, "EOF")
+			}
+			return false
+		}
+		line = strings.TrimRight(line, "\r\n")
+		if interactive {
+			line = stripComment(line)
+		}
+		if s.onecmd(ctx, line) {
+			return true
+		}
+	}
+	return true
+}
+
+// ctrlCReader notes a Ctrl-C byte typed while the terminal is raw: x/term
+// reports it as EOF, and only this tells it from Ctrl-D.
+type ctrlCReader struct {
+	r       io.Reader
+	sawCtrl bool
+}
+
+func (c *ctrlCReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	if slices.Contains(p[:n], 3) {
+		c.sawCtrl = true
+	}
+	return n, err
+}
+
+func (s *shell) runTerminal(ctx context.Context, in *os.File) {
+	fd := int(in.Fd())
+	cr := &ctrlCReader{r: in}
+	t := term.NewTerminal(struct {
+		io.Reader
+		io.Writer
+	}{cr, s.stdout}, Prompt)
+	hist := loadHistory(historyFile())
+	t.History = hist
+	if w, h, err := term.GetSize(fd); err == nil {
+		t.SetSize(w, h)
+	}
+	for ctx.Err() == nil {
+		old, err := term.MakeRaw(fd)
+		if err != nil {
+			s.runLines(ctx, bufio.NewReader(in), true)
+			return
+		}
+		cr.sawCtrl = false
+		line, err := t.ReadLine()
+		term.Restore(fd, old)
+		if errors.Is(err, io.EOF) && cr.sawCtrl {
+			s.out("\nInterrupt\n")
+			continue
+		}
+		if err != nil {
+			s.onecmd(ctx, "EOF")
+			return
+		}
+		hist.save(line)
+		if s.onecmd(ctx, stripComment(line)) {
+			return
+		}
+	}
+}
+
+// stripComment drops everything from the first '#', as Mininet's precmd
+// does (even inside quotes).
+func stripComment(line string) string {
+	if i := strings.IndexByte(line, '#'); i >= 0 {
+		return line[:i]
+	}
+	return line
+}
+
+// onecmd runs one command line and reports whether the shell should end.
+func (s *shell) onecmd(ctx context.Context, line string) bool {
+	line = strings.TrimSpace(line)
+	if line == "" {
+		return false // Mininet does not repeat the last command
+	}
+	name, args, _ := strings.Cut(line, " ")
+	args = strings.TrimSpace(args)
+	if c, ok := shellCommands[name]; ok {
+		return c.run(s, ctx, args)
+	}
+	if _, err := s.net.Node(name); err == nil {
+		if args == "" {
+			s.outf("*** Please enter a command for node: %s <cmd>\n", name)
+			return false
+		}
+		s.nodeCommand(ctx, name, args)
+		return false
+	}
+	s.outf("*** Unknown command: %s\n", line)
+	return false
+}
+
+// nodeCommand runs a command on a node with exact node-name tokens replaced
+// by the node's IP, streaming its output; Ctrl-C interrupts it.
+func (s *shell) nodeCommand(ctx context.Context, name, args string) {
+	tokens := strings.Split(args, " ")
+	for i, tok := range tokens {
+		if ip, err := s.net.IP(tok); err == nil {
+			tokens[i] = ip.String()
+		}
+	}
+	node, _ := s.net.Node(name)
+	cctx, done := s.intr.commandContext(ctx)
+	defer done()
+	_, err := node.CmdStream(cctx, strings.Join(tokens, " "), logWriter{s.lg})
+	if errors.Is(err, context.Canceled) && ctx.Err() == nil {
+		s.out("\n")
+	} else if err != nil && ctx.Err() == nil {
+		s.outf("*** Error: %v\n", err)
+	}
+}
+
+// logWriter passes streamed output to the log at output level.
+type logWriter struct{ lg *mnlog.Logger }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.lg.Output(string(p))
+	return len(p), nil
+}
+
+func (s *shell) doHelp(_ context.Context, args string) bool {
+	if args != "" {
+		c, ok := shellCommands[args]
+		if !ok {
+			s.outf("*** No help on %s\n", args)
+			return false
+		}
+		s.out(c.help + "\n")
+		return false
+	}
+	var names []string
+	for n := range shellCommands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	s.out("\nDocumented commands (type help <topic>):\n========================================\n")
+	s.out(columnize(names, 80))
+	s.out("\n" + helpStr)
+	return false
+}
+
+// columnize lays words out in columns, filled top to bottom, as Python's
+// cmd module does for help.
+func columnize(words []string, width int) string {
+	if len(words) == 0 {
+		return "<empty>\n"
+	}
+	for rows := 1; rows <= len(words); rows++ {
+		cols := (len(words) + rows - 1) / rows
+		widths := make([]int, cols)
+		total := 0
+		for c := range cols {
+			for r := range rows {
+				if i := c*rows + r; i < len(words) {
+					widths[c] = max(widths[c], len(words[i]))
+				}
+			}
+			total += widths[c]
+		}
+		total += 2 * (cols - 1)
+		if total > width && rows < len(words) {
+			continue
+		}
+		var b strings.Builder
+		for r := range rows {
+			var cells []string
+			for c := range cols {
+				if i := c*rows + r; i < len(words) {
+					cells = append(cells, fmt.Sprintf("%-*s", widths[c], words[i]))
+				}
+			}
+			b.WriteString(strings.TrimRight(strings.Join(cells, "  "), " ") + "\n")
+		}
+		return b.String()
+	}
+	return strings.Join(words, "\n") + "\n"
+}
+
+func (s *shell) doNodes(context.Context, string) bool {
+	var names []string
+	for _, n := range s.net.Plan().Nodes {
+		names = append(names, n.Name)
+	}
+	sort.Strings(names)
+	s.outf("available nodes are: \n%s\n", strings.Join(names, " "))
+	return false
+}
+
+// orderedNodes is Mininet's net.values() order: hosts, then switches.
+func (s *shell) orderedNodes() []*topo.PlannedNode {
+	return append(s.net.Hosts(), s.net.Switches()...)
+}
+
+// intfNames lists a node's interfaces as Mininet shows them: switches
+// first have their loopback (port 0).
+func intfNames(n *topo.PlannedNode) []string {
+	var out []string
+	if n.IsSwitch() {
+		out = append(out, "lo")
+	}
+	for _, i := range n.Intfs {
+		out = append(out, i.Name)
+	}
+	return out
+}
+
+func (s *shell) doNet(context.Context, string) bool {
+	var b strings.Builder
+	for _, n := range s.orderedNodes() {
+		b.WriteString(n.Name)
+		if n.IsSwitch() {
+			b.WriteString(" lo: ")
+		}
+		for _, i := range n.Intfs {
+			fmt.Fprintf(&b, " %s:%s", i.Name, i.Link.Peer(i).Name)
+		}
+		b.WriteString("\n")
+	}
+	s.out(b.String())
+	return false
+}
+
+func (s *shell) doLinks(context.Context, string) bool {
+	var b strings.Builder
+	for _, l := range s.net.Plan().Links {
+		n1, _ := s.net.Node(l.Intf1.Node)
+		n2, _ := s.net.Node(l.Intf2.Node)
+		fmt.Fprintf(&b, "%s (%s %s) \n", l, links.Status(n1, l.Intf1.Name), links.Status(n2, l.Intf2.Name))
+	}
+	s.out(b.String())
+	return false
+}
+
+// className is the Mininet class a node's repr shows.
+func className(n *topo.PlannedNode) string {
+	switch n.Kind {
+	case topo.KindSwitch:
+		return "LinuxBridge"
+	case topo.KindRouter:
+		return "LinuxRouter"
+	}
+	return "Host"
+}
+
+// nodeRepr is Mininet's repr of a node: <Host h1: h1-eth0:10.0.0.1 pid=123>.
+func (s *shell) nodeRepr(n *topo.PlannedNode) string {
+	var intfs []string
+	if n.IsSwitch() {
+		intfs = append(intfs, "lo:127.0.0.1")
+	}
+	for _, i := range n.Intfs {
+		ip := "None"
+		if i.IP.IsValid() {
+			ip = i.IP.Addr().String()
+		}
+		intfs = append(intfs, i.Name+":"+ip)
+	}
+	pid := 0
+	if node, err := s.net.Node(n.Name); err == nil {
+		pid, _ = node.ShellPid()
+	}
+	return fmt.Sprintf("<%s %s: %s pid=%d> ", className(n), n.Name, strings.Join(intfs, ","), pid)
+}
+
+func (s *shell) doDump(context.Context, string) bool {
+	var b strings.Builder
+	for _, n := range s.orderedNodes() {
+		b.WriteString(s.nodeRepr(n) + "\n")
+	}
+	s.out(b.String())
+	return false
+}
+
+func (s *shell) doIntfs(context.Context, string) bool {
+	var b strings.Builder
+	for _, n := range s.orderedNodes() {
+		fmt.Fprintf(&b, "%s: %s\n", n.Name, strings.Join(intfNames(n), ","))
+	}
+	s.out(b.String())
+	return false
+}
+
+func (s *shell) doPorts(context.Context, string) bool {
+	var b strings.Builder
+	for _, n := range s.net.Switches() {
+		b.WriteString(n.Name + " lo:0")
+		for _, i := range n.Intfs {
+			fmt.Fprintf(&b, " %s:%d", i.Name, i.Port)
+		}
+		b.WriteString(" \n")
+	}
+	s.out(b.String())
+	return false
+}
+
+// parseTimeout reads pingall's optional timeout in seconds.
+func parseTimeout(args string) (time.Duration, error) {
+	if args == "" {
+		return 0, nil
+	}
+	var secs float64
+	if _, err := fmt.Sscan(args, &secs); err != nil || secs <= 0 {
+		return 0, fmt.Errorf("invalid timeout %q: give seconds, e.g. pingall 1", args)
+	}
+	return time.Duration(secs * float64(time.Second)), nil
+}
+
+// interruptible runs fn with a context Ctrl-C cancels and reports errors.
+func (s *shell) interruptible(ctx context.Context, fn func(ctx context.Context) error) {
+	cctx, done := s.intr.commandContext(ctx)
+	defer done()
+	if err := fn(cctx); err != nil {
+		if errors.Is(err, context.Canceled) && ctx.Err() == nil {
+			s.out("\nInterrupt\n")
+			return
+		}
+		s.outf("*** Error: %v\n", err)
+	}
+}
+
+func (s *shell) doPingAll(ctx context.Context, args string) bool {
+	timeout, err := parseTimeout(args)
+	if err != nil {
+		s.outf("*** Error: %v\n", err)
+		return false
+	}
+	s.interruptible(ctx, func(ctx context.Context) error { _, err := s.net.PingAll(ctx, timeout); return err })
+	return false
+}
+
+func (s *shell) doPingAllFull(ctx context.Context, args string) bool {
+	timeout, err := parseTimeout(args)
+	if err != nil {
+		s.outf("*** Error: %v\n", err)
+		return false
+	}
+	s.interruptible(ctx, func(ctx context.Context) error { _, err := s.net.PingAllFull(ctx, timeout); return err })
+	return false
+}
+
+func (s *shell) doPingPair(ctx context.Context, _ string) bool {
+	s.interruptible(ctx, func(ctx context.Context) error { _, err := s.net.PingPair(ctx); return err })
+	return false
+}
+
+func (s *shell) doPingPairFull(ctx context.Context, _ string) bool {
+	s.interruptible(ctx, func(ctx context.Context) error { _, err := s.net.PingPairFull(ctx); return err })
+	return false
+}
+
+// checkHosts reports Mininet's "node 'x' not in network" for unknown names.
+func (s *shell) checkHosts(names ...string) bool {
+	for _, n := range names {
+		if _, err := s.net.Node(n); err != nil {
+			s.outf("node '%s' not in network\n", n)
+			return false
+		}
+	}
+	return true
+}
+
+func (s *shell) doIperf(ctx context.Context, args string) bool {
+	f := strings.Fields(args)
+	switch len(f) {
+	case 0:
+		s.interruptible(ctx, func(ctx context.Context) error { _, err := s.net.Iperf(ctx, "", "", 0); return err })
+	case 2:
+		if s.checkHosts(f...) {
+			s.interruptible(ctx, func(ctx context.Context) error { _, err := s.net.Iperf(ctx, f[0], f[1], 0); return err })
+		}
+	default:
+		s.out("invalid number of args: iperf src dst\n")
+	}
+	return false
+}
+
+func (s *shell) doIperfUDP(ctx context.Context, args string) bool {
+	f := strings.Fields(args)
+	switch len(f) {
+	case 1:
+		s.interruptible(ctx, func(ctx context.Context) error { _, err := s.net.IperfUDP(ctx, f[0], "", "", 0); return err })
+	case 3:
+		if s.checkHosts(f[1:]...) {
+			s.interruptible(ctx, func(ctx context.Context) error { _, err := s.net.IperfUDP(ctx, f[0], f[1], f[2], 0); return err })
+		}
+	default:
+		s.out("invalid number of args: iperfudp bw src dst\nbw examples: 10M\n")
+	}
+	return false
+}
+
+func (s *shell) doLink(_ context.Context, args string) bool {
+	f := strings.Fields(args)
+	if len(f) != 3 {
+		s.out("invalid number of args: link end1 end2 [up down]\n")
+		return false
+	}
+	if f[2] != "up" && f[2] != "down" {
+		s.out("invalid type: link end1 end2 [up down]\n")
+		return false
+	}
+	for i, which := range []string{"src", "dst"} {
+		if _, err := s.net.Node(f[i]); err != nil {
+			s.outf("%s not in network: %s\n", which, f[i])
+			return false
+		}
+	}
+	if err := s.net.ConfigLinkStatus(f[0], f[1], f[2]); err != nil {
+		s.outf("%v\n", err)
+	}
+	return false
+}
+
+func (s *shell) doSh(ctx context.Context, args string) bool {
+	cctx, done := s.intr.commandContext(ctx)
+	defer done()
+	cmd := exec.CommandContext(cctx, "sh", "-c", args)
+	cmd.Stdout, cmd.Stderr = logWriter{s.lg}, logWriter{s.lg}
+	cmd.Run()
+	return false
+}
+
+func (s *shell) doTime(ctx context.Context, args string) bool {
+	start := time.Now()
+	s.onecmd(ctx, args)
+	s.outf("*** Elapsed time: %0.6f secs\n", time.Since(start).Seconds())
+	return false
+}
+
+func (s *shell) doNoecho(ctx context.Context, args string) bool {
+	// Node commands never echo here: their shell has no terminal.
+	return s.onecmd(ctx, args)
+}
+
+func (s *shell) doSource(ctx context.Context, args string) bool {
+	f, err := os.Open(strings.TrimSpace(args))
+	if err != nil {
+		s.outf("error reading file %s\n", strings.TrimSpace(args))
+		return false
+	}
+	defer f.Close()
+	return s.runLines(ctx, bufio.NewReader(f), false)
+}
+
+func (s *shell) doWait(ctx context.Context, _ string) bool {
+	s.interruptible(ctx, s.net.WaitConnected)
+	return false
+}
+
+// doXterm opens a tmux window per node (the terminal most servers have);
+// hymn does not tunnel X11.
+func (s *shell) doXterm(_ context.Context, args string) bool {
+	names := strings.Fields(args)
+	if len(names) == 0 {
+		s.out("usage: xterm node1 node2 ...\n")
+		return false
+	}
+	for _, name := range names {
+		if err := s.openTerminal(name, ""); err != nil {
+			s.outf("*** %v\n", err)
+		}
+	}
+	return false
+}
+
+func (s *shell) doX(_ context.Context, args string) bool {
+	name, cmd, _ := strings.Cut(args, " ")
+	if name == "" {
+		s.out("usage: x node [cmd args]...\n")
+		return false
+	}
+	if err := s.openTerminal(name, cmd); err != nil {
+		s.outf("*** %v\n", err)
+	}
+	return false
+}
+
+func (s *shell) openTerminal(name, command string) error {
+	node, err := s.net.Node(name)
+	if err != nil {
+		return fmt.Errorf("node %s not in network", name)
+	}
+	if _, err := exec.LookPath("tmux"); err != nil {
+		return errors.New("cannot open a terminal: hymn opens node terminals as tmux windows and tmux is not installed (apt-get install tmux); X11 xterms are not supported")
+	}
+	if os.Getenv("TMUX") == "" {
+		return fmt.Errorf("cannot open a terminal for %s: run hymn inside tmux, and xterm opens a tmux window per node (or: ip netns exec %s bash)", name, node.Namespace())
+	}
+	args := []string{"new-window", "-n", "Node: " + name, "ip", "netns", "exec", node.Namespace()}
+	if command != "" {
+		args = append(args, "sh", "-c", command)
+	} else {
+		args = append(args, "bash")
+	}
+	if out, err := exec.Command("tmux", args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("tmux new-window: %v: %s", err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
