@@ -277,7 +277,7 @@ it on an otherwise idle core.`,
 				if n > 0 {
 					allocs = math.Round(float64(br.MemAllocs)/n*1e4) / 1e4
 				}
-				results = append(results, result{s.Name, s.Config, float64(br.T.Nanoseconds()) / n, allocs, queued})
+				results = append(results, result{s.Name, s.Config, math.Round(float64(br.T.Nanoseconds())/n*10) / 10, allocs, queued})
 				if !asJSON {
 					fmt.Fprintf(cmd.ErrOrStderr(), "%s done\n", s.Name)
 				}
