@@ -198,6 +198,9 @@ func (n *Network) createNodes(ctx context.Context, list []*topo.PlannedNode) err
 }
 
 func (n *Network) createLink(l *netLink) error {
+	if n.linkNeedsEmulator(l.plan) {
+		return n.createEmulatedLink(l)
+	}
 	end := func(i *topo.Intf) links.End {
 		e := links.End{NS: n.nodes[i.Node], Name: i.Name, MAC: i.MAC, IP: i.IP}
 		if mtu, ok := l.plan.Params["mtu"]; ok {
@@ -353,6 +356,8 @@ func (n *Network) teardown(verbose bool) error {
 	}
 	ctx := context.Background()
 	var errs []error
+	// Forwarders hold sockets in the helper namespace: stop them first.
+	errs = append(errs, n.stopEmulators())
 
 	// Everything running in our namespaces goes first, so no process holds
 	// a namespace alive after it is deleted.

@@ -1,0 +1,540 @@
+package hymn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hymn-net/hymn/emulator"
+	"github.com/hymn-net/hymn/internal/owner"
+	"github.com/hymn-net/hymn/links"
+	"github.com/hymn-net/hymn/topo"
+	"github.com/vishvananda/netlink"
+)
+
+// Direction selects which direction of a link a change applies to, seen
+// from the order in which the caller names the two nodes.
+type Direction int
+
+// Directions of a link between node1 and node2.
+const (
+	BothDirections Direction = iota // node1→node2 and node2→node1
+	Forward                         // node1→node2 only
+	Reverse                         // node2→node1 only
+)
+
+// ParseDirection accepts "", "both", "a>b" and "b>a".
+func ParseDirection(s string) (Direction, error) {
+	switch s {
+	case "", "both":
+		return BothDirections, nil
+	case "a>b":
+		return Forward, nil
+	case "b>a":
+		return Reverse, nil
+	}
+	return 0, fmt.Errorf("direction %q: use a>b, b>a or both", s)
+}
+
+// ErrUnknownLink is returned for a pair of nodes that no link joins.
+var ErrUnknownLink = errors.New("no such link")
+
+// ErrLinkParams marks invalid emulation parameters of a link.
+var ErrLinkParams = errors.New("invalid link parameters")
+
+// EmulationKeys are the link Params that ask for an emulated link.
+// Mininet's TCLink options: bw (Mbit/s), delay, jitter, loss (%),
+// max_queue_size (packets). hymn's own: emu (a whole emulator
+// configuration in the text form of emulator.Parse) and the emulator's keys
+// with '_' for '-'. Any of them may be prefixed with "a>b." or "b>a." to
+// apply to one direction only (a is Node1 of the link).
+var EmulationKeys = []string{
+	"bw", "delay", "jitter", "loss", "max_queue_size",
+	"emu", "half_life", "dist", "distribution", "rate_interval", "time_based", "reorder",
+	"police", "space", "ge", "seed", "overhead", "max_frame", "limit",
+}
+
+func isEmulationKey(k string) bool {
+	k = strings.TrimPrefix(strings.TrimPrefix(k, "a>b."), "b>a.")
+	for _, e := range EmulationKeys {
+		if k == e {
+			return true
+		}
+	}
+	return false
+}
+
+// NeedsEmulator reports whether link params ask for an emulator.
+func NeedsEmulator(p topo.Params) bool {
+	for k := range p {
+		if isEmulationKey(k) {
+			return true
+		}
+	}
+	return false
+}
+
+// EmulatorConfigs turns link Params into the emulator configurations of
+// the two directions (a→b is Node1→Node2). Mininet's semantics hold: the
+// values apply to each direction once, as Mininet applies them to both
+// interfaces, so an h1–s1–h2 round trip with delay=10ms takes 40 ms.
+// Errors wrap ErrLinkParams and name the parameter.
+func EmulatorConfigs(p topo.Params) (ab, ba emulator.Config, err error) {
+	common := map[string]string{}
+	dirs := [2]map[string]string{{}, {}}
+	for k, v := range p {
+		switch {
+		case strings.HasPrefix(k, "a>b."):
+			dirs[0][k[4:]] = v
+		case strings.HasPrefix(k, "b>a."):
+			dirs[1][k[4:]] = v
+		default:
+			common[k] = v
+		}
+	}
+	var out [2]emulator.Config
+	for i := range out {
+		m := map[string]string{}
+		for k, v := range common {
+			m[k] = v
+		}
+		for k, v := range dirs[i] {
+			if !isEmulationKey(k) {
+				return ab, ba, fmt.Errorf("%w: %s.%s: unknown parameter (use %s)", ErrLinkParams, emulator.Direction(i), k, strings.Join(EmulationKeys, ", "))
+			}
+			m[k] = v
+		}
+		c := emulator.DefaultConfig()
+		if err := applyParams(&c, m); err != nil {
+			return ab, ba, err
+		}
+		out[i] = c
+	}
+	return out[0], out[1], nil
+}
+
+// applyParams applies Mininet/hymn link params to c. Keys that are not
+// emulation keys are ignored, as Mininet ignores unknown link options.
+func applyParams(c *emulator.Config, m map[string]string) error {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		if isEmulationKey(k) {
+			keys = append(keys, k)
+		}
+	}
+	// A fixed order makes results independent of map order: emu first
+	// (so single keys refine it), the rest alphabetically.
+	sort.Slice(keys, func(i, j int) bool {
+		if (keys[i] == "emu") != (keys[j] == "emu") {
+			return keys[i] == "emu"
+		}
+		return keys[i] < keys[j]
+	})
+	bad := func(k, format string, a ...any) error {
+		return fmt.Errorf("%w: %s=%s: %s", ErrLinkParams, k, m[k], fmt.Sprintf(format, a...))
+	}
+	for _, k := range keys {
+		v := strings.TrimSpace(m[k])
+		var args []string
+		switch k {
+		case "bw":
+			bw, err := strconv.ParseFloat(v, 64)
+			if err != nil || math.IsNaN(bw) || math.IsInf(bw, 0) {
+				return bad(k, "not a number of Mbit/s")
+			}
+			if bw <= 0 {
+				return bad(k, "bw must be greater than 0 Mbit/s")
+			}
+			args = []string{"space", strconv.FormatFloat(bw*1e6, 'f', 0, 64) + "bit"}
+			if q, ok := m["max_queue_size"]; ok {
+				args = append(args, strings.TrimSpace(q)+"pkt")
+			}
+		case "max_queue_size":
+			n, err := strconv.Atoi(v)
+			if err != nil || n <= 0 {
+				return bad(k, "must be a whole number of packets greater than 0")
+			}
+			args = []string{"limit", v}
+		case "loss":
+			f, err := strconv.ParseFloat(strings.TrimSuffix(v, "%"), 64)
+			if err != nil || f < 0 || f > 100 {
+				return bad(k, "must be a percentage between 0 and 100")
+			}
+			args = []string{"loss", strconv.FormatFloat(f, 'g', -1, 64) + "%"}
+		case "delay", "jitter", "seed", "overhead", "limit", "police":
+			args = append([]string{k}, fields(v)...)
+		case "emu":
+			args = fields(v)
+		case "half_life", "rate_interval", "max_frame", "space":
+			args = append([]string{strings.ReplaceAll(k, "_", "-")}, fields(v)...)
+		case "dist", "distribution":
+			args = []string{"distribution", v}
+		case "reorder", "time_based":
+			on, err := strconv.ParseBool(v)
+			if v == "" {
+				on, err = true, nil
+			}
+			if err != nil {
+				return bad(k, "must be true or false")
+			}
+			switch {
+			case k == "reorder" && on:
+				args = []string{"reorder"}
+			case k == "reorder":
+				args = []string{"fifo"}
+			case on:
+				args = []string{"time-based"}
+			default:
+				args = []string{"interval-based"}
+			}
+		case "ge":
+			args = append([]string{"loss", "gemodel"}, fields(v)...)
+		}
+		if len(args) == 0 {
+			continue
+		}
+		if err := c.Apply(args); err != nil {
+			return fmt.Errorf("%w: %s=%s: %v", ErrLinkParams, k, m[k], err)
+		}
+	}
+	if c.Delay < 0 {
+		return bad("delay", "must not be negative")
+	}
+	return c.Validate()
+}
+
+// fields splits a value on blanks and '/', so `ge=1%/30%` works inside a
+// comma-separated --link spec.
+func fields(v string) []string {
+	return strings.FieldsFunc(v, func(r rune) bool { return r == ' ' || r == '\t' || r == '/' })
+}
+
+// emuNet is the emulation state of one network: its helper namespace and
+// emulated links. It lives beside the Network (keyed by run id) so that
+// network.go needs only two calls into this file.
+type emuNet struct {
+	mu     sync.Mutex
+	helper *links.HelperNS
+	links  map[*netLink]*links.EmulatedLink
+}
+
+var emuNets sync.Map // run id → *emuNet
+
+func (n *Network) emu() *emuNet {
+	v, _ := emuNets.LoadOrStore(n.run, &emuNet{links: map[*netLink]*links.EmulatedLink{}})
+	return v.(*emuNet)
+}
+
+// emulatedLink returns the emulator of a link, or nil, without creating
+// any state.
+func (n *Network) emulatedLink(l *netLink) *links.EmulatedLink {
+	v, ok := emuNets.Load(n.run)
+	if !ok {
+		return nil
+	}
+	e := v.(*emuNet)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.links[l]
+}
+
+func waitUp(ns links.Namespace, name string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return links.WaitOperUp(ctx, ns, name)
+}
+
+// linkNeedsEmulator is the hook createLink asks.
+func (n *Network) linkNeedsEmulator(pl *topo.PlannedLink) bool { return NeedsEmulator(pl.Params) }
+
+// helperNamespace returns the network's helper namespace, creating it on
+// first use. '@' cannot occur in a node name, so it never collides.
+func (e *emuNet) helperNamespace(run string) (*links.HelperNS, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.helper != nil {
+		return e.helper, nil
+	}
+	h, err := links.CreateHelperNS(owner.NamespaceName(run, "@emu"))
+	if err != nil {
+		return nil, err
+	}
+	e.helper = h
+	return h, nil
+}
+
+func (n *Network) linkIndex(l *netLink) int {
+	for i, x := range n.links {
+		if x == l {
+			return i
+		}
+	}
+	return -1
+}
+
+// createEmulatedLink builds l as a ─ [emulator] ─ b, with the emulator
+// ports in the network's helper namespace.
+func (n *Network) createEmulatedLink(l *netLink) error {
+	ab, ba, err := EmulatorConfigs(l.plan.Params)
+	if err != nil {
+		return fmt.Errorf("link %s: %w", l.plan, err)
+	}
+	return n.buildEmulated(l, ab, ba, nil)
+}
+
+func (n *Network) buildEmulated(l *netLink, ab, ba emulator.Config, macs []net.HardwareAddr) error {
+	e := n.emu()
+	helper, err := e.helperNamespace(n.run)
+	if err != nil {
+		return fmt.Errorf("link %s: %w", l.plan, err)
+	}
+	end := func(i *topo.Intf, k int) links.End {
+		le := links.End{NS: n.nodes[i.Node], Name: i.Name, MAC: i.MAC, IP: i.IP}
+		if macs != nil && macs[k] != nil {
+			le.MAC = macs[k]
+		}
+		if mtu, ok := l.plan.Params["mtu"]; ok {
+			fmt.Sscan(mtu, &le.MTU)
+		}
+		return le
+	}
+	idx := n.linkIndex(l)
+	el, err := links.CreateEmulated(helper, end(l.plan.Intf1, 0), end(l.plan.Intf2, 1),
+		fmt.Sprintf("e%da", idx), fmt.Sprintf("e%db", idx),
+		emulator.ForwarderConfig{AtoB: ab, BtoA: ba})
+	if err != nil {
+		return fmt.Errorf("link %s: %w", l.plan, err)
+	}
+	e.mu.Lock()
+	e.links[l] = el
+	e.mu.Unlock()
+	for _, i := range []*topo.Intf{l.plan.Intf1, l.plan.Intf2} {
+		if node := n.nodes[i.Node]; node.Kind() == topo.KindSwitch {
+			if err := node.AttachPort(i.Name); err != nil {
+				return fmt.Errorf("link %s: %w", l.plan, err)
+			}
+		}
+	}
+	for _, i := range []*topo.Intf{l.plan.Intf1, l.plan.Intf2} {
+		if err := waitUp(n.nodes[i.Node], i.Name); err != nil {
+			return fmt.Errorf("link %s: %w", l.plan, err)
+		}
+	}
+	// The helper ends must be up too, or the first frames are lost.
+	for _, p := range []string{el.PortA, el.PortB} {
+		if err := waitUp(helper, p); err != nil {
+			return fmt.Errorf("link %s: %w", l.plan, err)
+		}
+	}
+	return nil
+}
+
+// stopEmulators is the hook teardown calls before namespaces are deleted:
+// it stops every forwarder and removes the helper namespace.
+func (n *Network) stopEmulators() error {
+	v, ok := emuNets.LoadAndDelete(n.run)
+	if !ok {
+		return nil
+	}
+	e := v.(*emuNet)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var errs []error
+	for _, el := range e.links {
+		errs = append(errs, el.Stop())
+	}
+	if e.helper != nil {
+		errs = append(errs, e.helper.Delete())
+	}
+	return errors.Join(errs...)
+}
+
+// findLink returns the link between two nodes and whether node1 is its
+// Node1 (so Forward is the link's a→b).
+func (n *Network) findLink(node1, node2 string) (*netLink, bool, error) {
+	for _, name := range []string{node1, node2} {
+		if n.plan.Node(name) == nil {
+			return nil, false, fmt.Errorf("%w: %s", ErrUnknownNode, name)
+		}
+	}
+	for _, l := range n.links {
+		a, b := l.plan.Intf1.Node, l.plan.Intf2.Node
+		if a == node1 && b == node2 {
+			return l, true, nil
+		}
+		if a == node2 && b == node1 {
+			return l, false, nil
+		}
+	}
+	return nil, false, fmt.Errorf("%w: %s and %s are not linked", ErrUnknownLink, node1, node2)
+}
+
+// SetLinkParams changes the emulation of the link between node1 and node2
+// while traffic flows. params is either the emulator's text form
+// ("delay 50ms jitter 1ms", applied on top of the current settings like
+// `tc qdisc change`) or Mininet-style key=value pairs ("delay=50ms bw=10").
+// dir picks the direction relative to the order of node1 and node2. All of
+// it is validated before anything changes. A link built without an
+// emulator gets one inserted (its interfaces are re-created with the same
+// names, MACs and addresses, so traffic pauses briefly).
+func (n *Network) SetLinkParams(node1, node2 string, dir Direction, params string) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.built || n.stopped {
+		return ErrNotBuilt
+	}
+	l, fwd, err := n.findLink(node1, node2)
+	if err != nil {
+		return err
+	}
+	if dir < BothDirections || dir > Reverse {
+		return fmt.Errorf("unknown direction %d", dir)
+	}
+	el := n.emulatedLink(l)
+	var cur [2]emulator.Config
+	if el != nil {
+		cur[0], cur[1] = el.Fwd.Config(emulator.AtoB), el.Fwd.Config(emulator.BtoA)
+	} else {
+		cur[0], cur[1] = emulator.DefaultConfig(), emulator.DefaultConfig()
+	}
+	// Which link directions (a→b = 0, b→a = 1) the caller means.
+	touch := [2]bool{true, true}
+	if dir != BothDirections {
+		ab := (dir == Forward) == fwd
+		touch = [2]bool{ab, !ab}
+	}
+	var next [2]emulator.Config
+	for i := range next {
+		next[i] = cur[i]
+		if !touch[i] {
+			continue
+		}
+		if err := applyChange(&next[i], params); err != nil {
+			return fmt.Errorf("link %s-%s: %w", node1, node2, err)
+		}
+	}
+	if el == nil {
+		return n.insertEmulator(l, next[0], next[1])
+	}
+	for i := range next {
+		if touch[i] {
+			if err := el.Fwd.Reconfigure(emulator.Direction(i), next[i]); err != nil {
+				return fmt.Errorf("link %s-%s: %w", node1, node2, err)
+			}
+		}
+	}
+	return nil
+}
+
+func applyChange(c *emulator.Config, params string) error {
+	f := strings.Fields(params)
+	if len(f) == 0 {
+		return fmt.Errorf("%w: no parameters given", ErrLinkParams)
+	}
+	kv := true
+	for _, s := range f {
+		if !strings.Contains(s, "=") {
+			kv = false
+		}
+	}
+	if !kv {
+		cp := *c
+		if err := cp.Apply(f); err != nil {
+			return fmt.Errorf("%w: %v", ErrLinkParams, err)
+		}
+		*c = cp
+		return nil
+	}
+	m := map[string]string{}
+	for _, s := range f {
+		k, v, _ := strings.Cut(s, "=")
+		if !isEmulationKey(k) || strings.Contains(k, ">") {
+			return fmt.Errorf("%w: %s: unknown parameter (use %s)", ErrLinkParams, k, strings.Join(EmulationKeys, ", "))
+		}
+		m[k] = v
+	}
+	cp := *c
+	if err := applyParams(&cp, m); err != nil {
+		return err
+	}
+	*c = cp
+	return nil
+}
+
+// insertEmulator turns a plain veth link into an emulated one while the
+// network runs, keeping interface names, MACs and addresses.
+func (n *Network) insertEmulator(l *netLink, ab, ba emulator.Config) error {
+	if l.veth == nil {
+		return fmt.Errorf("link %s: not created", l.plan)
+	}
+	macs := make([]net.HardwareAddr, 2)
+	for k, i := range []*topo.Intf{l.plan.Intf1, l.plan.Intf2} {
+		n.nodes[i.Node].Netlink(func(h *netlink.Handle) error {
+			link, err := h.LinkByName(i.Name)
+			if err == nil {
+				macs[k] = link.Attrs().HardwareAddr
+			}
+			return err
+		})
+	}
+	if err := l.veth.Delete(); err != nil {
+		return fmt.Errorf("link %s: %w", l.plan, err)
+	}
+	l.veth = nil
+	return n.buildEmulated(l, ab, ba, macs)
+}
+
+// LinkStats are the counters of an emulated link, per direction, seen
+// from the order in which the caller named the nodes.
+type LinkStats struct {
+	Node1, Node2     string
+	Forward, Reverse emulator.DirectionStats // node1→node2, node2→node1
+	ForwardConfig    emulator.Config
+	ReverseConfig    emulator.Config
+}
+
+// LinkStats reads the counters of the emulated link between two nodes.
+func (n *Network) LinkStats(node1, node2 string) (LinkStats, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.built || n.stopped {
+		return LinkStats{}, ErrNotBuilt
+	}
+	l, fwd, err := n.findLink(node1, node2)
+	if err != nil {
+		return LinkStats{}, err
+	}
+	el := n.emulatedLink(l)
+	if el == nil {
+		return LinkStats{}, fmt.Errorf("link %s-%s has no emulator: give it link parameters (delay=..., bw=..., or emu=...) or call SetLinkParams to insert one", node1, node2)
+	}
+	s := LinkStats{Node1: node1, Node2: node2}
+	f, r := emulator.AtoB, emulator.BtoA
+	if !fwd {
+		f, r = r, f
+	}
+	s.Forward, s.Reverse = el.Fwd.Stats(f), el.Fwd.Stats(r)
+	s.ForwardConfig, s.ReverseConfig = el.Fwd.Config(f), el.Fwd.Config(r)
+	return s, nil
+}
+
+// EmulatedLinks lists the emulated links as "node1-node2" pairs in
+// creation order.
+func (n *Network) EmulatedLinks() [][2]string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var out [][2]string
+	for _, l := range n.links {
+		if n.emulatedLink(l) != nil {
+			out = append(out, [2]string{l.plan.Intf1.Node, l.plan.Intf2.Node})
+		}
+	}
+	return out
+}

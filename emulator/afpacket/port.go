@@ -1,0 +1,436 @@
+package afpacket
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/hymn-net/hymn/emulator"
+	"github.com/hymn-net/hymn/internal/netnsx"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+// Options size the rings. The zero value suits a 1500-byte MTU.
+type Options struct {
+	// FrameSize is the size of one ring slot (a power of two ≥ 2048); it
+	// bounds the largest frame the port can carry. 0 picks one from MTU.
+	FrameSize int
+	// MTU of the interface, used when FrameSize is 0 (default 1500).
+	MTU int
+	// RxFrames and TxFrames are the ring lengths in frames (rounded up to
+	// whole 64 KiB blocks). 0: 4096 RX, 1024 TX.
+	RxFrames, TxFrames int
+}
+
+const (
+	ethPAll = 0x0003
+	// tpacket2HdrLen is TPACKET_ALIGN(sizeof(struct tpacket2_hdr)): where a
+	// TX frame's data starts when PACKET_TX_HAS_OFF is not used.
+	tpacket2HdrLen = 32
+	blockSize      = 1 << 16
+	vlanHdrLen     = 4
+)
+
+// Port is an AF_PACKET port with TPACKET_V2 RX and TX rings. See the
+// package documentation.
+type Port struct {
+	name    string
+	ifindex int
+
+	rxFD, txFD, evFD int
+	rxMem, txMem     []byte
+	frameSize        int
+	rxFrames         int
+	txFrames         int
+	rxHead, txHead   int
+	maxFrame         int // largest frame RecvBatch can deliver (slot minus header)
+
+	pollFDs [2]unix.PollFd
+	ts      unix.Timespec
+
+	closed atomic.Bool
+
+	// Counters are added once per batch, atomically, so Stats may be
+	// read from another goroutine without stopping the forwarder.
+	rxFrames64, rxBytes, rxTrunc atomic.Uint64
+	ringDrops                    atomic.Uint64
+	txFrames64, txBytes, txDrop  atomic.Uint64
+	wakeups                      atomic.Uint64
+	statsMu                      sync.Mutex
+}
+
+var _ emulator.Port = (*Port)(nil)
+
+func htons(v uint16) uint16 { return v<<8 | v>>8 }
+
+func roundFrames(n, frameSize int) (frames, blocks int) {
+	per := blockSize / frameSize
+	blocks = (n + per - 1) / per
+	if blocks < 1 {
+		blocks = 1
+	}
+	return blocks * per, blocks
+}
+
+// FrameSizeFor returns the ring slot size that carries frames of an MTU
+// (plus Ethernet and VLAN headers and the ring's own header).
+func FrameSizeFor(mtu int) int {
+	if mtu <= 0 {
+		mtu = 1500
+	}
+	need := mtu + 14 + vlanHdrLen + 128
+	fs := 2048
+	for fs < need {
+		fs <<= 1
+	}
+	return fs
+}
+
+// Open opens a port on the interface named ifname in the calling thread's
+// network namespace. Sockets keep the namespace they were created in, so a
+// caller that wants a port in another namespace creates it while inside
+// (see OpenIn).
+func Open(ifname string, o Options) (_ *Port, err error) {
+	ifi, err := net.InterfaceByName(ifname)
+	if err != nil {
+		return nil, fmt.Errorf("afpacket: %s: %w", ifname, err)
+	}
+	fs := o.FrameSize
+	if fs == 0 {
+		mtu := o.MTU
+		if mtu == 0 {
+			mtu = ifi.MTU
+		}
+		fs = FrameSizeFor(mtu)
+	}
+	if fs < 2048 || fs&(fs-1) != 0 || fs > blockSize {
+		return nil, fmt.Errorf("afpacket: %s: frame size %d must be a power of two in [2048, %d]", ifname, fs, blockSize)
+	}
+	if o.RxFrames == 0 {
+		o.RxFrames = 4096
+	}
+	if o.TxFrames == 0 {
+		o.TxFrames = 1024
+	}
+	p := &Port{name: ifname, ifindex: ifi.Index, rxFD: -1, txFD: -1, evFD: -1, frameSize: fs}
+	defer func() {
+		if err != nil {
+			p.Close()
+		}
+	}()
+	if p.evFD, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC); err != nil {
+		return nil, fmt.Errorf("afpacket: %s: eventfd: %w", ifname, err)
+	}
+	if err := p.openRx(o.RxFrames); err != nil {
+		return nil, fmt.Errorf("afpacket: %s: RX ring: %w", ifname, err)
+	}
+	if err := p.openTx(o.TxFrames); err != nil {
+		return nil, fmt.Errorf("afpacket: %s: TX ring: %w", ifname, err)
+	}
+	p.pollFDs[0] = unix.PollFd{Fd: int32(p.rxFD), Events: unix.POLLIN}
+	p.pollFDs[1] = unix.PollFd{Fd: int32(p.evFD), Events: unix.POLLIN}
+	return p, nil
+}
+
+func (p *Port) ring(fd, which, n int) ([]byte, int, error) {
+	if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_VERSION, unix.TPACKET_V2); err != nil {
+		return nil, 0, fmt.Errorf("PACKET_VERSION: %w", err)
+	}
+	frames, blocks := roundFrames(n, p.frameSize)
+	req := unix.TpacketReq{Block_size: blockSize, Block_nr: uint32(blocks), Frame_size: uint32(p.frameSize), Frame_nr: uint32(frames)}
+	if err := unix.SetsockoptTpacketReq(fd, unix.SOL_PACKET, which, &req); err != nil {
+		return nil, 0, fmt.Errorf("ring of %d frames: %w", frames, err)
+	}
+	mem, err := unix.Mmap(fd, 0, blocks*blockSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE)
+	if err != nil {
+		return nil, 0, fmt.Errorf("mmap: %w", err)
+	}
+	return mem, frames, nil
+}
+
+func (p *Port) openRx(n int) error {
+	// Protocol 0 first, so nothing is queued before the ring exists; the
+	// bind below switches to ETH_P_ALL.
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
+	if err != nil {
+		return err
+	}
+	p.rxFD = fd
+	if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_IGNORE_OUTGOING, 1); err != nil {
+		return fmt.Errorf("PACKET_IGNORE_OUTGOING: %w", err)
+	}
+	if p.rxMem, p.rxFrames, err = p.ring(fd, unix.PACKET_RX_RING, n); err != nil {
+		return err
+	}
+	p.maxFrame = p.frameSize - 128
+	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(ethPAll), Ifindex: p.ifindex}); err != nil {
+		return fmt.Errorf("bind: %w", err)
+	}
+	// A veth does not filter by MAC, but a real NIC does: the emulator must
+	// see every frame, whoever it is for.
+	mreq := unix.PacketMreq{Ifindex: int32(p.ifindex), Type: unix.PACKET_MR_PROMISC}
+	if err := unix.SetsockoptPacketMreq(fd, unix.SOL_PACKET, unix.PACKET_ADD_MEMBERSHIP, &mreq); err != nil {
+		return fmt.Errorf("promiscuous mode: %w", err)
+	}
+	return nil
+}
+
+func (p *Port) openTx(n int) error {
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
+	if err != nil {
+		return err
+	}
+	p.txFD = fd
+	// The emulator is the queue: a qdisc behind it would only add delay
+	// and a second place to drop.
+	if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_QDISC_BYPASS, 1); err != nil {
+		return fmt.Errorf("PACKET_QDISC_BYPASS: %w", err)
+	}
+	if p.txMem, p.txFrames, err = p.ring(fd, unix.PACKET_TX_RING, n); err != nil {
+		return err
+	}
+	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: 0, Ifindex: p.ifindex}); err != nil {
+		return fmt.Errorf("bind: %w", err)
+	}
+	return nil
+}
+
+// Name returns the interface name.
+func (p *Port) Name() string { return p.name }
+
+// MaxFrame is the longest frame (bytes) the port carries.
+func (p *Port) MaxFrame() int { return p.maxFrame }
+
+func (p *Port) hdr(mem []byte, i int) *unix.Tpacket2Hdr {
+	return (*unix.Tpacket2Hdr)(unsafe.Pointer(&mem[i*p.frameSize]))
+}
+
+// RecvBatch implements emulator.Port.
+func (p *Port) RecvBatch(bufs [][]byte, lens []int) (int, error) {
+	if p.closed.Load() {
+		return 0, emulator.ErrPortClosed
+	}
+	n := 0
+	var bytes, trunc uint64
+	for n < len(bufs) {
+		off := p.rxHead * p.frameSize
+		h := p.hdr(p.rxMem, p.rxHead)
+		status := atomic.LoadUint32(&h.Status)
+		if status&unix.TP_STATUS_USER == 0 {
+			break
+		}
+		snap, mac, full := int(h.Snaplen), int(h.Mac), int(h.Len)
+		data := p.rxMem[off+mac : off+mac+snap]
+		buf := bufs[n]
+		tagged := status&unix.TP_STATUS_VLAN_VALID != 0
+		need := snap
+		if tagged {
+			need += vlanHdrLen
+		}
+		switch {
+		case status&unix.TP_STATUS_COPY != 0 || full != snap || need > len(buf) || snap < 14:
+			trunc++
+		case tagged:
+			// Put back the 802.1Q tag the kernel moved into the header.
+			tpid := uint16(0x8100)
+			if status&unix.TP_STATUS_VLAN_TPID_VALID != 0 {
+				tpid = h.Vlan_tpid
+			}
+			copy(buf[:12], data[:12])
+			buf[12], buf[13] = byte(tpid>>8), byte(tpid)
+			buf[14], buf[15] = byte(h.Vlan_tci>>8), byte(h.Vlan_tci)
+			copy(buf[16:], data[12:])
+			lens[n] = need
+			bytes += uint64(need)
+			n++
+		default:
+			copy(buf, data)
+			lens[n] = snap
+			bytes += uint64(snap)
+			n++
+		}
+		atomic.StoreUint32(&h.Status, unix.TP_STATUS_KERNEL)
+		p.rxHead++
+		if p.rxHead == p.rxFrames {
+			p.rxHead = 0
+		}
+	}
+	if n > 0 {
+		p.rxFrames64.Add(uint64(n))
+		p.rxBytes.Add(bytes)
+	}
+	if trunc > 0 {
+		p.rxTrunc.Add(trunc)
+	}
+	return n, nil
+}
+
+// readable reports whether the frame at the RX head is ours.
+func (p *Port) readable() bool {
+	return atomic.LoadUint32(&p.hdr(p.rxMem, p.rxHead).Status)&unix.TP_STATUS_USER != 0
+}
+
+// SendBatch implements emulator.Port.
+func (p *Port) SendBatch(frames [][]byte) (int, error) {
+	if p.closed.Load() {
+		return 0, emulator.ErrPortClosed
+	}
+	queued := 0
+	var bytes, dropped uint64
+	kicked := false
+	for _, f := range frames {
+		if len(f) > p.frameSize-tpacket2HdrLen {
+			dropped++
+			continue
+		}
+		h := p.hdr(p.txMem, p.txHead)
+		if atomic.LoadUint32(&h.Status) != unix.TP_STATUS_AVAILABLE && !kicked {
+			// The ring is full of frames the kernel has not taken yet:
+			// hand them over once, then give up on the rest rather than
+			// stall the transmit clock.
+			p.kick()
+			kicked = true
+		}
+		st := atomic.LoadUint32(&h.Status)
+		if st&unix.TP_STATUS_WRONG_FORMAT != 0 {
+			atomic.StoreUint32(&h.Status, unix.TP_STATUS_AVAILABLE)
+			st = unix.TP_STATUS_AVAILABLE
+		}
+		if st != unix.TP_STATUS_AVAILABLE {
+			dropped++
+			continue
+		}
+		off := p.txHead*p.frameSize + tpacket2HdrLen
+		copy(p.txMem[off:], f)
+		h.Len = uint32(len(f))
+		h.Snaplen = uint32(len(f))
+		atomic.StoreUint32(&h.Status, unix.TP_STATUS_SEND_REQUEST)
+		p.txHead++
+		if p.txHead == p.txFrames {
+			p.txHead = 0
+		}
+		queued++
+		bytes += uint64(len(f))
+	}
+	var err error
+	if queued > 0 {
+		err = p.kick()
+	}
+	p.txFrames64.Add(uint64(queued))
+	p.txBytes.Add(bytes)
+	if dropped > 0 {
+		p.txDrop.Add(dropped)
+	}
+	return queued, err
+}
+
+// kick asks the kernel to send every frame marked SEND_REQUEST. MSG_DONTWAIT
+// keeps sendto from waiting for the frames' destructors; on a veth they run
+// during the call anyway, so the slots come back at once.
+func (p *Port) kick() error {
+	for {
+		_, _, e := unix.Syscall6(unix.SYS_SENDTO, uintptr(p.txFD), 0, 0, unix.MSG_DONTWAIT, 0, 0)
+		switch e {
+		case 0, unix.EAGAIN, unix.ENOBUFS:
+			// EAGAIN/ENOBUFS: the device queue is full; frames stay in the
+			// ring and go with the next kick.
+			return nil
+		case unix.EINTR:
+			continue
+		default:
+			return fmt.Errorf("afpacket: %s: sendto: %w", p.name, e)
+		}
+	}
+}
+
+// Wait implements emulator.Port with ppoll on the RX socket and an eventfd.
+func (p *Port) Wait(timeout time.Duration) error {
+	if p.closed.Load() {
+		return emulator.ErrPortClosed
+	}
+	if p.readable() {
+		return nil
+	}
+	var ts *unix.Timespec
+	if timeout >= 0 {
+		p.ts = unix.NsecToTimespec(int64(timeout))
+		ts = &p.ts
+	}
+	p.pollFDs[0].Revents, p.pollFDs[1].Revents = 0, 0
+	p.wakeups.Add(1)
+	_, err := unix.Ppoll(p.pollFDs[:], ts, nil)
+	if err != nil && !errors.Is(err, unix.EINTR) {
+		return fmt.Errorf("afpacket: %s: ppoll: %w", p.name, err)
+	}
+	if p.pollFDs[1].Revents&unix.POLLIN != 0 {
+		var b [8]byte
+		unix.Read(p.evFD, b[:])
+	}
+	return nil
+}
+
+// Interrupt implements emulator.Port.
+func (p *Port) Interrupt() {
+	one := [8]byte{1}
+	unix.Write(p.evFD, one[:])
+}
+
+// Stats implements emulator.Port. It also collects the kernel's RX ring
+// drop count (PACKET_STATISTICS resets on read, so it is accumulated).
+func (p *Port) Stats() emulator.PortStats {
+	p.statsMu.Lock()
+	if !p.closed.Load() && p.rxFD >= 0 {
+		if st, err := unix.GetsockoptTpacketStats(p.rxFD, unix.SOL_PACKET, unix.PACKET_STATISTICS); err == nil {
+			p.ringDrops.Add(uint64(st.Drops))
+		}
+	}
+	p.statsMu.Unlock()
+	return emulator.PortStats{
+		RxFrames: p.rxFrames64.Load(), RxBytes: p.rxBytes.Load(), RxTruncated: p.rxTrunc.Load(),
+		RxRingDrops: p.ringDrops.Load(),
+		TxFrames:    p.txFrames64.Load(), TxBytes: p.txBytes.Load(), TxDropped: p.txDrop.Load(),
+		Wakeups: p.wakeups.Load(),
+	}
+}
+
+// Close implements emulator.Port. The caller must have stopped using the
+// port from other goroutines (the forwarder stops first).
+func (p *Port) Close() error {
+	p.Stats() // keep the last ring drop count
+	p.statsMu.Lock()
+	defer p.statsMu.Unlock()
+	if p.closed.Swap(true) {
+		return nil
+	}
+	var errs []error
+	for _, m := range []*[]byte{&p.rxMem, &p.txMem} {
+		if *m != nil {
+			errs = append(errs, unix.Munmap(*m))
+			*m = nil
+		}
+	}
+	for _, fd := range []*int{&p.rxFD, &p.txFD, &p.evFD} {
+		if *fd >= 0 {
+			errs = append(errs, unix.Close(*fd))
+			*fd = -1
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// OpenIn opens a port on an interface of another network namespace. The
+// sockets are created on a thread inside ns and stay bound to it.
+func OpenIn(ns netns.NsHandle, ifname string, o Options) (*Port, error) {
+	var p *Port
+	err := netnsx.Do(ns, func() error {
+		var err error
+		p, err = Open(ifname, o)
+		return err
+	})
+	return p, err
+}

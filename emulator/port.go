@@ -1,0 +1,55 @@
+package emulator
+
+import (
+	"errors"
+	"time"
+)
+
+// Port is one side of an emulated link as the forwarder sees it: a network
+// interface that receives and sends Ethernet frames in batches. The
+// AF_PACKET implementation (package emulator/afpacket) moves whole batches
+// through shared memory rings; a DPDK port (later) will wrap rte_eth_rx_burst
+// and rte_eth_tx_burst behind the same four calls.
+//
+// A Port is used by at most two goroutines at a time: one receiving
+// (RecvBatch, Wait) and one sending (SendBatch). Interrupt, Stats and Close
+// may be called from anywhere.
+type Port interface {
+	// Name is the interface name, for messages and statistics.
+	Name() string
+	// RecvBatch copies up to len(bufs) waiting frames into bufs (in arrival
+	// order), stores their lengths in lens and returns how many it copied.
+	// It never blocks; 0 means nothing is waiting. A frame longer than its
+	// buffer is dropped and counted in PortStats.RxTruncated, because a cut
+	// frame would be corrupt on the other side.
+	RecvBatch(bufs [][]byte, lens []int) (int, error)
+	// SendBatch transmits the frames with as few system calls as the
+	// port allows (one for AF_PACKET) and returns how many it accepted;
+	// the rest are counted in PortStats.TxDropped.
+	SendBatch(frames [][]byte) (int, error)
+	// Wait blocks until a frame may be waiting, the timeout passes or
+	// Interrupt is called. A negative timeout waits without limit. A port
+	// that cannot block (a polled DPDK queue) returns at once, and the
+	// forwarder then sleeps by itself.
+	Wait(timeout time.Duration) error
+	// Interrupt ends a Wait in progress (or the next one) early.
+	Interrupt()
+	// Stats returns the port's own counters.
+	Stats() PortStats
+	// Close releases the port; pending frames are discarded.
+	Close() error
+}
+
+// PortStats are the counters a port keeps below the emulator: frames that
+// never reached the pipeline or never left the machine.
+type PortStats struct {
+	RxFrames, RxBytes uint64
+	RxTruncated       uint64 // longer than the forwarder's buffers
+	RxRingDrops       uint64 // dropped by the kernel because the RX ring was full
+	TxFrames, TxBytes uint64
+	TxDropped         uint64 // not sent: TX ring full or the kernel refused
+	Wakeups           uint64 // Wait calls that slept
+}
+
+// ErrPortClosed is returned by a port used after Close.
+var ErrPortClosed = errors.New("port closed")

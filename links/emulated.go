@@ -1,0 +1,234 @@
+package links
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"unsafe"
+
+	"github.com/hymn-net/hymn/emulator"
+	"github.com/hymn-net/hymn/emulator/afpacket"
+	"github.com/hymn-net/hymn/internal/netnsx"
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+// HelperNS is a namespace that holds no node, only the emulator ports of a
+// network's emulated links, so the nodes never see them. Its name carries
+// the network's run id, so `hymn clean` finds it like a node namespace.
+type HelperNS struct {
+	name string
+	ns   netns.NsHandle
+	mu   sync.Mutex
+	nl   *netlink.Handle
+}
+
+// CreateHelperNS creates the named helper namespace. IPv6 is turned off
+// inside so the ports send no router solicitations or DAD probes of their
+// own into the links they emulate.
+func CreateHelperNS(name string) (_ *HelperNS, err error) {
+	if err := netnsx.Create(name); err != nil {
+		return nil, err
+	}
+	h := &HelperNS{name: name, ns: -1}
+	defer func() {
+		if err != nil {
+			h.Delete()
+		}
+	}()
+	if h.ns, err = netnsx.Open(name); err != nil {
+		return nil, err
+	}
+	if h.nl, err = netlink.NewHandleAt(h.ns); err != nil {
+		return nil, fmt.Errorf("netlink handle in %s: %w", name, err)
+	}
+	err = netnsx.Do(h.ns, func() error {
+		for _, k := range []string{"default", "all"} {
+			// A kernel without IPv6 has no such file; that is fine.
+			if err := os.WriteFile("/proc/sys/net/ipv6/conf/"+k+"/disable_ipv6", []byte("1"), 0o644); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("helper namespace %s: %w", name, err)
+	}
+	l, err := h.nl.LinkByName("lo")
+	if err == nil {
+		err = h.nl.LinkSetUp(l)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("helper namespace %s: lo: %w", name, err)
+	}
+	return h, nil
+}
+
+// Name returns the namespace name.
+func (h *HelperNS) Name() string { return h.name }
+
+// Netlink runs fn with the namespace's netlink handle, one caller at a time.
+func (h *HelperNS) Netlink(fn func(*netlink.Handle) error) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.nl == nil {
+		return errors.New("helper namespace is closed")
+	}
+	return fn(h.nl)
+}
+
+// NsHandle returns the namespace handle.
+func (h *HelperNS) NsHandle() netns.NsHandle { return h.ns }
+
+// Delete removes the namespace and with it every port inside (and so the
+// veth pairs they belong to).
+func (h *HelperNS) Delete() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.nl != nil {
+		h.nl.Close()
+		h.nl = nil
+	}
+	if h.ns >= 0 {
+		h.ns.Close()
+		h.ns = -1
+	}
+	return netnsx.Delete(h.name)
+}
+
+// EmulatedLink is a link a–b split in two by an emulator:
+//
+//	a ─veth─ [PortA  helper namespace  PortB] ─veth─ b
+//
+// a and b keep the names, addresses and namespaces the topology gave them.
+type EmulatedLink struct {
+	A, B         End
+	PortA, PortB string
+	Fwd          *emulator.Forwarder
+
+	helper       *HelperNS
+	vethA, vethB *Veth
+	ports        []*afpacket.Port
+	stopOnce     sync.Once
+}
+
+// CreateEmulated builds the two veth pairs, turns off the offloads that
+// user-space forwarding cannot honour, opens AF_PACKET ports on the helper
+// ends and starts the forwarder with cfg. portA and portB name the helper
+// ends (unique inside the helper namespace, at most 15 bytes). On failure
+// everything made so far is removed.
+func CreateEmulated(helper *HelperNS, a, b End, portA, portB string, cfg emulator.ForwarderConfig) (_ *EmulatedLink, err error) {
+	l := &EmulatedLink{A: a, B: b, PortA: portA, PortB: portB, helper: helper}
+	defer func() {
+		if err != nil {
+			l.Stop()
+			l.Delete()
+		}
+	}()
+	pa := End{NS: helper, Name: portA, MTU: a.MTU}
+	pb := End{NS: helper, Name: portB, MTU: b.MTU}
+	if l.vethA, err = CreateVeth(a, pa); err != nil {
+		return nil, err
+	}
+	if l.vethB, err = CreateVeth(b, pb); err != nil {
+		return nil, err
+	}
+	for _, e := range []End{a, b, pa, pb} {
+		if err := DisableOffloads(e.NS, e.Name); err != nil {
+			return nil, err
+		}
+	}
+	for _, name := range []string{portA, portB} {
+		p, err := afpacket.OpenIn(helper.NsHandle(), name, afpacket.Options{MTU: a.MTU})
+		if err != nil {
+			return nil, err
+		}
+		l.ports = append(l.ports, p)
+	}
+	if l.Fwd, err = emulator.NewForwarder(l.ports[0], l.ports[1], cfg); err != nil {
+		return nil, fmt.Errorf("emulated link %s<->%s: %w", a.Name, b.Name, err)
+	}
+	l.Fwd.Start()
+	return l, nil
+}
+
+// Stop stops the forwarder and closes its ports; the interfaces stay until
+// their namespaces go (or Delete).
+func (l *EmulatedLink) Stop() error {
+	var errs []error
+	l.stopOnce.Do(func() {
+		if l.Fwd != nil {
+			l.Fwd.Stop()
+		}
+		for _, p := range l.ports {
+			errs = append(errs, p.Close())
+		}
+	})
+	return errors.Join(errs...)
+}
+
+// Delete removes both veth pairs.
+func (l *EmulatedLink) Delete() error {
+	var errs []error
+	for _, v := range []*Veth{l.vethA, l.vethB} {
+		if v != nil {
+			errs = append(errs, v.Delete())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Legacy ethtool commands: each flips one offload and needs no string set
+// lookup, which the generic ETHTOOL_SFEATURES would.
+const (
+	ethtoolSTXCSUM = 0x17
+	ethtoolSSG     = 0x19
+	ethtoolSTSO    = 0x1f
+	ethtoolSGSO    = 0x24
+	ethtoolSGRO    = 0x2c
+)
+
+type ethtoolValue struct {
+	cmd, data uint32
+}
+
+type ifreqPtr struct {
+	name [unix.IFNAMSIZ]byte
+	data unsafe.Pointer
+	_    [16]byte
+}
+
+// DisableOffloads turns off TX checksum offload, scatter-gather, TSO, GSO
+// and GRO on an interface, as `ethtool -K IF tx off sg off tso off gso off
+// gro off` does. A frame that crosses a user-space forwarder must be
+// complete on the wire: with offloads on, the kernel hands AF_PACKET
+// frames whose checksums are left for a NIC to fill in, and TCP segments
+// of up to 64 KiB.
+func DisableOffloads(ns Namespace, name string) error {
+	if len(name) >= unix.IFNAMSIZ {
+		return fmt.Errorf("%s: interface name too long", name)
+	}
+	err := netnsx.Do(ns.NsHandle(), func() error {
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		for _, cmd := range []uint32{ethtoolSTXCSUM, ethtoolSSG, ethtoolSTSO, ethtoolSGSO, ethtoolSGRO} {
+			v := &ethtoolValue{cmd: cmd}
+			ifr := &ifreqPtr{data: unsafe.Pointer(v)}
+			copy(ifr.name[:], name)
+			_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SIOCETHTOOL, uintptr(unsafe.Pointer(ifr)))
+			if e != 0 && e != unix.EOPNOTSUPP {
+				return fmt.Errorf("ethtool command %#x: %w", cmd, e)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s: turning offloads off: %w", name, err)
+	}
+	return nil
+}
