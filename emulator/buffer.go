@@ -8,7 +8,10 @@ import "slices"
 // or an index in it and forward without allocating.
 type Packet struct {
 	Handle uint64 // caller's reference, returned untouched
-	Len    uint32 // frame length in bytes, without Config.Overhead
+	// Len is the frame length as the NIC reports it (DPDK's pkt_len,
+	// AF_PACKET's snaplen: without FCS); Config.Overhead (default 24 B:
+	// FCS, preamble, SFD, inter-frame gap) is added for rate accounting.
+	Len uint32
 
 	// Set by Receive; kept so ports and the simulator can measure.
 	Seq     uint64 // arrival sequence number on this emulator

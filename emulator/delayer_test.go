@@ -242,3 +242,46 @@ func TestGammaTinyShape(t *testing.T) {
 		}
 	}
 }
+
+func TestTimeBasedWeight(t *testing.T) {
+	// With per-packet weights a_i = 2^(−gap/t_h) the process is the exact
+	// OU process sampled at the arrivals, so on/off traffic keeps both the
+	// variance and the time-domain correlation: after a 1 s gap followed
+	// by a 10 Gbit/s burst, consecutive delays still differ by only
+	// σ·√(2(1−a)) instead of being nearly fresh.
+	c := DefaultConfig()
+	c.Delay, c.Jitter, c.TimeBasedWeight = 10*time.Millisecond, time.Millisecond, true
+	var d delayer
+	d.configure(&c)
+	rng := rand.New(rand.NewPCG(21, 21))
+	var xs, steps []float64
+	ts := 0.0
+	for burst := 0; burst < 400; burst++ {
+		prev := math.NaN()
+		for i := 0; i < 10_000; i++ { // 12 ms at 10 Gbit/s
+			ti := int64(ts)
+			d.arrive(ti, 1)
+			d.next(ti, rng)
+			if i%100 == 0 {
+				xs = append(xs, d.D)
+			}
+			if !math.IsNaN(prev) {
+				steps = append(steps, d.D-prev)
+			}
+			prev = d.D
+			ts += gbit(10)
+		}
+		ts += 0.1e9 // idle 100 ms
+	}
+	m, s := meanStd(xs)
+	_, st := meanStd(steps)
+	x := -math.Expm1(-math.Ln2 * gbit(10) / 21e6)
+	// 400 bursts 100 ms apart are nearly independent samples of the
+	// process: SE(mean) ≈ σ/√400·√(burst correlation) ≲ 0.1σ.
+	if math.Abs(m-10e6) > 0.15e6 || math.Abs(s-1e6) > 0.1e6 {
+		t.Errorf("time-based: mean %.4f std %.4f ms, want 10 and 1", m/1e6, s/1e6)
+	}
+	if want := 1e6 * math.Sqrt(2*x); math.Abs(st/want-1) > 0.02 {
+		t.Errorf("time-based step std %.1f ns, want %.1f", st, want)
+	}
+}
