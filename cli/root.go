@@ -193,8 +193,8 @@ func runMN(ctx context.Context, f *mnFlags, stdin *os.File, stdout, stderr io.Wr
 	if err := checkControllers(f.controller); err != nil {
 		return err
 	}
-	if f.link != "default" {
-		return fmt.Errorf("%w: --link %s: only the default veth link is supported yet", ErrUsage, f.link)
+	if err := ApplyLinkSpec(t, f.link); err != nil {
+		return err
 	}
 	base, err := netip.ParsePrefix(f.ipbase)
 	if err != nil || !base.Addr().Is4() {
