@@ -279,6 +279,9 @@ type Stats struct {
 	Reordered               uint64 // sent after a later-arrived packet
 	Queued, MaxQueued       int
 
+	SpacerFree int64 // time (ns) at which the spacer's bucket is empty; backlog = SpacerFree − now
+	LossState  uint8 // Gilbert–Elliott: 0 good, 1 bad; 4-state model: 1..4
+
 	Rate   float64 // packet-rate estimate of the last closed interval, pkt/s
 	Weight float64 // current a
 	SigmaC time.Duration
@@ -316,6 +319,7 @@ func (e *Emulator) Stats() Stats {
 		Sent: c.sent, SentBytes: c.sentBytes,
 		Policed: c.policed, SpacerDropped: c.spacerDropped, Lost: c.lost, BufferFull: c.bufferFull,
 		Reordered: c.reordered, Queued: e.queued(), MaxQueued: c.maxQueue,
+		SpacerFree: e.space.tFree, LossState: e.loss.state,
 		Rate: e.delay.rate, Weight: 1 - e.delay.x, SigmaC: time.Duration(e.delay.sigmaC),
 		D: time.Duration(e.delay.D), Seed: e.cfg.Seed,
 		Delay: e.delayHist.Summary(), Lateness: e.lateHist.Summary(),

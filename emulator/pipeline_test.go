@@ -527,3 +527,33 @@ func TestCalendarAgainstReference(t *testing.T) {
 		}
 	}
 }
+
+func TestStatsHistograms(t *testing.T) {
+	e := mustNew(t, "delay 2ms 100us half-life 0 seed 4")
+	in := make([]Packet, 16)
+	out := make([]Packet, 16)
+	var now int64
+	for i := 0; i < 2000; i++ {
+		now += 10_000
+		e.Receive(now, in, nil)
+		for e.Release(now, out) == len(out) {
+		}
+	}
+	for now < 1e9 {
+		now += 10_000
+		for e.Release(now, out) == len(out) {
+		}
+	}
+	s := e.Stats()
+	if s.Sent != 32000 || s.Queued != 0 {
+		t.Fatalf("sent %d queued %d", s.Sent, s.Queued)
+	}
+	// FIFO adds a little queueing, so the median lies slightly above 2 ms.
+	if s.Delay.P50 < 2*time.Millisecond || s.Delay.P50 > 2300*time.Microsecond || s.Delay.P99 < s.Delay.P50 || s.Delay.Max < s.Delay.P999 {
+		t.Errorf("delay summary %+v", s.Delay)
+	}
+	// Released every 10 µs, so nothing waits longer than that.
+	if s.Lateness.Max > 10*time.Microsecond || s.Lateness.Count != s.Sent {
+		t.Errorf("lateness summary %+v", s.Lateness)
+	}
+}
