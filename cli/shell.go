@@ -160,15 +160,19 @@ func (c *ctrlCReader) Read(p []byte) (int, error) {
 func (s *shell) runTerminal(ctx context.Context, in *os.File) {
 	fd := int(in.Fd())
 	cr := &ctrlCReader{r: in}
-	t := term.NewTerminal(struct {
-		io.Reader
-		io.Writer
-	}{cr, s.stdout}, Prompt)
 	hist := loadHistory(historyFile())
-	t.History = hist
-	if w, h, err := term.GetSize(fd); err == nil {
-		t.SetSize(w, h)
+	newTerminal := func() *term.Terminal {
+		t := term.NewTerminal(struct {
+			io.Reader
+			io.Writer
+		}{cr, s.stdout}, Prompt)
+		t.History = hist
+		if w, h, err := term.GetSize(fd); err == nil {
+			t.SetSize(w, h)
+		}
+		return t
 	}
+	t := newTerminal()
 	for ctx.Err() == nil {
 		old, err := term.MakeRaw(fd)
 		if err != nil {
@@ -180,9 +184,13 @@ func (s *shell) runTerminal(ctx context.Context, in *os.File) {
 		term.Restore(fd, old)
 		if errors.Is(err, io.EOF) && cr.sawCtrl {
 			s.out("\nInterrupt\n")
+			// x/term keeps the Ctrl-C it stopped at and would stop at it
+			// again: start over with a fresh line editor (same history).
+			t = newTerminal()
 			continue
 		}
 		if err != nil {
+			s.lg.Debugf("*** reading a line: %v\n", err)
 			s.onecmd(ctx, "EOF")
 			return
 		}
