@@ -128,3 +128,24 @@ func TestSimSineAndDrops(t *testing.T) {
 		t.Error("rate 0 accepted")
 	}
 }
+
+func TestSpacerUtilisationExtraDelay(t *testing.T) {
+	// Spec §5.2: with t_h = 21 ms and σ = 1 ms the spacer's extra delay is
+	// about 0.06 / 0.16 / 1.3 ms at ρ = 0.5 / 0.8 / 0.99 (0.03 ms without
+	// it). Near ρ = 1 the backlog has long memory, hence the wider bound.
+	for _, tc := range []struct {
+		rho, wantUs, tol float64
+	}{{0.5, 60, 0.2}, {0.8, 160, 0.2}, {0.99, 1300, 0.3}} {
+		rate := uint64(math.Round(10e9 / tc.rho))
+		c := DefaultConfig()
+		c.Delay, c.Jitter = 10*time.Millisecond, time.Millisecond
+		c.Space = SpacerConfig{Enabled: true, Rate: rate}
+		r, err := Simulate(SimConfig{Emulator: c, Rate: 10e9, Duration: time.Second, Seed: 1, Warmup: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.ExtraDelay / 1e3; math.Abs(got/tc.wantUs-1) > tc.tol || r.Dropped != 0 {
+			t.Errorf("ρ = %v: extra delay %.1f µs (want ≈ %.0f), dropped %d", tc.rho, got, tc.wantUs, r.Dropped)
+		}
+	}
+}
