@@ -164,6 +164,9 @@ func (n *Network) Build(ctx context.Context) (err error) {
 	}
 	lg.Info(b.String() + "\n")
 	lg.Debugf("*** created %d links in %v\n", len(n.links), time.Since(t0))
+	if err := forEach(ctx, n.opts.Workers, len(hosts), func(i int) error { return n.configureRoutes(ctx, hosts[i]) }); err != nil {
+		return err
+	}
 	lg.Info("*** Configuring hosts\n" + names(hosts) + "\n")
 	n.built = true
 	return nil
@@ -258,6 +261,32 @@ func (n *Network) cpuLimit(p *topo.PlannedNode) *nodes.CPULimit {
 		}
 	}
 	return &lim
+}
+
+// configureRoutes applies a host's routes: Mininet's defaultRoute ("via
+// 10.0.0.1" or "dev h1-eth0") and hymn's routes parameter, ip-route
+// specifications separated by ';' ("10.0.2.0/24 via 10.0.1.2; default via
+// 10.0.1.2").
+func (n *Network) configureRoutes(ctx context.Context, p *topo.PlannedNode) error {
+	var specs []string
+	if dr := strings.TrimSpace(p.Params["defaultRoute"]); dr != "" {
+		specs = append(specs, "default "+dr)
+	}
+	for _, r := range strings.Split(p.Params["routes"], ";") {
+		if r = strings.TrimSpace(r); r != "" {
+			specs = append(specs, r)
+		}
+	}
+	for _, spec := range specs {
+		res, err := n.nodes[p.Name].Exec(ctx, "ip", append([]string{"route", "replace"}, strings.Fields(spec)...)...)
+		if err != nil {
+			return err
+		}
+		if res.ExitCode != 0 {
+			return fmt.Errorf("node %s: route %q: %s", p.Name, spec, strings.TrimSpace(string(res.Stderr)))
+		}
+	}
+	return nil
 }
 
 func truthy(v string) bool {

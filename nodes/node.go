@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"runtime"
@@ -277,4 +278,35 @@ func (n *NsNode) Close() error {
 func (n *NsNode) Delete() error {
 	n.Close()
 	return errors.Join(n.cg.remove(), netnsx.Delete(n.nsName))
+}
+
+// Listen opens a listening socket inside the node's namespace, so a Go test
+// can serve from a node; the socket stays in the namespace whichever
+// goroutine uses it afterwards.
+func (n *NsNode) Listen(network, address string) (net.Listener, error) {
+	var l net.Listener
+	err := netnsx.Do(n.ns, func() error {
+		var err error
+		l, err = net.Listen(network, address)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("node %s: listen %s %s: %w", n.name, network, address, err)
+	}
+	return l, nil
+}
+
+// DialContext connects from inside the node's namespace (use it as an
+// http.Transport's DialContext to make requests from a node).
+func (n *NsNode) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
+	var c net.Conn
+	err := netnsx.Do(n.ns, func() error {
+		var err error
+		c, err = (&net.Dialer{}).DialContext(ctx, network, address)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("node %s: dial %s %s: %w", n.name, network, address, err)
+	}
+	return c, nil
 }

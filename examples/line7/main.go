@@ -1,0 +1,115 @@
+// Command line7 builds the CIMininet paper's line of seven hosts: h1 - h2 -
+// ... - h7 joined directly (no switches), every link its own /24, the inner
+// hosts forwarding IPv4 and every host routing toward both ends. It runs a
+// test (pingall by default) and tears the network down.
+//
+//	go run ./examples/line7 --test pingall
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+
+	"github.com/hymn-net/hymn"
+	"github.com/hymn-net/hymn/internal/mnlog"
+	"github.com/hymn-net/hymn/topo"
+)
+
+// Hosts is the length of the line.
+const Hosts = 7
+
+// Line returns the topology: link k joins hk and h(k+1) on 10.0.k.0/24,
+// hk being .1 and h(k+1) .2 on it.
+func Line(n int) *topo.Topo {
+	t := topo.New()
+	for k := 1; k <= n; k++ {
+		p := topo.Params{}
+		if k == 1 {
+			p["ip"] = "10.0.1.1/24" // h1's only interface faces h2
+		} else {
+			p["ip"] = fmt.Sprintf("10.0.%d.2/24", k-1)
+		}
+		var routes []string
+		for j := 1; j < n; j++ {
+			switch {
+			case j < k-1: // subnets to the left: via the left neighbour
+				routes = append(routes, fmt.Sprintf("10.0.%d.0/24 via 10.0.%d.1", j, k-1))
+			case j > k: // subnets to the right: via the right neighbour
+				routes = append(routes, fmt.Sprintf("10.0.%d.0/24 via 10.0.%d.2", j, k))
+			}
+		}
+		p["routes"] = join(routes)
+		name := fmt.Sprintf("h%d", k)
+		if k > 1 && k < n {
+			t.AddRouter(name, p)
+		} else {
+			t.AddHost(name, p)
+		}
+	}
+	for k := 1; k < n; k++ {
+		t.AddLink(fmt.Sprintf("h%d", k), fmt.Sprintf("h%d", k+1), topo.Params{"ip1": fmt.Sprintf("10.0.%d.1/24", k)})
+	}
+	return t
+}
+
+func join(parts []string) string {
+	out := ""
+	for i, p := range parts {
+		if i > 0 {
+			out += ";"
+		}
+		out += p
+	}
+	return out
+}
+
+func main() {
+	test := flag.String("test", "pingall", "test to run: pingall, pingallfull, iperf or none")
+	verbosity := flag.String("v", "info", "verbosity: debug, info, output, warning, error")
+	flag.Parse()
+	level, err := mnlog.ParseLevel(*verbosity)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "line7:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, *test, mnlog.New(os.Stderr, level)); err != nil {
+		fmt.Fprintln(os.Stderr, "line7:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, test string, lg *mnlog.Logger) (err error) {
+	net, err := hymn.New(Line(Hosts), hymn.Options{Log: lg})
+	if err != nil {
+		return err
+	}
+	if err := net.Start(ctx); err != nil {
+		return err
+	}
+	defer func() {
+		if stopErr := net.Stop(); err == nil {
+			err = stopErr
+		}
+	}()
+	switch test {
+	case "pingall":
+		loss, err := net.PingAll(ctx, 0)
+		if err == nil && loss > 0 {
+			err = fmt.Errorf("%.0f%% of pings lost", loss)
+		}
+		return err
+	case "pingallfull":
+		_, err = net.PingAllFull(ctx, 0)
+	case "iperf":
+		_, err = net.Iperf(ctx, "h1", "h7", 0)
+	case "none":
+	default:
+		return fmt.Errorf("unknown test %q", test)
+	}
+	return err
+}

@@ -1,0 +1,23 @@
+package main
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/hymn-net/hymn/internal/mnlog"
+)
+
+func TestLine7ReachesEveryHost(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to build the line")
+	}
+	var out strings.Builder
+	if err := run(context.Background(), "pingall", mnlog.New(&out, mnlog.Output)); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "*** Results: 0% dropped (42/42 received)") {
+		t.Errorf("pingall over the line:\n%s", out.String())
+	}
+}
