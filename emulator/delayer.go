@@ -28,6 +28,7 @@ type delayer struct {
 	muL, sigL       float64
 	gk, gTheta      float64
 	gd, gc, gInvK   float64
+	gUMin           float64 // below this U the boosted gamma sample underflows to 0
 	gBoost          bool
 	rate            float64 // last closed-interval estimate, pkt/s
 	tOpen, n        int64
@@ -94,6 +95,10 @@ func (d *delayer) setWeight(x float64) {
 			d.gBoost = k < 1
 			if d.gBoost {
 				d.gInvK = 1 / k
+				// U^(1/k) < e^-800 makes G(k+1)·U^(1/k)·θ underflow (G(k+1)
+				// never reaches e^50), so such draws are 0 without drawing
+				// G(k+1): at 100 Gbit/s (k ≈ 10⁻⁴) that is most packets.
+				d.gUMin = math.Exp(-800 * k)
 				k++
 			}
 			d.gd = k - 1.0/3
@@ -163,6 +168,13 @@ func (d *delayer) next(t int64, rng *rand.Rand) float64 {
 // uses G(k) = G(k+1)·U^(1/k) in log space because k can be ~10⁻⁵ and the
 // direct power underflows in a way that loses the rare large samples.
 func (d *delayer) gamma(rng *rand.Rand) float64 {
+	var u0 float64
+	if d.gBoost {
+		u0 = rng.Float64()
+		if u0 < d.gUMin {
+			return 0
+		}
+	}
 	var g float64
 	for {
 		z := rng.NormFloat64()
@@ -178,11 +190,7 @@ func (d *delayer) gamma(rng *rand.Rand) float64 {
 		}
 	}
 	if d.gBoost {
-		u := rng.Float64()
-		for u == 0 {
-			u = rng.Float64()
-		}
-		return math.Exp(math.Log(g)+math.Log(u)*d.gInvK) * d.gTheta
+		return math.Exp(math.Log(g)+math.Log(u0)*d.gInvK) * d.gTheta
 	}
 	return g * d.gTheta
 }
