@@ -285,3 +285,25 @@ func TestTimeBasedWeight(t *testing.T) {
 		t.Errorf("time-based step std %.1f ns, want %.1f", st, want)
 	}
 }
+
+func TestGammaSamplerSmallShape(t *testing.T) {
+	// The k < 1 path (boost, and the shortcut for draws that underflow)
+	// must keep E[C] = m. With k = 0.005 about 1.8 % of draws take the
+	// shortcut; the mean of n draws has relative SE 1/√(k·n) ≈ 0.7 % for
+	// n = 4·10⁶, and we allow 3 %.
+	const k, n = 0.005, 4_000_000
+	mu := 1e7
+	d := delayer{dist: Gamma, mu: mu, sigma: mu / math.Sqrt(k)}
+	d.setWeight(1)
+	if math.Abs(d.gk/k-1) > 1e-9 || d.gUMin < 0.01 {
+		t.Fatalf("shape %v, uMin %v", d.gk, d.gUMin)
+	}
+	rng := rand.New(rand.NewPCG(17, 17))
+	var sum float64
+	for i := 0; i < n; i++ {
+		sum += d.gamma(rng)
+	}
+	if m := sum / n; math.Abs(m/mu-1) > 0.03 {
+		t.Errorf("E[C] = %.4g, want %.4g", m, mu)
+	}
+}
