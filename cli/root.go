@@ -281,7 +281,7 @@ func (r *mnRun) run(ctx context.Context) (err error) {
 		}
 	}
 	if r.flags.pre != "" {
-		sh.doSource(ctx, r.flags.pre)
+		sh.runScript(ctx, r.flags.pre)
 	}
 	if err := r.net.Start(ctx); err != nil {
 		return err
@@ -316,7 +316,7 @@ func (r *mnRun) run(ctx context.Context) (err error) {
 		sh.runShell(ctx, r.stdin)
 	}
 	if r.flags.post != "" {
-		sh.doSource(ctx, r.flags.post)
+		sh.runScript(ctx, r.flags.post)
 	}
 	return ctx.Err()
 }

@@ -240,6 +240,10 @@ func (s *shell) nodeCommand(ctx context.Context, name, args string) {
 	for i, tok := range tokens {
 		if ip, err := s.net.IP(tok); err == nil {
 			tokens[i] = ip.String()
+		} else if p := s.net.Plan().Node(tok); p != nil && p.IsSwitch() {
+			// Mininet's switches answer with their default interface,
+			// the loopback: keep its word-for-word substitution.
+			tokens[i] = "127.0.0.1"
 		}
 	}
 	node, _ := s.net.Node(name)
@@ -573,6 +577,13 @@ func (s *shell) doTime(ctx context.Context, args string) bool {
 func (s *shell) doNoecho(ctx context.Context, args string) bool {
 	// Node commands never echo here: their shell has no terminal.
 	return s.onecmd(ctx, args)
+}
+
+// runScript runs a --pre or --post script, announcing the CLI as Mininet
+// does for every CLI it starts.
+func (s *shell) runScript(ctx context.Context, path string) {
+	s.lg.Info("*** Starting CLI:\n")
+	s.doSource(ctx, path)
 }
 
 func (s *shell) doSource(ctx context.Context, args string) bool {
