@@ -167,6 +167,9 @@ func (n *Network) Build(ctx context.Context) (err error) {
 	if err := forEach(ctx, n.opts.Workers, len(hosts), func(i int) error { return n.configureRoutes(ctx, hosts[i]) }); err != nil {
 		return err
 	}
+	if err := n.setupNAT(ctx); err != nil {
+		return err
+	}
 	lg.Info("*** Configuring hosts\n" + names(hosts) + "\n")
 	n.built = true
 	return nil

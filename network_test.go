@@ -353,3 +353,33 @@ func TestCleanRemovesStaleRunsOnly(t *testing.T) {
 		t.Errorf("live network broken by Clean: %v%% %v", loss, err)
 	}
 }
+
+func TestNATReachesTheRootNamespace(t *testing.T) {
+	requireRoot(t)
+	if _, err := exec.LookPath("iptables"); err != nil {
+		t.Skip("iptables is not installed")
+	}
+	top := mustTopo(t, "single,2")
+	if err := AddNAT(top, ""); err != nil {
+		t.Fatal(err)
+	}
+	var rootLink string
+	// Registered first, so it runs after the network's Stop.
+	t.Cleanup(func() {
+		if out, err := exec.Command("ip", "link", "show", rootLink).CombinedOutput(); err == nil {
+			t.Errorf("root end of the NAT link left behind: %s", out)
+		}
+	})
+	net := startNet(t, top, Options{})
+	rootLink = net.rootLinkName()
+	rootIP, _ := net.natSubnet()
+	h1, _ := net.Node("h1")
+	out, err := h1.Cmd(context.Background(), "ip route show default; ping -c1 -W2 "+rootIP.Addr().String())
+	if err != nil || !strings.Contains(out, "default via 10.0.0.3") || !strings.Contains(out, "1 received") {
+		t.Fatalf("h1 through nat0 to the root namespace:\n%s %v", out, err)
+	}
+	root, _ := exec.Command("ip", "-o", "link", "show", net.rootLinkName()).CombinedOutput()
+	if !strings.Contains(string(root), net.rootLinkName()) {
+		t.Errorf("root end %s missing: %s", net.rootLinkName(), root)
+	}
+}

@@ -42,6 +42,7 @@ type mnFlags struct {
 	inNS       bool
 	listenPort int
 	noListen   bool
+	nat        string
 }
 
 // NewRootCmd returns the hymn command with every subcommand.
@@ -95,6 +96,8 @@ Progress goes to stderr, as Mininet's does. hymn must run as root.`,
 	fl.BoolVarP(&f.xterms, "xterms", "x", false, "open a terminal (tmux window) per node")
 	fl.StringVar(&f.host, "host", "proc", "host: proc, or cfs|rt[,cpu=F] for CPU-limited hosts (cgroups)")
 	fl.BoolVar(&f.pin, "pin", false, "pin hosts to CPU cores round robin (needs --host cfs or rt)")
+	fl.StringVar(&f.nat, "nat", "", "add a NAT node (nat0) on the first switch, toward the root namespace; hosts route through it")
+	fl.Lookup("nat").NoOptDefVal = "nat0"
 	fl.BoolVar(&f.inNS, "innamespace", false, "accepted for compatibility: hymn's switches always run in their own namespace")
 	fl.IntVar(&f.listenPort, "listenport", 6654, "accepted for compatibility: no effect without OpenFlow")
 	fl.BoolVar(&f.noListen, "nolistenport", false, "accepted for compatibility: no effect without OpenFlow")
@@ -225,6 +228,17 @@ func runMN(ctx context.Context, f *mnFlags, stdin *os.File, stdout, stderr io.Wr
 			if _, err := os.Stat(script); err != nil {
 				return fmt.Errorf("%w: script %s: %v", ErrUsage, script, err)
 			}
+		}
+	}
+	if f.nat != "" {
+		// Mininet's --nat takes k=v options for its NAT class; hymn's NAT
+		// node needs none, so anything but a name is ignored with a warning.
+		name := "nat0"
+		if spec, err := topo.ParseSpec(f.nat); err == nil && spec.Name != "nat0" {
+			lg.Warningf("*** --nat %s: NAT options are ignored; the NAT node is nat0\n", f.nat)
+		}
+		if err := hymn.AddNAT(t, name); err != nil {
+			return fmt.Errorf("%w: --nat: %v", ErrUsage, err)
 		}
 	}
 	hostOpts, err := parseHost(f.host, f.pin)

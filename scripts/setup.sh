@@ -19,7 +19,7 @@ fi
 
 echo "*** Installing Debian packages"
 export DEBIAN_FRONTEND=noninteractive
-packages=(iproute2 iputils-ping iperf3 ethtool net-tools procps util-linux bash mininet)
+packages=(iproute2 iputils-ping iperf3 ethtool net-tools iptables procps util-linux bash mininet)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

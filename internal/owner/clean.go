@@ -3,6 +3,7 @@ package owner
 import (
 	"errors"
 	"fmt"
+	"github.com/vishvananda/netlink"
 	"os"
 	"path/filepath"
 	"strings"
@@ -70,6 +71,7 @@ func RemoveRun(run string) (namespaces, processes int, err error) {
 		}
 	}
 	removeCgroups(Prefix + run + "-")
+	removeRootLinks("hymn" + run)
 	if err := Release(run); err != nil {
 		errs = append(errs, err)
 	}
@@ -85,6 +87,21 @@ func removeCgroups(prefix string) {
 			if e.IsDir() && strings.HasPrefix(e.Name(), prefix) {
 				os.Remove(filepath.Join(base, e.Name()))
 			}
+		}
+	}
+}
+
+// removeRootLinks deletes root-namespace interfaces named with the run's
+// prefix (the NAT node's outer end), in case their namespace is gone but
+// they are not.
+func removeRootLinks(prefix string) {
+	list, err := netlink.LinkList()
+	if err != nil {
+		return
+	}
+	for _, l := range list {
+		if strings.HasPrefix(l.Attrs().Name, prefix) {
+			netlink.LinkDel(l)
 		}
 	}
 }
