@@ -3,6 +3,8 @@ package hymn
 import (
 	"context"
 	"errors"
+	"math"
+	"net/netip"
 	"regexp"
 	"strconv"
 	"strings"
@@ -10,7 +12,9 @@ import (
 	"time"
 
 	"github.com/hymn-net/hymn/emulator"
+	"github.com/hymn-net/hymn/internal/probe"
 	"github.com/hymn-net/hymn/topo"
+	"github.com/vishvananda/netns"
 )
 
 // withLinkParams sets params on every link of a topology, as --link does.
@@ -122,4 +126,208 @@ func TestEmulatedLinkChange(t *testing.T) {
 	t.Logf("h1>s1: rx %d tx %d dropped %d, delay p50 %v, lateness p50 %v p99 %v",
 		st.Forward.Emulator.Received, st.Forward.Emulator.Sent, st.Forward.Emulator.Dropped(),
 		st.Forward.Emulator.Delay.P50, st.Forward.Emulator.Lateness.P50, st.Forward.Emulator.Lateness.P99)
+}
+
+// pairNet builds h1 ─ h2, one emulated link with params.
+func pairNet(t *testing.T, params topo.Params) *Network {
+	t.Helper()
+	top := topo.New()
+	top.AddHost("h1")
+	top.AddHost("h2")
+	top.AddLink("h1", "h2", params)
+	return startNet(t, top, Options{})
+}
+
+func nsOf(t *testing.T, n *Network, name string) netns.NsHandle {
+	t.Helper()
+	node, err := n.Node(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return node.NsHandle()
+}
+
+func runProbe(t *testing.T, n *Network, rate float64, d time.Duration) probe.Result {
+	t.Helper()
+	ip, _ := n.IP("h2")
+	res, err := probe.Run(context.Background(), probe.Config{
+		Sender: nsOf(t, n, "h1"), Receiver: nsOf(t, n, "h2"),
+		Dst: netip.AddrPortFrom(ip, 9999), Rate: rate, Duration: d, Drain: 300 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// TestEmulatedDelayAccuracy probes a 10 ms ± 1 ms link (t_h 21 ms) at
+// 10 kpps. The realised delay must match the emulator's drawn delays
+// (what the transmit clock adds) closely, and the configured values within
+// the bounds: 1 % for the mean, 5 % for the jitter. FIFO must not
+// reorder; with reorder, reordering is reported.
+func TestEmulatedDelayAccuracy(t *testing.T) {
+	requireRoot(t)
+	for _, tc := range []struct {
+		name    string
+		params  topo.Params
+		reorder bool
+	}{
+		{"fifo", topo.Params{"delay": "10ms", "jitter": "1ms", "seed": "7"}, false},
+		{"reorder", topo.Params{"delay": "10ms", "jitter": "1ms", "seed": "7", "reorder": "1"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := pairNet(t, tc.params)
+			res := runProbe(t, n, 10000, 8*time.Second)
+			st, err := n.LinkStats("h1", "h2")
+			if err != nil {
+				t.Fatal(err)
+			}
+			emu := st.Forward.Emulator
+			t.Logf("probe: %v", res)
+			t.Logf("emulator h1>h2: applied delay mean %v std %v; lateness p50 %v p99 %v; reordered %d",
+				emu.Delay.Mean, emu.Delay.Std, emu.Lateness.P50, emu.Lateness.P99, emu.Reordered)
+			if res.Lost != 0 {
+				t.Errorf("%d probes lost", res.Lost)
+			}
+			meanErr := (res.MeanMs - 10) / 10
+			jitErr := (res.JitterMs - 1) / 1
+			t.Logf("realised vs configured: mean %+.2f%%, jitter %+.2f%%", 100*meanErr, 100*jitErr)
+			if math.Abs(meanErr) > 0.01 {
+				t.Errorf("mean %.4f ms is more than 1%% from 10 ms", res.MeanMs)
+			}
+			if math.Abs(jitErr) > 0.05 {
+				t.Errorf("jitter %.4f ms is more than 5%% from 1 ms", res.JitterMs)
+			}
+			// The forwarder's own contribution: realised minus applied.
+			if d := res.MeanMs - float64(emu.Delay.Mean)/1e6; d < 0 || d > 0.1 {
+				t.Errorf("realised mean exceeds the applied one by %.3f ms (want 0..0.1)", d)
+			}
+			if !tc.reorder && (res.Reordered != 0 || emu.Reordered != 0) {
+				t.Errorf("FIFO reordered: probe %d, emulator %d", res.Reordered, emu.Reordered)
+			}
+			if tc.reorder && (emu.Reordered == 0 || res.Reordered == 0) {
+				t.Errorf("reorder mode reported no reordering (probe %d, emulator %d)", res.Reordered, emu.Reordered)
+			}
+		})
+	}
+}
+
+// TestEmulatedLiveChange raises the delay from 10 to 50 ms while probes
+// flow: nothing is lost or reordered, and the new delay applies at once.
+func TestEmulatedLiveChange(t *testing.T) {
+	requireRoot(t)
+	n := pairNet(t, topo.Params{"delay": "10ms"})
+	done := make(chan probe.Result, 1)
+	go func() { done <- runProbe(t, n, 2000, 2*time.Second) }()
+	time.Sleep(time.Second)
+	if err := n.SetLinkParams("h1", "h2", Forward, "delay 50ms"); err != nil {
+		t.Fatal(err)
+	}
+	res := <-done
+	t.Logf("probe across the change: %v", res)
+	if res.Lost != 0 || res.Reordered != 0 {
+		t.Errorf("change lost %d and reordered %d probes", res.Lost, res.Reordered)
+	}
+	if res.Delay.Max < 49*time.Millisecond || res.Delay.Min > 11*time.Millisecond {
+		t.Errorf("delays %v..%v do not span 10 and 50 ms", res.Delay.Min, res.Delay.Max)
+	}
+	st, err := n.LinkStats("h2", "h1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Reverse.Emulator.Reordered != 0 || st.ReverseConfig.Delay != 50*time.Millisecond || st.ForwardConfig.Delay != 10*time.Millisecond {
+		t.Errorf("after the change: h1>h2 %v, h2>h1 %v, reordered %d", st.ReverseConfig.Delay, st.ForwardConfig.Delay, st.Reverse.Emulator.Reordered)
+	}
+	// And back down: FIFO holds later packets behind the 50 ms ones.
+	if err := n.SetLinkParams("h1", "h2", BothDirections, "delay=10ms"); err != nil {
+		t.Fatal(err)
+	}
+	res = runProbe(t, n, 2000, 500*time.Millisecond)
+	if res.Lost != 0 || res.Reordered != 0 || res.MeanMs > 11 {
+		t.Errorf("after going back to 10 ms: %v", res)
+	}
+}
+
+// TestEmulatedLoss: 1 % loss over 100 000 probes stays within the binomial
+// 99.9 % interval; counters add up.
+func TestEmulatedLoss(t *testing.T) {
+	requireRoot(t)
+	n := pairNet(t, topo.Params{"loss": "1"})
+	// 100 000 probes: 20 kpps for 5 s.
+	res := runProbe(t, n, 20000, 5*time.Second)
+	st, err := n.LinkStats("h1", "h2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := st.Forward.Emulator
+	t.Logf("probe: %v; emulator: received %d lost %d", res, s.Received, s.Lost)
+	// The emulator's own count is exact; the probe's includes only probes.
+	N := float64(res.Sent)
+	p := 0.01
+	half := 3.29 * math.Sqrt(N*p*(1-p))
+	if got := float64(res.Lost); math.Abs(got-N*p) > half {
+		t.Errorf("lost %v of %v, want %v ± %.0f", got, N, N*p, half)
+	}
+	if N < 90000 {
+		t.Errorf("only %v probes sent", N)
+	}
+	if s.Received != s.Sent+s.Dropped()+uint64(s.Queued) {
+		t.Errorf("counters do not add up: %+v", s)
+	}
+}
+
+// TestEmulatedBadInput: clear messages naming the problem, nothing changed.
+func TestEmulatedBadInput(t *testing.T) {
+	requireRoot(t)
+	n := pairNet(t, topo.Params{"delay": "5ms"})
+	for params, want := range map[string]string{
+		"frobnicate 3":  "frobnicate",
+		"delay -5ms":    "delay",
+		"bw=0":          "bw",
+		"color=blue":    "color",
+		"delay 1ms foo": "foo",
+	} {
+		err := n.SetLinkParams("h1", "h2", BothDirections, params)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: err = %v, want it to name %s", params, err, want)
+		}
+	}
+	if err := n.SetLinkParams("h1", "h3", BothDirections, "delay 1ms"); !errors.Is(err, ErrUnknownNode) || !strings.Contains(err.Error(), "h3") {
+		t.Errorf("unknown node: %v", err)
+	}
+	st, err := n.LinkStats("h1", "h2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.ForwardConfig.Delay != 5*time.Millisecond || st.ReverseConfig.Delay != 5*time.Millisecond {
+		t.Errorf("a failed change changed the link: %v / %v", st.ForwardConfig, st.ReverseConfig)
+	}
+}
+
+// TestEmulatorInsertedLive: SetLinkParams on a plain link inserts an
+// emulator; TCP still works through it.
+func TestEmulatorInsertedLive(t *testing.T) {
+	requireRoot(t)
+	if err := CheckTools("iperf3"); err != nil {
+		t.Skip(err)
+	}
+	n := startNet(t, mustTopo(t, "single,2"), Options{})
+	if _, err := n.LinkStats("h1", "s1"); err == nil || !strings.Contains(err.Error(), "SetLinkParams") {
+		t.Errorf("LinkStats on a plain link: %v", err)
+	}
+	if err := n.SetLinkParams("h1", "s1", BothDirections, "delay 5ms"); err != nil {
+		t.Fatal(err)
+	}
+	avg, _ := pingAvg(t, n, "h1", "h2", "-c", "3", "-i", "0.2")
+	if avg < 10 || avg > 13 {
+		t.Errorf("RTT %.3f ms after inserting 5 ms each way on h1-s1, want about 10", avg)
+	}
+	res, err := n.Iperf(context.Background(), "h1", "h2", 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("TCP through the inserted emulator: %.1f Mbit/s", res.ServerBps/1e6)
+	if res.ServerBps < 50e6 {
+		t.Errorf("TCP %.1f Mbit/s through a zero-loss 5 ms link", res.ServerBps/1e6)
+	}
 }

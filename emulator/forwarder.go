@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -46,15 +47,28 @@ type ForwarderConfig struct {
 	BusyPoll time.Duration
 	// Spin is the initial margin before a departure time at which the
 	// transmitter stops sleeping and spins. It adapts to the oversleep the
-	// kernel actually shows (within [MinSpin, MaxSpin]). Default 50 µs.
+	// kernel actually shows (within 5–50 µs). Default 20 µs.
 	Spin time.Duration
+	// Scheduling of the forwarding threads. A forwarder is a tiny
+	// real-time task: its only job is to be on time, and on a machine
+	// shared with the traffic it forwards (iperf, VMs, compilers) an
+	// ordinary thread waits milliseconds for a CPU. RealTime runs each
+	// thread under SCHED_FIFO at priority 1 (it sleeps whenever nothing is
+	// due, so it takes CPU only in proportion to its traffic); Nice applies
+	// otherwise, or when SCHED_FIFO is refused. Default: Nice -10 only.
+	RealTime bool
+	Nice     int
 }
 
 const (
 	defaultMaxBuffered = 1 << 16
 	chunkSlots         = 256
 	minSpin            = 5 * time.Microsecond
-	maxSpin            = 500 * time.Microsecond
+	// maxSpin caps the spin margin: on a loaded machine the oversleep
+	// estimate grows, and spinning for longer than the gap between
+	// departures would turn a forwarder into a busy loop that starves the
+	// very hosts and softirqs whose traffic it carries.
+	maxSpin = 50 * time.Microsecond
 	// idleWait bounds a sleep with nothing queued so a lost wake-up can
 	// never stall a link for long.
 	idleWait = 100 * time.Millisecond
@@ -121,6 +135,7 @@ func (f *Forwarder) Start() {
 		return
 	}
 	f.running = true
+	addProcs(len(f.dirs))
 	for _, d := range f.dirs {
 		go d.run()
 	}
@@ -145,6 +160,21 @@ func (f *Forwarder) Stop() {
 	for _, d := range f.dirs {
 		<-d.done
 	}
+	addProcs(-len(f.dirs))
+}
+
+var procsMu sync.Mutex
+
+// addProcs gives each forwarding thread a P of its own. A forwarder
+// sleeps in ppoll, which hands its P back to the Go scheduler; on wake-up
+// it needs one again, and if every P is held by a goroutine whose thread
+// the kernel has preempted (a busy machine), the forwarder would wait for
+// that thread however high its own priority. Extra Ps cost nothing while
+// idle.
+func addProcs(n int) {
+	procsMu.Lock()
+	defer procsMu.Unlock()
+	runtime.GOMAXPROCS(max(1, runtime.GOMAXPROCS(0)+n))
 }
 
 // Reconfigure changes one direction at once (between two batches).
@@ -215,6 +245,8 @@ type direction struct {
 	scratch []byte
 
 	busyPoll time.Duration
+	realTime bool
+	nice     int
 	spin     time.Duration // current spin margin
 	oversl   float64       // EWMA of the kernel's oversleep, ns
 
@@ -254,14 +286,17 @@ func newDirection(f *Forwarder, dir Direction, c Config, fc ForwarderConfig) (*d
 		pkts: make([]Packet, MaxBatch), dropped: make([]Packet, 0, MaxBatch),
 		outPkts: make([]Packet, MaxBatch), txBufs: make([][]byte, MaxBatch),
 		scratch:  make([]byte, slot),
-		busyPoll: fc.BusyPoll, spin: fc.Spin,
+		busyPoll: fc.BusyPoll, spin: fc.Spin, realTime: fc.RealTime, nice: fc.Nice,
 		done: make(chan struct{}),
+	}
+	if d.nice == 0 {
+		d.nice = -10
 	}
 	if d.busyPoll == 0 {
 		d.busyPoll = 20 * time.Microsecond
 	}
 	if d.spin <= 0 {
-		d.spin = 50 * time.Microsecond
+		d.spin = 20 * time.Microsecond
 	}
 	d.maxSlots.Store(int64(maxSlotsFor(c, capSlots)))
 	d.grow()
@@ -293,11 +328,13 @@ func (d *direction) grow() bool {
 
 func (d *direction) run() {
 	defer close(d.done)
+	// Locked and never unlocked: the thread's priority and timer slack
+	// die with it instead of leaking to the scheduler's pool.
 	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 	// The default 50 µs timer slack would add up to 50 µs to every
 	// sleep; the spin margin then has to cover less.
 	unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
+	d.schedule()
 	lastWork := d.now()
 	for !d.stop.Load() {
 		worked := d.receive()
@@ -335,8 +372,25 @@ func (d *direction) run() {
 	d.discarded.Store(uint64(s.Queued))
 }
 
+// schedule raises the thread's priority (see ForwarderConfig.RealTime).
+// Failures are ignored: without privileges the forwarder still works, only
+// less punctually. The thread is discarded on exit (no UnlockOSThread), so
+// the priority never leaks to other goroutines.
+func (d *direction) schedule() {
+	if d.realTime {
+		param := struct{ prio int32 }{1}
+		_, _, e := unix.RawSyscall(unix.SYS_SCHED_SETSCHEDULER, 0, uintptr(unix.SCHED_FIFO), uintptr(unsafe.Pointer(&param)))
+		if e == 0 {
+			return
+		}
+	}
+	if d.nice != 0 {
+		unix.Setpriority(unix.PRIO_PROCESS, 0, d.nice)
+	}
+}
+
 // learnOversleep adapts the spin margin to how late the kernel wakes us:
-// about three times the average oversleep (early wake-ups, a frame
+// about twice the average oversleep (early wake-ups, a frame
 // arrived, say nothing about it).
 func (d *direction) learnOversleep(late int64) {
 	if late < 0 {
@@ -344,7 +398,7 @@ func (d *direction) learnOversleep(late int64) {
 	}
 	const w = 0.05
 	d.oversl = (1-w)*d.oversl + w*float64(late)
-	s := time.Duration(3*d.oversl) + minSpin
+	s := time.Duration(2*d.oversl) + minSpin
 	d.spin = min(max(s, minSpin), maxSpin)
 }
 

@@ -1,0 +1,144 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/hymn-net/hymn/emulator"
+	"github.com/hymn-net/hymn/emulator/afpacket"
+	"github.com/spf13/cobra"
+)
+
+// NewEmulateLinkCmd returns `hymn emulate link`: a standalone emulator
+// between two existing interfaces of the current network namespace, as
+// DPDS runs between two NICs. It forwards until interrupted (or for
+// --duration) and then prints the final statistics of both directions.
+func NewEmulateLinkCmd() *cobra.Command {
+	var (
+		ifA, ifB string
+		ab, ba   string
+		every    time.Duration
+		duration time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "link --a IF --b IF [params...]",
+		Short: "Run the emulator between two existing interfaces (Ctrl-C prints statistics)",
+		Long: `Forward every frame between interfaces --a and --b through the emulator,
+with params (the emulator's text form, NetEm-like) in both directions and
+--ab/--ba added for one direction only.
+
+  hymn emulate link --a veth1 --b veth2 delay 10ms jitter 1ms
+  hymn emulate link --a eth1 --b eth2 delay 5ms --ab "loss 1%" --ba "space 10mbit"
+
+The interfaces must be up. Frames must be complete when they reach the
+ports: turn off TX checksum offload and TSO/GSO on the interfaces that send
+into them (ethtool -K IF tx off tso off gso off).`,
+		SilenceUsage: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if ifA == "" || ifB == "" || ifA == ifB {
+				return fmt.Errorf("%w: emulate link needs two different interfaces, --a IF and --b IF", ErrUsage)
+			}
+			cfgs, err := emulateLinkConfigs(args, ab, ba)
+			if err != nil {
+				return err
+			}
+			return RunEmulateLink(cmd.Context(), cmd.OutOrStdout(), ifA, ifB, cfgs[0], cfgs[1], every, duration)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&ifA, "a", "", "interface A")
+	fl.StringVar(&ifB, "b", "", "interface B")
+	fl.StringVar(&ab, "ab", "", "extra params for the direction A→B")
+	fl.StringVar(&ba, "ba", "", "extra params for the direction B→A")
+	fl.DurationVar(&every, "stats-every", 0, "print statistics at this interval (0: only at the end)")
+	fl.DurationVar(&duration, "duration", 0, "stop after this long (0: run until interrupted)")
+	return cmd
+}
+
+// emulateLinkConfigs parses the shared params and each direction's extras.
+func emulateLinkConfigs(args []string, ab, ba string) ([2]emulator.Config, error) {
+	var out [2]emulator.Config
+	for i, extra := range []string{ab, ba} {
+		all := append(append([]string{}, args...), strings.Fields(extra)...)
+		c, err := emulator.ParseArgs(all)
+		if err != nil {
+			return out, fmt.Errorf("%w: %s: %v", ErrUsage, emulator.Direction(i), err)
+		}
+		out[i] = c
+	}
+	return out, nil
+}
+
+// RunEmulateLink opens AF_PACKET ports on ifA and ifB (in the calling
+// namespace), forwards until ctx ends or duration passes, and writes the
+// final statistics to w.
+func RunEmulateLink(ctx context.Context, w io.Writer, ifA, ifB string, ab, ba emulator.Config, every, duration time.Duration) error {
+	pa, err := afpacket.Open(ifA, afpacket.Options{})
+	if err != nil {
+		return err
+	}
+	defer pa.Close()
+	pb, err := afpacket.Open(ifB, afpacket.Options{})
+	if err != nil {
+		return err
+	}
+	defer pb.Close()
+	f, err := emulator.NewForwarder(pa, pb, emulator.ForwarderConfig{AtoB: ab, BtoA: ba, RealTime: true})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "*** Emulating %s <-> %s (Ctrl-C to stop)\n", ifA, ifB)
+	fmt.Fprintf(w, "%s>%s: %s\n%s>%s: %s\n", ifA, ifB, showConfig(f.Config(emulator.AtoB)), ifB, ifA, showConfig(f.Config(emulator.BtoA)))
+	f.Start()
+	if duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, duration)
+		defer cancel()
+	}
+	var tick <-chan time.Time
+	if every > 0 {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		tick = t.C
+	}
+	for done := false; !done; {
+		select {
+		case <-ctx.Done():
+			done = true
+		case <-tick:
+			WriteDirectionStats(w, ifA+">"+ifB, f.Stats(emulator.AtoB))
+			WriteDirectionStats(w, ifB+">"+ifA, f.Stats(emulator.BtoA))
+		}
+	}
+	f.Stop()
+	fmt.Fprintln(w, "*** Final statistics")
+	WriteDirectionStats(w, ifA+">"+ifB, f.Stats(emulator.AtoB))
+	WriteDirectionStats(w, ifB+">"+ifA, f.Stats(emulator.BtoA))
+	return nil
+}
+
+func showConfig(c emulator.Config) string {
+	if s := c.String(); s != "" {
+		return s
+	}
+	return "(no impairment)"
+}
+
+// WriteDirectionStats prints one direction's counters in one block:
+// received = sent + dropped (by cause) + queued, then the realised delay
+// and the transmitter's lateness.
+func WriteDirectionStats(w io.Writer, name string, d emulator.DirectionStats) {
+	s := d.Emulator
+	fmt.Fprintf(w, "%s: received %d (%d B) sent %d (%d B) dropped %d queued %d\n",
+		name, s.Received, s.ReceivedBytes, s.Sent, s.SentBytes, s.Dropped(), s.Queued)
+	fmt.Fprintf(w, "  drops: policed %d spacer %d loss %d buffer_full %d | no_buffer %d rx_ring %d rx_truncated %d tx_fail %d discarded %d\n",
+		s.Policed, s.SpacerDropped, s.Lost, s.BufferFull, d.NoBuffer, d.RxPort.RxRingDrops, d.RxPort.RxTruncated, d.TxPort.TxDropped, d.Discarded)
+	fmt.Fprintf(w, "  reordered %d  max queue %d  rate %.0f pkt/s  seed %d\n", s.Reordered, s.MaxQueued, s.Rate, s.Seed)
+	if s.Delay.Count > 0 {
+		fmt.Fprintf(w, "  delay mean %v std %v p50 %v p99 %v max %v | lateness p50 %v p99 %v max %v\n",
+			s.Delay.Mean, s.Delay.Std, s.Delay.P50, s.Delay.P99, s.Delay.Max, s.Lateness.P50, s.Lateness.P99, s.Lateness.Max)
+	}
+}

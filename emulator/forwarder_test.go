@@ -1,0 +1,263 @@
+package emulator
+
+import (
+	"bytes"
+	"encoding/binary"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// memPort is an in-memory Port: frames pushed by the test are received,
+// frames sent are recorded with their send time.
+type memPort struct {
+	name   string
+	mu     sync.Mutex
+	rx     [][]byte
+	sent   [][]byte
+	sentAt []time.Time
+	wake   chan struct{}
+	st     PortStats
+}
+
+func newMemPort(name string) *memPort {
+	return &memPort{name: name, wake: make(chan struct{}, 1)}
+}
+
+func (p *memPort) Name() string { return p.name }
+
+func (p *memPort) push(f []byte) {
+	p.mu.Lock()
+	p.rx = append(p.rx, append([]byte(nil), f...))
+	p.mu.Unlock()
+	p.Interrupt()
+}
+
+func (p *memPort) RecvBatch(bufs [][]byte, lens []int) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for n < len(bufs) && len(p.rx) > 0 {
+		lens[n] = copy(bufs[n], p.rx[0])
+		p.rx = p.rx[1:]
+		n++
+	}
+	p.st.RxFrames += uint64(n)
+	return n, nil
+}
+
+func (p *memPort) SendBatch(frames [][]byte) (int, error) {
+	now := time.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, f := range frames {
+		p.sent = append(p.sent, append([]byte(nil), f...))
+		p.sentAt = append(p.sentAt, now)
+	}
+	p.st.TxFrames += uint64(len(frames))
+	return len(frames), nil
+}
+
+func (p *memPort) Wait(timeout time.Duration) error {
+	p.mu.Lock()
+	ready := len(p.rx) > 0
+	p.mu.Unlock()
+	if ready {
+		return nil
+	}
+	if timeout < 0 {
+		<-p.wake
+		return nil
+	}
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-p.wake:
+	case <-t.C:
+	}
+	return nil
+}
+
+func (p *memPort) Interrupt() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (p *memPort) Stats() PortStats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.st
+}
+
+func (p *memPort) Close() error { return nil }
+
+func (p *memPort) sentFrames() ([][]byte, []time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([][]byte(nil), p.sent...), append([]time.Time(nil), p.sentAt...)
+}
+
+func frame(seq int, size int) []byte {
+	f := make([]byte, size)
+	binary.BigEndian.PutUint32(f[14:], uint32(seq))
+	binary.BigEndian.PutUint64(f[18:], uint64(time.Now().UnixNano()))
+	return f
+}
+
+func mustParse(t *testing.T, s string) Config {
+	t.Helper()
+	c, err := Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestForwarderDelaysBothDirections(t *testing.T) {
+	a, b := newMemPort("a"), newMemPort("b")
+	f, err := NewForwarder(a, b, ForwarderConfig{AtoB: mustParse(t, "delay 20ms"), BtoA: mustParse(t, "delay 5ms")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Start()
+	defer f.Stop()
+	const n = 200
+	for i := 0; i < n; i++ {
+		a.push(frame(i, 100))
+		b.push(frame(i, 60))
+		time.Sleep(200 * time.Microsecond)
+	}
+	time.Sleep(60 * time.Millisecond)
+	for _, tc := range []struct {
+		out   *memPort
+		delay time.Duration
+		size  int
+	}{{b, 20 * time.Millisecond, 100}, {a, 5 * time.Millisecond, 60}} {
+		frames, at := tc.out.sentFrames()
+		if len(frames) != n {
+			t.Fatalf("%s sent %d frames, want %d", tc.out.name, len(frames), n)
+		}
+		for i, fr := range frames {
+			if len(fr) != tc.size || int(binary.BigEndian.Uint32(fr[14:])) != i {
+				t.Fatalf("%s frame %d: wrong size or order", tc.out.name, i)
+			}
+			sent := time.Unix(0, int64(binary.BigEndian.Uint64(fr[18:])))
+			d := at[i].Sub(sent)
+			// Never early; late only by scheduling noise.
+			if d < tc.delay || d > tc.delay+20*time.Millisecond {
+				t.Errorf("%s frame %d took %v, want %v", tc.out.name, i, d, tc.delay)
+			}
+		}
+	}
+	for _, dir := range []Direction{AtoB, BtoA} {
+		s := f.Stats(dir).Emulator
+		if s.Received != n || s.Sent != n || s.Reordered != 0 {
+			t.Errorf("%s: %+v", dir, s)
+		}
+	}
+}
+
+func TestForwarderCountersAndReconfigure(t *testing.T) {
+	a, b := newMemPort("a"), newMemPort("b")
+	f, err := NewForwarder(a, b, ForwarderConfig{AtoB: mustParse(t, "delay 1ms loss 30% seed 3"), BtoA: DefaultConfig()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Start()
+	for i := 0; i < 2000; i++ {
+		a.push(frame(i, 64))
+	}
+	bad := DefaultConfig()
+	bad.Delay = -time.Millisecond
+	if err := f.Reconfigure(AtoB, bad); err == nil {
+		t.Error("negative delay accepted")
+	}
+	if err := f.Reconfigure(AtoB, mustParse(t, "delay 2ms seed 3")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	f.Stop()
+	s := f.Stats(AtoB)
+	e := s.Emulator
+	if e.Received != 2000 || e.Received != e.Sent+e.Dropped()+uint64(e.Queued) {
+		t.Errorf("counters: %+v", e)
+	}
+	if e.Lost < 450 || e.Lost > 750 {
+		t.Errorf("lost %d of 2000 at 30%%", e.Lost)
+	}
+	if f.Config(AtoB).Delay != 2*time.Millisecond {
+		t.Errorf("reconfigure did not apply")
+	}
+	if got := b.Stats().TxFrames; got != e.Sent {
+		t.Errorf("port sent %d, emulator %d", got, e.Sent)
+	}
+}
+
+// TestForwarderIdleCPU: an idle forwarder sleeps in Wait instead of
+// spinning.
+func TestForwarderIdleCPU(t *testing.T) {
+	a, b := newMemPort("a"), newMemPort("b")
+	f, err := NewForwarder(a, b, ForwarderConfig{AtoB: DefaultConfig(), BtoA: DefaultConfig()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Start()
+	defer f.Stop()
+	var before, after syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &before)
+	time.Sleep(500 * time.Millisecond)
+	syscall.Getrusage(syscall.RUSAGE_SELF, &after)
+	cpu := time.Duration(after.Utime.Nano() + after.Stime.Nano() - before.Utime.Nano() - before.Stime.Nano())
+	t.Logf("CPU over 500 ms idle: %v", cpu)
+	if cpu > 100*time.Millisecond {
+		t.Errorf("idle forwarder used %v of CPU in 500 ms", cpu)
+	}
+}
+
+// TestForwarderNoAllocs: the per-packet path (receive, emulate, transmit)
+// allocates nothing once the pool has grown.
+func TestForwarderNoAllocs(t *testing.T) {
+	a, b := newMemPort("a"), &nullPort{}
+	f, err := NewForwarder(a, b, ForwarderConfig{AtoB: mustParse(t, "delay 0"), BtoA: DefaultConfig()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := f.dirs[AtoB]
+	src := &constPort{frame: bytes.Repeat([]byte{1}, 1000)}
+	d.in, d.out = src, b
+	for i := 0; i < 100; i++ {
+		d.receive()
+		d.transmit()
+	}
+	allocs := testing.AllocsPerRun(1000, func() {
+		d.receive()
+		d.transmit()
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocations per batch of %d", allocs, MaxBatch)
+	}
+	if s := d.emu.Stats(); s.Sent == 0 {
+		t.Errorf("nothing forwarded: %+v", s)
+	}
+}
+
+// constPort always has a full batch of the same frame waiting.
+type constPort struct{ frame []byte }
+
+func (p *constPort) Name() string { return "const" }
+func (p *constPort) RecvBatch(bufs [][]byte, lens []int) (int, error) {
+	for i := range bufs {
+		lens[i] = copy(bufs[i], p.frame)
+	}
+	return len(bufs), nil
+}
+func (p *constPort) SendBatch(f [][]byte) (int, error) { return len(f), nil }
+func (p *constPort) Wait(time.Duration) error          { return nil }
+func (p *constPort) Interrupt()                        {}
+func (p *constPort) Stats() PortStats                  { return PortStats{} }
+func (p *constPort) Close() error                      { return nil }
+
+type nullPort struct{ constPort }

@@ -1,0 +1,226 @@
+// Package probe measures what a link does to packets: it sends timestamped,
+// numbered UDP probes at a fixed rate from one network namespace to
+// another and reports the one-way delay (mean, jitter as a standard
+// deviation, percentiles), loss and reordering. Sender and receiver run in
+// one process, so both read the same CLOCK_MONOTONIC and one-way delays
+// need no clock synchronisation.
+package probe
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/hymn-net/hymn/emulator"
+	"github.com/hymn-net/hymn/internal/netnsx"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+// Config describes one probe run.
+type Config struct {
+	// Sender and Receiver are the namespaces to send from and receive in;
+	// a closed handle (-1) means the caller's namespace.
+	Sender, Receiver netns.NsHandle
+	Dst              netip.AddrPort // the receiver's address (port 0: 9999)
+	Rate             float64        // probes per second (default 10 000)
+	Duration         time.Duration  // sending time (default 5 s)
+	Size             int            // UDP payload bytes, ≥ 16 (default 64)
+	// Drain is how long the receiver waits after the last probe was sent
+	// (default 1 s): it must exceed the largest delay on the path.
+	Drain time.Duration
+	// Warmup probes (sent first, before the measured ones) let ARP resolve
+	// and are not counted. Default 0.2 s worth.
+	Warmup time.Duration
+}
+
+// Result is what a run measured. Times are one-way.
+type Result struct {
+	Sent, Received  uint64
+	Lost            uint64 // sent but never received
+	Reordered       uint64 // received after a probe with a higher number
+	Duplicates      uint64
+	Delay           emulator.HistogramSummary
+	SendRate        float64 // achieved probes/s
+	MeanMs, JitterMs float64
+}
+
+func (r Result) String() string {
+	return fmt.Sprintf("sent %d received %d lost %d reordered %d | delay mean %.4f ms jitter %.4f ms p50 %v p99 %v min %v max %v | %.0f probes/s",
+		r.Sent, r.Received, r.Lost, r.Reordered, r.MeanMs, r.JitterMs, r.Delay.P50, r.Delay.P99, r.Delay.Min, r.Delay.Max, r.SendRate)
+}
+
+const magic = 0x68796d6e70726f62 // "hymnprob"
+
+func monotonic() int64 {
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano()
+}
+
+func inNS(ns netns.NsHandle, fn func() error) error {
+	if ns < 0 {
+		return fn()
+	}
+	return netnsx.Do(ns, fn)
+}
+
+// Run sends probes and collects them.
+func Run(ctx context.Context, c Config) (Result, error) {
+	if c.Rate <= 0 {
+		c.Rate = 10000
+	}
+	if c.Duration <= 0 {
+		c.Duration = 5 * time.Second
+	}
+	if c.Size < 24 {
+		c.Size = 64
+	}
+	if c.Drain <= 0 {
+		c.Drain = time.Second
+	}
+	if c.Warmup == 0 {
+		c.Warmup = 200 * time.Millisecond
+	}
+	if c.Dst.Port() == 0 {
+		c.Dst = netip.AddrPortFrom(c.Dst.Addr(), 9999)
+	}
+	var rx *net.UDPConn
+	err := inNS(c.Receiver, func() error {
+		var err error
+		rx, err = net.ListenUDP("udp", net.UDPAddrFromAddrPort(c.Dst))
+		return err
+	})
+	if err != nil {
+		return Result{}, fmt.Errorf("probe receiver on %s: %w", c.Dst, err)
+	}
+	defer rx.Close()
+	rx.SetReadBuffer(4 << 20)
+	var tx *net.UDPConn
+	err = inNS(c.Sender, func() error {
+		var err error
+		tx, err = net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(c.Dst))
+		return err
+	})
+	if err != nil {
+		return Result{}, fmt.Errorf("probe sender to %s: %w", c.Dst, err)
+	}
+	defer tx.Close()
+
+	type recvResult struct {
+		res Result
+		err error
+	}
+	stopAt := make(chan int64, 1) // when the receiver may stop (monotonic ns)
+	done := make(chan recvResult, 1)
+	go func() {
+		var r Result
+		var h emulator.Histogram
+		buf := make([]byte, 65536)
+		seen := map[uint64]bool{}
+		var maxSeq uint64
+		var anySeen bool
+		deadline := int64(-1)
+		for {
+			if deadline < 0 {
+				select {
+				case deadline = <-stopAt:
+				default:
+				}
+			}
+			if deadline >= 0 && monotonic() > deadline {
+				break
+			}
+			rx.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+			n, err := rx.Read(buf)
+			now := monotonic()
+			if err != nil {
+				var ne net.Error
+				if errors.As(err, &ne) && ne.Timeout() {
+					continue
+				}
+				done <- recvResult{err: err}
+				return
+			}
+			if n < 24 || binary.LittleEndian.Uint64(buf) != magic {
+				continue
+			}
+			seq := binary.LittleEndian.Uint64(buf[8:])
+			if seq&(1<<63) != 0 {
+				continue // warm-up probe
+			}
+			sent := int64(binary.LittleEndian.Uint64(buf[16:]))
+			if seen[seq] {
+				r.Duplicates++
+				continue
+			}
+			seen[seq] = true
+			r.Received++
+			if anySeen && seq < maxSeq {
+				r.Reordered++
+			} else {
+				maxSeq, anySeen = seq, true
+			}
+			h.Record(now - sent)
+		}
+		r.Delay = h.Summary()
+		r.MeanMs = h.Mean() / 1e6
+		r.JitterMs = h.Std() / 1e6
+		done <- recvResult{res: r}
+	}()
+
+	pkt := make([]byte, c.Size)
+	binary.LittleEndian.PutUint64(pkt, magic)
+	interval := float64(time.Second) / c.Rate
+	send := func(seq uint64, d time.Duration) (uint64, error) {
+		start := monotonic()
+		var n uint64
+		for i := 0; ; i++ {
+			if ctx.Err() != nil {
+				return n, ctx.Err()
+			}
+			due := start + int64(float64(i)*interval)
+			if due-start >= int64(d) {
+				return n, nil
+			}
+			if wait := due - monotonic(); wait > 0 {
+				// No spinning: the sender must not take a core from the
+				// forwarder it measures. Oversleeping sends a short burst,
+				// which is harmless because each probe carries its own
+				// send time.
+				time.Sleep(time.Duration(wait))
+			}
+			binary.LittleEndian.PutUint64(pkt[8:], seq+uint64(i))
+			binary.LittleEndian.PutUint64(pkt[16:], uint64(monotonic()))
+			if _, err := tx.Write(pkt); err != nil && !errors.Is(err, unix.ENOBUFS) && !errors.Is(err, unix.ECONNREFUSED) {
+				return n, err
+			}
+			n++
+		}
+	}
+	if _, err := send(1<<63, c.Warmup); err != nil {
+		return Result{}, err
+	}
+	t0 := monotonic()
+	sent, err := send(0, c.Duration)
+	elapsed := monotonic() - t0
+	stopAt <- monotonic() + int64(c.Drain)
+	rr := <-done
+	if err != nil {
+		return Result{}, err
+	}
+	if rr.err != nil {
+		return Result{}, rr.err
+	}
+	r := rr.res
+	r.Sent = sent
+	if r.Received < sent {
+		r.Lost = sent - r.Received
+	}
+	r.SendRate = float64(sent) / (float64(elapsed) / 1e9)
+	return r, nil
+}
