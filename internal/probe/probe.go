@@ -40,12 +40,12 @@ type Config struct {
 
 // Result is what a run measured. Times are one-way.
 type Result struct {
-	Sent, Received  uint64
-	Lost            uint64 // sent but never received
-	Reordered       uint64 // received after a probe with a higher number
-	Duplicates      uint64
-	Delay           emulator.HistogramSummary
-	SendRate        float64 // achieved probes/s
+	Sent, Received   uint64
+	Lost             uint64 // sent but never received
+	Reordered        uint64 // received after a probe with a higher number
+	Duplicates       uint64
+	Delay            emulator.HistogramSummary
+	SendRate         float64 // achieved probes/s
 	MeanMs, JitterMs float64
 }
 
