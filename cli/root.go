@@ -16,6 +16,7 @@ import (
 	"github.com/hymn-net/hymn/internal/mnlog"
 	"github.com/hymn-net/hymn/topo"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // Version is hymn's version, set at build time with -ldflags.
@@ -43,6 +44,9 @@ type mnFlags struct {
 	listenPort int
 	noListen   bool
 	nat        string
+	custom     string                 // --custom FILE
+	file       string                 // hymn run FILE
+	changed    func(name string) bool // whether a flag was given
 }
 
 // NewRootCmd returns the hymn command with every subcommand.
@@ -77,7 +81,14 @@ Progress goes to stderr, as Mininet's does. hymn must run as root.`,
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return fmt.Errorf("%w: %v", ErrUsage, err) })
-	fl := root.Flags()
+	addMNFlags(root.Flags(), f)
+	root.AddCommand(newCleanCmd(stdout, stderr), newVersionCmd(stdout), newEmulateCmd(), newRunCmd(stdin, stdout, stderr))
+	return root
+}
+
+// addMNFlags registers mn's flags (shared by the root command and run).
+func addMNFlags(fl *pflag.FlagSet, f *mnFlags) {
+	f.changed = fl.Changed
 	fl.StringVar(&f.topo, "topo", "minimal", "topology spec: "+strings.Join(topo.BuiltinNames(), "|")+"[,arg...][,key=value...]")
 	fl.StringVar(&f.switchSpec, "switch", "lxbr", "switch: lxbr[,stp=1] (a Linux bridge in its own namespace)")
 	fl.StringArrayVar(&f.controller, "controller", nil, "controller: none (OpenFlow controllers are not supported: Linux bridges learn by themselves)")
@@ -101,8 +112,7 @@ Progress goes to stderr, as Mininet's does. hymn must run as root.`,
 	fl.BoolVar(&f.inNS, "innamespace", false, "accepted for compatibility: hymn's switches always run in their own namespace")
 	fl.IntVar(&f.listenPort, "listenport", 6654, "accepted for compatibility: no effect without OpenFlow")
 	fl.BoolVar(&f.noListen, "nolistenport", false, "accepted for compatibility: no effect without OpenFlow")
-	root.AddCommand(newCleanCmd(stdout, stderr), newVersionCmd(stdout), newEmulateCmd())
-	return root
+	fl.StringVar(&f.custom, "custom", "", "topology file: a Mininet custom .py file (then --topo names one of its topos), a MiniEdit .mn file or a hymn YAML/JSON file")
 }
 
 func newVersionCmd(stdout io.Writer) *cobra.Command {
@@ -185,9 +195,9 @@ func runMN(ctx context.Context, f *mnFlags, stdin *os.File, stdout, stderr io.Wr
 		return runClean(lg, false)
 	}
 	start := time.Now()
-	t, err := topo.FromSpecString(f.topo)
+	t, fileOpts, err := loadTopology(ctx, f, lg)
 	if err != nil {
-		return fmt.Errorf("%w: --topo: %v", ErrUsage, err)
+		return err
 	}
 	stp, err := parseSwitch(f.switchSpec)
 	if err != nil {
@@ -202,6 +212,13 @@ func runMN(ctx context.Context, f *mnFlags, stdin *os.File, stdout, stderr io.Wr
 	base, err := netip.ParsePrefix(f.ipbase)
 	if err != nil || !base.Addr().Is4() {
 		return fmt.Errorf("%w: --ipbase %q is not an IPv4 network like 10.0.0.0/8", ErrUsage, f.ipbase)
+	}
+	// A topology file's own options apply unless the command line says otherwise.
+	if fileOpts.IPBase.IsValid() && !f.changed("ipbase") {
+		base = fileOpts.IPBase
+	}
+	if fileOpts.AutoMAC && !f.changed("mac") {
+		f.mac = true
 	}
 	tests, err := parseTests(f.tests)
 	if err != nil {
