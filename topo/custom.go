@@ -1,0 +1,288 @@
+package topo
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// shimFS is hymn's stand-in for the mininet Python package plus the script
+// that runs a custom file against it. A Go program cannot exec Python, and
+// the real mininet package would try to build a network (as root) on
+// import of some modules; the stand-in only records what build() adds.
+//
+//go:embed shim/*.py shim/mininet/*.py
+var shimFS embed.FS
+
+// customTimeout bounds a custom file's run when the caller's context has no
+// deadline: a file that loops forever must not hang hymn.
+const customTimeout = time.Minute
+
+// CustomError is a Mininet custom file that failed while hymn ran it: the
+// exception's last traceback line, and the line of the file it came from.
+type CustomError struct {
+	File      string
+	Line      int    // line in File; 0 when the error is not in the file itself
+	Msg       string // the traceback's last line, e.g. "NameError: name 'x' is not defined"
+	Traceback string // the whole traceback, for -v debug output
+}
+
+func (e *CustomError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s", e.File, e.Msg)
+}
+
+// Is makes a failing custom file count as bad input.
+func (e *CustomError) Is(target error) bool { return target == ErrBadFile }
+
+// ErrNoPython is returned (wrapped) when python3 is not installed.
+var ErrNoPython = errors.New("python3 is not installed")
+
+// knownCustomKeys are the Mininet options hymn reads or deliberately
+// carries; any other key is kept in Params but reported, because Mininet
+// silently ignores unknown options and a typo would go unnoticed.
+var knownCustomKeys = []string{
+	"ip", "mac", "cls", "defaultRoute", "cpu", "cores", "sched", "dpid", "stp",
+	"bw", "delay", "jitter", "loss", "max_queue_size", "use_htb",
+	"cpus", "cpupin", "memory", "cmdline",
+	"port1", "port2", "intfName1", "intfName2", "addr1", "addr2", "params1", "params2",
+	// What the stand-in makes of addr1/2 and params1/2's ip and mac.
+	"ip1", "ip2", "mac1", "mac2",
+}
+
+// LoadCustom runs a Mininet custom topology file (mn --custom FILE --topo
+// NAME,ARGS...) with python3 and returns the topology spec names, with
+// warnings about what hymn ignores. The file runs unchanged against a
+// bundled stand-in for the mininet package; its topos dictionary names the
+// topologies, spec's arguments are converted as mn's makeNumeric does, and a
+// name the file does not define falls back to Mininet's built-ins, as mn
+// merges the two. A file that raises yields a *CustomError and no topology.
+func LoadCustom(ctx context.Context, path string, spec Spec) (*Topo, []string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := os.Stat(abs); err != nil {
+		return nil, nil, fmt.Errorf("custom topology file: %w", err)
+	}
+	if spec.Name == "" {
+		return nil, nil, fmt.Errorf("%w: custom file %s: no topology name given (use --topo NAME)", ErrBadSpec, path)
+	}
+	res, err := runCustom(ctx, abs, spec)
+	if err != nil {
+		if ce, ok := errors.AsType[*CustomError](err); ok {
+			ce.File = path
+		}
+		return nil, nil, err
+	}
+	if res.Missing {
+		if _, ok := builtins[spec.Name]; ok {
+			t, err := FromSpec(spec)
+			return t, nil, err
+		}
+		names := slices.Concat(res.Available, BuiltinNames())
+		slices.Sort(names)
+		names = slices.Compact(names)
+		return nil, nil, fmt.Errorf("%w: topology %q is not defined in %s (its topos dictionary has: %s); valid topologies are: %s",
+			ErrBadSpec, spec.Name, path, quoteList(res.Available), strings.Join(names, ", "))
+	}
+	t, warnings, err := res.build()
+	if err != nil {
+		return nil, nil, fmt.Errorf("custom file %s, topology %s: %w", path, spec.Name, err)
+	}
+	return t, warnings, nil
+}
+
+func quoteList(s []string) string {
+	if len(s) == 0 {
+		return "nothing"
+	}
+	return strings.Join(s, ", ")
+}
+
+// customResult is what the shim writes.
+type customResult struct {
+	Error     string       `json:"error"`
+	Line      int          `json:"line"`
+	Traceback string       `json:"traceback"`
+	Missing   bool         `json:"missing"`
+	Available []string     `json:"available"`
+	Nodes     []customNode `json:"nodes"`
+	Links     []customLink `json:"links"`
+	Warnings  []string     `json:"warnings"`
+}
+
+type customNode struct {
+	Name   string `json:"name"`
+	Kind   Kind   `json:"kind"`
+	Params Params `json:"params"`
+}
+
+type customLink struct {
+	Node1  string `json:"node1"`
+	Node2  string `json:"node2"`
+	Port1  any    `json:"port1"`
+	Port2  any    `json:"port2"`
+	Params Params `json:"params"`
+}
+
+func runCustom(ctx context.Context, file string, spec Spec) (*customResult, error) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		return nil, fmt.Errorf("%w: running Mininet custom topology files needs it (apt-get install python3)", ErrNoPython)
+	}
+	dir, err := os.MkdirTemp("", "hymn-custom-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	if err := writeShim(dir); err != nil {
+		return nil, fmt.Errorf("writing the mininet stand-in: %w", err)
+	}
+	kwargs := [][2]string{}
+	for _, kv := range spec.Kwargs {
+		kwargs = append(kwargs, [2]string{kv.Key, kv.Value})
+	}
+	req, err := json.Marshal(map[string]any{"file": file, "name": spec.Name, "args": spec.Args, "kwargs": kwargs})
+	if err != nil {
+		return nil, err
+	}
+	reqPath, resPath := filepath.Join(dir, "request.json"), filepath.Join(dir, "result.json")
+	if err := os.WriteFile(reqPath, req, 0o600); err != nil {
+		return nil, err
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, customTimeout)
+		defer cancel()
+	}
+	// -B and PYTHONDONTWRITEBYTECODE keep __pycache__ out of the user's
+	// directory; -s keeps user site-packages (a real mininet there) out.
+	cmd := exec.CommandContext(ctx, python, "-B", "-s", filepath.Join(dir, "hymn_custom.py"), reqPath, resPath)
+	cmd.Env = append(os.Environ(), "PYTHONPATH="+dir+pathListTail(os.Getenv("PYTHONPATH")), "PYTHONDONTWRITEBYTECODE=1")
+	cmd.WaitDelay = 2 * time.Second
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	runErr := cmd.Run()
+	data, readErr := os.ReadFile(resPath)
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("running custom file %s: %w", file, ctx.Err())
+	}
+	if readErr != nil {
+		msg := lastLine(out.String())
+		if runErr != nil {
+			return nil, fmt.Errorf("running custom file %s with python3: %v: %s", file, runErr, msg)
+		}
+		return nil, fmt.Errorf("running custom file %s with python3: no result: %s", file, msg)
+	}
+	var res customResult
+	if err := json.Unmarshal(data, &res); err != nil {
+		return nil, fmt.Errorf("reading the result of custom file %s: %w", file, err)
+	}
+	if res.Error != "" {
+		return nil, &CustomError{File: file, Line: res.Line, Msg: res.Error, Traceback: res.Traceback}
+	}
+	return &res, nil
+}
+
+func pathListTail(p string) string {
+	if p == "" {
+		return ""
+	}
+	return string(os.PathListSeparator) + p
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+// writeShim copies the embedded stand-in into dir.
+func writeShim(dir string) error {
+	return fs.WalkDir(shimFS, "shim", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel := strings.TrimPrefix(strings.TrimPrefix(p, "shim"), "/")
+		dst := filepath.Join(dir, filepath.FromSlash(rel))
+		if d.IsDir() {
+			return os.MkdirAll(dst, 0o700)
+		}
+		data, err := shimFS.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(dst, data, 0o600)
+	})
+}
+
+// build turns the shim's record into a Topo, in the order build() added
+// things, with the ports Mininet numbered.
+func (r *customResult) build() (*Topo, []string, error) {
+	t := New()
+	warnings := slices.Clone(r.Warnings)
+	for _, n := range r.Nodes {
+		switch n.Kind {
+		case KindHost, KindSwitch, KindRouter:
+		default:
+			return nil, nil, fmt.Errorf("node %s: unexpected kind %q from the stand-in", n.Name, n.Kind)
+		}
+		warnings = append(warnings, unknownKeys("node "+n.Name, n.Params)...)
+		t.AddNode(n.Name, n.Kind, n.Params)
+	}
+	for _, l := range r.Links {
+		p1, err1 := portNumber(l.Port1)
+		p2, err2 := portNumber(l.Port2)
+		if err := errors.Join(err1, err2); err != nil {
+			return nil, nil, fmt.Errorf("link %s<->%s: %w", l.Node1, l.Node2, err)
+		}
+		warnings = append(warnings, unknownKeys("link "+l.Node1+"<->"+l.Node2, l.Params)...)
+		t.AddLinkPorts(l.Node1, l.Node2, p1, p2, l.Params)
+	}
+	if err := t.Err(); err != nil {
+		return nil, nil, err
+	}
+	return t, warnings, nil
+}
+
+func portNumber(v any) (int, error) {
+	f, ok := v.(float64)
+	if !ok || f != float64(int(f)) || f < 0 || f > 1<<20 {
+		return 0, fmt.Errorf("port %v is not a port number", v)
+	}
+	return int(f), nil
+}
+
+// unknownKeys warns about options hymn does not know, in a stable order.
+func unknownKeys(what string, p Params) []string {
+	var keys []string
+	for k := range p {
+		base := k
+		if rest, ok := strings.CutPrefix(k, "params1."); ok {
+			base = rest
+		} else if rest, ok := strings.CutPrefix(k, "params2."); ok {
+			base = rest
+		}
+		if !slices.Contains(knownCustomKeys, base) {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	var out []string
+	for _, k := range keys {
+		out = append(out, fmt.Sprintf("%s: option %s=%s is not used by hymn and is ignored (as Mininet ignores options it does not know)", what, k, p[k]))
+	}
+	return out
+}
