@@ -177,7 +177,7 @@ func TestEmulatedDelayAccuracy(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := pairNet(t, tc.params)
-			res := runProbe(t, n, 10000, 8*time.Second)
+			res := runProbe(t, n, 10000, 6*time.Second)
 			st, err := n.LinkStats("h1", "h2")
 			if err != nil {
 				t.Fatal(err)
@@ -189,18 +189,26 @@ func TestEmulatedDelayAccuracy(t *testing.T) {
 			if res.Lost != 0 {
 				t.Errorf("%d probes lost", res.Lost)
 			}
-			meanErr := (res.MeanMs - 10) / 10
-			jitErr := (res.JitterMs - 1) / 1
-			t.Logf("realised vs configured: mean %+.2f%%, jitter %+.2f%%", 100*meanErr, 100*jitErr)
-			if math.Abs(meanErr) > 0.01 {
-				t.Errorf("mean %.4f ms is more than 1%% from 10 ms", res.MeanMs)
+			// Two comparisons. Realised vs applied (the delays the emulator
+			// drew for these very packets) isolates what the ports and the
+			// transmit clock add: that is the forwarder's accuracy, held to
+			// the 1 % (mean) and 5 % (jitter). Realised vs
+			// configured also contains the sampling noise of a correlated
+			// process (t_h 21 ms gives only a few hundred independent
+			// stretches in a few seconds, about ±1 % on the mean and ±4 % on
+			// the jitter at 1σ), so it gets a wider bound.
+			appliedMean, appliedStd := float64(emu.Delay.Mean)/1e6, float64(emu.Delay.Std)/1e6
+			t.Logf("realised vs applied: mean %+.3f ms (%+.2f%% of μ), jitter %+.2f%% of σ; realised vs configured: mean %+.2f%%, jitter %+.2f%%",
+				res.MeanMs-appliedMean, 100*(res.MeanMs-appliedMean)/10, 100*(res.JitterMs-appliedStd)/1,
+				100*(res.MeanMs-10)/10, 100*(res.JitterMs-1)/1)
+			if d := res.MeanMs - appliedMean; math.Abs(d) > 0.1 {
+				t.Errorf("realised mean %.4f ms vs applied %.4f ms: the forwarder adds %.3f ms (want within 0.1 ms, 1%% of 10 ms)", res.MeanMs, appliedMean, d)
 			}
-			if math.Abs(jitErr) > 0.05 {
-				t.Errorf("jitter %.4f ms is more than 5%% from 1 ms", res.JitterMs)
+			if d := res.JitterMs - appliedStd; math.Abs(d) > 0.05 {
+				t.Errorf("realised jitter %.4f ms vs applied %.4f ms (want within 5%% of 1 ms)", res.JitterMs, appliedStd)
 			}
-			// The forwarder's own contribution: realised minus applied.
-			if d := res.MeanMs - float64(emu.Delay.Mean)/1e6; d < 0 || d > 0.1 {
-				t.Errorf("realised mean exceeds the applied one by %.3f ms (want 0..0.1)", d)
+			if math.Abs(res.MeanMs-10) > 0.5 || math.Abs(res.JitterMs-1) > 0.2 {
+				t.Errorf("realised mean %.4f ms / jitter %.4f ms far from the configured 10 ms / 1 ms", res.MeanMs, res.JitterMs)
 			}
 			if !tc.reorder && (res.Reordered != 0 || emu.Reordered != 0) {
 				t.Errorf("FIFO reordered: probe %d, emulator %d", res.Reordered, emu.Reordered)
@@ -318,6 +326,7 @@ func TestEmulatorInsertedLive(t *testing.T) {
 	if err := n.SetLinkParams("h1", "s1", BothDirections, "delay 5ms"); err != nil {
 		t.Fatal(err)
 	}
+	pingAvg(t, n, "h1", "h2", "-c", "1") // ARP and the bridge relearn the new ends
 	avg, _ := pingAvg(t, n, "h1", "h2", "-c", "3", "-i", "0.2")
 	if avg < 10 || avg > 13 {
 		t.Errorf("RTT %.3f ms after inserting 5 ms each way on h1-s1, want about 10", avg)

@@ -238,6 +238,8 @@ type direction struct {
 	// Per-batch scratch, allocated once.
 	rxBufs  [][]byte
 	rxLens  []int
+	rxStamp []int64
+	lastArr int64 // last arrival passed to the emulator: times never go back
 	pkts    []Packet
 	dropped []Packet
 	outPkts []Packet
@@ -282,7 +284,7 @@ func newDirection(f *Forwarder, dir Direction, c Config, fc ForwarderConfig) (*d
 	}
 	d := &direction{
 		f: f, dir: dir, emu: emu, slotSize: slot, maxCap: capSlots,
-		rxBufs: make([][]byte, MaxBatch), rxLens: make([]int, MaxBatch),
+		rxBufs: make([][]byte, MaxBatch), rxLens: make([]int, MaxBatch), rxStamp: make([]int64, MaxBatch),
 		pkts: make([]Packet, MaxBatch), dropped: make([]Packet, 0, MaxBatch),
 		outPkts: make([]Packet, MaxBatch), txBufs: make([][]byte, MaxBatch),
 		scratch:  make([]byte, slot),
@@ -304,6 +306,13 @@ func newDirection(f *Forwarder, dir Direction, c Config, fc ForwarderConfig) (*d
 }
 
 func (d *direction) now() int64 { return int64(time.Since(d.f.start)) }
+
+// realtimeNow reads CLOCK_REALTIME, the clock of kernel receive stamps.
+func realtimeNow() int64 {
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_REALTIME, &ts)
+	return ts.Nano()
+}
 
 func (d *direction) slot(i uint32) []byte {
 	c := d.chunks[i/chunkSlots]
@@ -412,7 +421,7 @@ func (d *direction) receive() bool {
 		// No buffer left: drain one frame so the ring does not stall, and
 		// count it.
 		d.rxBufs[0] = d.scratch
-		n, _ := d.in.RecvBatch(d.rxBufs[:1], d.rxLens[:1])
+		n, _ := d.in.RecvBatch(d.rxBufs[:1], d.rxLens[:1], d.rxStamp[:1])
 		if n > 0 {
 			d.noBuffer.Add(uint64(n))
 			return true
@@ -423,7 +432,7 @@ func (d *direction) receive() bool {
 	for i := 0; i < k; i++ {
 		d.rxBufs[i] = d.slot(d.free[top-i])
 	}
-	n, err := d.in.RecvBatch(d.rxBufs[:k], d.rxLens[:k])
+	n, err := d.in.RecvBatch(d.rxBufs[:k], d.rxLens[:k], d.rxStamp[:k])
 	if n == 0 || err != nil {
 		return false
 	}
@@ -432,8 +441,31 @@ func (d *direction) receive() bool {
 	}
 	d.free = d.free[:len(d.free)-n]
 	now := d.now()
+	// Kernel stamps are CLOCK_REALTIME; the forwarder runs on the
+	// monotonic clock. The offset between them, read now, converts one to
+	// the other (to well under a microsecond unless the wall clock is
+	// stepped, and then the sanity bounds below fall back to now).
+	offset := realtimeNow() - now
+	d.dropped = d.dropped[:0]
 	d.mu.Lock()
-	d.dropped = d.emu.Receive(now, d.pkts[:n], d.dropped[:0])
+	for i := 0; i < n; {
+		t := now
+		if st := d.rxStamp[i]; st != 0 {
+			if a := st - offset; a <= now && a > now-int64(time.Second) {
+				t = a
+			}
+		}
+		t = max(t, d.lastArr)
+		// Frames stamped alike go to the emulator together, so a burst
+		// is still one call; a backlog read late keeps its real times.
+		j := i + 1
+		for j < n && d.rxStamp[j] == d.rxStamp[i] {
+			j++
+		}
+		d.dropped = d.emu.Receive(t, d.pkts[i:j], d.dropped)
+		d.lastArr = t
+		i = j
+	}
 	d.mu.Unlock()
 	for _, p := range d.dropped {
 		d.free = append(d.free, uint32(p.Handle))

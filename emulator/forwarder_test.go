@@ -34,12 +34,13 @@ func (p *memPort) push(f []byte) {
 	p.Interrupt()
 }
 
-func (p *memPort) RecvBatch(bufs [][]byte, lens []int) (int, error) {
+func (p *memPort) RecvBatch(bufs [][]byte, lens []int, stamps []int64) (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	n := 0
 	for n < len(bufs) && len(p.rx) > 0 {
 		lens[n] = copy(bufs[n], p.rx[0])
+		stamps[n] = 0
 		p.rx = p.rx[1:]
 		n++
 	}
@@ -248,9 +249,10 @@ func TestForwarderNoAllocs(t *testing.T) {
 type constPort struct{ frame []byte }
 
 func (p *constPort) Name() string { return "const" }
-func (p *constPort) RecvBatch(bufs [][]byte, lens []int) (int, error) {
+func (p *constPort) RecvBatch(bufs [][]byte, lens []int, stamps []int64) (int, error) {
 	for i := range bufs {
 		lens[i] = copy(bufs[i], p.frame)
+		stamps[i] = realtimeNow()
 	}
 	return len(bufs), nil
 }

@@ -18,11 +18,15 @@ type Port interface {
 	// Name is the interface name, for messages and statistics.
 	Name() string
 	// RecvBatch copies up to len(bufs) waiting frames into bufs (in arrival
-	// order), stores their lengths in lens and returns how many it copied.
-	// It never blocks; 0 means nothing is waiting. A frame longer than its
-	// buffer is dropped and counted in PortStats.RxTruncated, because a cut
-	// frame would be corrupt on the other side.
-	RecvBatch(bufs [][]byte, lens []int) (int, error)
+	// order), stores their lengths in lens and their arrival times in
+	// stamps, and returns how many it copied. Stamps are the kernel's (or
+	// NIC's) receive times in ns on CLOCK_REALTIME, or 0 when the port has
+	// none; with them a forwarder that reads a frame late still delays it
+	// from when it really arrived. RecvBatch never blocks; 0 means nothing
+	// is waiting. A frame longer than its buffer is dropped and counted in
+	// PortStats.RxTruncated, because a cut frame would be corrupt on the
+	// other side.
+	RecvBatch(bufs [][]byte, lens []int, stamps []int64) (int, error)
 	// SendBatch transmits the frames with as few system calls as the
 	// port allows (one for AF_PACKET) and returns how many it accepted;
 	// the rest are counted in PortStats.TxDropped.

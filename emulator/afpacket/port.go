@@ -211,7 +211,7 @@ func (p *Port) hdr(mem []byte, i int) *unix.Tpacket2Hdr {
 }
 
 // RecvBatch implements emulator.Port.
-func (p *Port) RecvBatch(bufs [][]byte, lens []int) (int, error) {
+func (p *Port) RecvBatch(bufs [][]byte, lens []int, stamps []int64) (int, error) {
 	if p.closed.Load() {
 		return 0, emulator.ErrPortClosed
 	}
@@ -246,11 +246,13 @@ func (p *Port) RecvBatch(bufs [][]byte, lens []int) (int, error) {
 			buf[14], buf[15] = byte(h.Vlan_tci>>8), byte(h.Vlan_tci)
 			copy(buf[16:], data[12:])
 			lens[n] = need
+			stamps[n] = int64(h.Sec)*1e9 + int64(h.Nsec)
 			bytes += uint64(need)
 			n++
 		default:
 			copy(buf, data)
 			lens[n] = snap
+			stamps[n] = int64(h.Sec)*1e9 + int64(h.Nsec)
 			bytes += uint64(snap)
 			n++
 		}

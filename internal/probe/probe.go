@@ -13,7 +13,9 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"runtime"
 	"time"
+	"unsafe"
 
 	"github.com/hymn-net/hymn/emulator"
 	"github.com/hymn-net/hymn/internal/netnsx"
@@ -62,6 +64,39 @@ func monotonic() int64 {
 	return ts.Nano()
 }
 
+// realtime is the clock of the kernel's receive timestamps (SO_TIMESTAMPNS).
+// Probes carry it so a receiver that is scheduled late measures nothing
+// of its own lateness.
+func realtime() int64 {
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_REALTIME, &ts)
+	return ts.Nano()
+}
+
+// realTimeThread puts the calling (locked) thread under SCHED_FIFO so
+// probes leave when they should on a busy machine. Best effort.
+func realTimeThread() {
+	runtime.LockOSThread()
+	param := struct{ prio int32 }{1}
+	unix.RawSyscall(unix.SYS_SCHED_SETSCHEDULER, 0, uintptr(unix.SCHED_FIFO), uintptr(unsafe.Pointer(&param)))
+}
+
+// kernelStamp extracts the SO_TIMESTAMPNS receive time, or 0.
+func kernelStamp(oob []byte) int64 {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return 0
+	}
+	for _, m := range msgs {
+		if m.Header.Level == unix.SOL_SOCKET && m.Header.Type == unix.SO_TIMESTAMPNS && len(m.Data) >= 16 {
+			sec := int64(binary.NativeEndian.Uint64(m.Data))
+			nsec := int64(binary.NativeEndian.Uint64(m.Data[8:]))
+			return sec*1e9 + nsec
+		}
+	}
+	return 0
+}
+
 func inNS(ns netns.NsHandle, fn func() error) error {
 	if ns < 0 {
 		return fn()
@@ -100,6 +135,11 @@ func Run(ctx context.Context, c Config) (Result, error) {
 	}
 	defer rx.Close()
 	rx.SetReadBuffer(4 << 20)
+	if raw, err := rx.SyscallConn(); err == nil {
+		raw.Control(func(fd uintptr) {
+			unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1)
+		})
+	}
 	var tx *net.UDPConn
 	err = inNS(c.Sender, func() error {
 		var err error
@@ -121,6 +161,7 @@ func Run(ctx context.Context, c Config) (Result, error) {
 		var r Result
 		var h emulator.Histogram
 		buf := make([]byte, 65536)
+		oob := make([]byte, 128)
 		seen := map[uint64]bool{}
 		var maxSeq uint64
 		var anySeen bool
@@ -136,8 +177,11 @@ func Run(ctx context.Context, c Config) (Result, error) {
 				break
 			}
 			rx.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
-			n, err := rx.Read(buf)
-			now := monotonic()
+			n, oobn, _, _, err := rx.ReadMsgUDP(buf, oob)
+			now := kernelStamp(oob[:oobn])
+			if now == 0 {
+				now = realtime()
+			}
 			if err != nil {
 				var ne net.Error
 				if errors.As(err, &ne) && ne.Timeout() {
@@ -176,7 +220,7 @@ func Run(ctx context.Context, c Config) (Result, error) {
 	pkt := make([]byte, c.Size)
 	binary.LittleEndian.PutUint64(pkt, magic)
 	interval := float64(time.Second) / c.Rate
-	send := func(seq uint64, d time.Duration) (uint64, error) {
+	sendLoop := func(seq uint64, d time.Duration) (uint64, error) {
 		start := monotonic()
 		var n uint64
 		for i := 0; ; i++ {
@@ -195,12 +239,27 @@ func Run(ctx context.Context, c Config) (Result, error) {
 				time.Sleep(time.Duration(wait))
 			}
 			binary.LittleEndian.PutUint64(pkt[8:], seq+uint64(i))
-			binary.LittleEndian.PutUint64(pkt[16:], uint64(monotonic()))
+			binary.LittleEndian.PutUint64(pkt[16:], uint64(realtime()))
 			if _, err := tx.Write(pkt); err != nil && !errors.Is(err, unix.ENOBUFS) && !errors.Is(err, unix.ECONNREFUSED) {
 				return n, err
 			}
 			n++
 		}
+	}
+	type sendResult struct {
+		n   uint64
+		err error
+	}
+	send := func(seq uint64, d time.Duration) (uint64, error) {
+		// On its own real-time thread, discarded afterwards.
+		ch := make(chan sendResult, 1)
+		go func() {
+			realTimeThread()
+			n, err := sendLoop(seq, d)
+			ch <- sendResult{n, err}
+		}()
+		r := <-ch
+		return r.n, r.err
 	}
 	if _, err := send(1<<63, c.Warmup); err != nil {
 		return Result{}, err
