@@ -1,0 +1,479 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// Server is the guest side: it executes Requests. One Server lives as long
+// as the agent process, across reconnections of the host, so the persistent
+// shell (its cwd, variables and background jobs) survives a host restart.
+type Server struct {
+	// Shell is the program of the persistent shell (default "sh").
+	Shell string
+	// Poweroff powers the machine off; nil means the operation fails.
+	Poweroff func() error
+
+	wmu sync.Mutex // one Response written at a time
+
+	mu      sync.Mutex
+	running map[uint64]context.CancelFunc
+
+	shMu sync.Mutex // one shell line at a time, as on a terminal
+	sh   *shell
+}
+
+// NewServer returns a Server with its defaults.
+func NewServer() *Server {
+	return &Server{Shell: "sh", running: map[uint64]context.CancelFunc{}}
+}
+
+// Serve reads Requests from r and writes Responses to w until r ends. Each
+// request runs on its own goroutine; Serve waits for them before it
+// returns, so their responses are not written to a new connection.
+func (s *Server) Serve(r io.Reader, w io.Writer) error {
+	dec := json.NewDecoder(r)
+	enc := json.NewEncoder(w)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		var req Request
+		if err := dec.Decode(&req); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			var syn *json.SyntaxError
+			if errors.As(err, &syn) {
+				// Garbage (a host that died mid-line): resynchronise on the
+				// next request by starting a fresh decoder on what is left.
+				dec = json.NewDecoder(io.MultiReader(dropLine(dec.Buffered()), r))
+				continue
+			}
+			return err
+		}
+		if req.Op == OpCancel {
+			s.mu.Lock()
+			if cancel := s.running[req.Target]; cancel != nil {
+				cancel()
+			}
+			s.mu.Unlock()
+			continue
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		s.mu.Lock()
+		s.running[req.ID] = cancel
+		s.mu.Unlock()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp := s.handle(ctx, &req)
+			resp.ID = req.ID
+			if ctx.Err() != nil && resp.Error == "" {
+				resp.Canceled = true
+			}
+			s.mu.Lock()
+			delete(s.running, req.ID)
+			s.mu.Unlock()
+			cancel()
+			s.wmu.Lock()
+			enc.Encode(resp)
+			s.wmu.Unlock()
+		}()
+	}
+}
+
+// dropLine skips the rest of the current (broken) line of r.
+func dropLine(r io.Reader) io.Reader {
+	data, _ := io.ReadAll(r)
+	if i := bytes.IndexByte(data, '\n'); i >= 0 {
+		return bytes.NewReader(data[i+1:])
+	}
+	return bytes.NewReader(nil)
+}
+
+// Close ends the persistent shell and its jobs.
+func (s *Server) Close() {
+	s.shMu.Lock()
+	defer s.shMu.Unlock()
+	if s.sh != nil {
+		s.sh.close()
+		s.sh = nil
+	}
+}
+
+func fail(format string, args ...any) Response {
+	return Response{Exit: -1, Error: fmt.Sprintf(format, args...)}
+}
+
+func (s *Server) handle(ctx context.Context, req *Request) Response {
+	switch req.Op {
+	case OpPing:
+		var u unix.Utsname
+		unix.Uname(&u)
+		return Response{Info: unix.ByteSliceToString(u.Release[:])}
+	case OpExec:
+		return runExec(ctx, req)
+	case OpShell:
+		return s.runShell(ctx, req.Line)
+	case OpIntf:
+		return configureIntf(ctx, req)
+	case OpLinkUp:
+		if err := setLinkUp(req.Name, req.Up); err != nil {
+			return fail("%v", err)
+		}
+		return Response{}
+	case OpWrite:
+		mode := os.FileMode(req.Mode)
+		if mode == 0 {
+			mode = 0o644
+		}
+		if err := os.WriteFile(req.Path, req.Data, mode); err != nil {
+			return fail("%v", err)
+		}
+		// WriteFile keeps the mode of an existing file; the caller asked
+		// for this one.
+		if err := os.Chmod(req.Path, mode); err != nil {
+			return fail("%v", err)
+		}
+		return Response{}
+	case OpRead:
+		data, err := os.ReadFile(req.Path)
+		if err != nil {
+			return fail("%v", err)
+		}
+		return Response{Data: data}
+	case OpPoweroff:
+		if s.Poweroff == nil {
+			return fail("poweroff is not available")
+		}
+		if err := s.Poweroff(); err != nil {
+			return fail("poweroff: %v", err)
+		}
+		return Response{}
+	}
+	return fail("unknown operation %q", req.Op)
+}
+
+func runExec(ctx context.Context, req *Request) Response {
+	if len(req.Argv) == 0 {
+		return fail("exec: no program")
+	}
+	cmd := exec.Command(req.Argv[0], req.Argv[1:]...)
+	cmd.Dir = req.Dir
+	if len(req.Env) > 0 {
+		cmd.Env = append(os.Environ(), req.Env...)
+	}
+	var out, errOut bytes.Buffer
+	cmd.Stdin = bytes.NewReader(req.Stdin)
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	// Its own process group, so a cancel stops whatever it started too.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return fail("%v", err)
+	}
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		case <-done:
+		}
+	}()
+	cmd.Wait()
+	close(done)
+	return Response{Exit: cmd.ProcessState.ExitCode(), Stdout: out.Bytes(), Stderr: errOut.Bytes()}
+}
+
+func (s *Server) runShell(ctx context.Context, line string) Response {
+	s.shMu.Lock()
+	defer s.shMu.Unlock()
+	if s.sh == nil || s.sh.exited() {
+		sh, err := startShell(s.Shell)
+		if err != nil {
+			return fail("starting the shell: %v", err)
+		}
+		s.sh = sh
+	}
+	out, status, err := s.sh.run(ctx, line)
+	if err != nil {
+		if s.sh.exited() {
+			s.sh = nil
+		}
+		return Response{Exit: status, Stdout: []byte(out), Error: errString(err, ctx)}
+	}
+	return Response{Exit: status, Stdout: []byte(out)}
+}
+
+// errString reports a shell error, except the cancellation the host asked
+// for (that one is Response.Canceled).
+func errString(err error, ctx context.Context) string {
+	if ctx.Err() != nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// shell is the persistent shell: command lines go to its stdin, and a
+// marker printed after each line delimits the output and carries the exit
+// status (the same scheme as the namespace nodes' shell).
+type shell struct {
+	cmd     *exec.Cmd
+	stdin   io.WriteCloser
+	seq     int
+	pending []byte
+	chunks  chan []byte
+	done    chan struct{}
+}
+
+func startShell(prog string) (*shell, error) {
+	cmd := exec.Command(prog)
+	cmd.Env = append(os.Environ(), "PS1=", "PS2=")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stdout, cmd.Stderr = w, w
+	if err := cmd.Start(); err != nil {
+		r.Close()
+		w.Close()
+		return nil, err
+	}
+	w.Close()
+	sh := &shell{cmd: cmd, stdin: stdin, chunks: make(chan []byte, 64), done: make(chan struct{})}
+	go func() {
+		defer close(sh.chunks)
+		defer r.Close()
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := r.Read(buf)
+			if n > 0 {
+				sh.chunks <- bytes.Clone(buf[:n])
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	go func() { cmd.Wait(); close(sh.done) }()
+	return sh, nil
+}
+
+func (sh *shell) exited() bool {
+	select {
+	case <-sh.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (sh *shell) run(ctx context.Context, line string) (string, int, error) {
+	before := childrenOf(sh.cmd.Process.Pid)
+	sh.seq++
+	marker := []byte(fmt.Sprintf("\x01hymn-%d:", sh.seq))
+	script := strings.TrimRight(line, "\n") + fmt.Sprintf("\nprintf '\\001hymn-%d:%%d\\001' $?\n", sh.seq)
+	if _, err := io.WriteString(sh.stdin, script); err != nil {
+		return "", -1, fmt.Errorf("writing to the shell: %w", err)
+	}
+	var killDeadline <-chan time.Time
+	done := ctx.Done()
+	for {
+		if out, status, ok := sh.cut(marker); ok {
+			if killDeadline != nil {
+				return out, status, ctx.Err()
+			}
+			return out, status, nil
+		}
+		select {
+		case c, ok := <-sh.chunks:
+			if !ok {
+				return string(sh.pending), -1, errors.New("shell exited")
+			}
+			sh.pending = append(sh.pending, c...)
+		case <-done:
+			// Kill what this line started, sparing earlier background jobs.
+			killTree(sh.cmd.Process.Pid, before)
+			done = nil
+			killDeadline = time.After(2 * time.Second)
+		case <-killDeadline:
+			sh.close()
+			return string(sh.pending), -1, ctx.Err()
+		}
+	}
+}
+
+func (sh *shell) cut(marker []byte) (string, int, bool) {
+	i := bytes.Index(sh.pending, marker)
+	if i < 0 {
+		return "", 0, false
+	}
+	rest := sh.pending[i+len(marker):]
+	j := bytes.IndexByte(rest, '\x01')
+	if j < 0 {
+		return "", 0, false
+	}
+	status, _ := strconv.Atoi(string(rest[:j]))
+	out := string(sh.pending[:i])
+	sh.pending = append(sh.pending[:0], rest[j+1:]...)
+	return out, status, true
+}
+
+func (sh *shell) close() {
+	sh.stdin.Close()
+	syscall.Kill(-sh.cmd.Process.Pid, syscall.SIGKILL)
+	select {
+	case <-sh.done:
+	case <-time.After(2 * time.Second):
+	}
+}
+
+func childrenOf(pid int) map[int]bool {
+	kids := map[int]bool{}
+	for p, parent := range parents() {
+		if parent == pid {
+			kids[p] = true
+		}
+	}
+	return kids
+}
+
+func killTree(pid int, spare map[int]bool) {
+	pp := parents()
+	var victims []int
+	var walk func(p int)
+	walk = func(p int) {
+		victims = append(victims, p)
+		for c, parent := range pp {
+			if parent == p {
+				walk(c)
+			}
+		}
+	}
+	for c, parent := range pp {
+		if parent == pid && !spare[c] {
+			walk(c)
+		}
+	}
+	for _, v := range victims {
+		syscall.Kill(v, syscall.SIGKILL)
+	}
+}
+
+func parents() map[int]int {
+	out := map[int]int{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		data, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		i := bytes.LastIndexByte(data, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(data[i+1:]))
+		if len(f) > 1 {
+			ppid, _ := strconv.Atoi(f[1])
+			out[pid] = ppid
+		}
+	}
+	return out
+}
+
+// configureIntf waits for the interface with the requested MAC (a NIC
+// hot-plugged a moment ago may still be probing), renames it, adds the
+// addresses and sets it up.
+func configureIntf(ctx context.Context, req *Request) Response {
+	mac, err := net.ParseMAC(req.MAC)
+	if err != nil {
+		return fail("intf: bad MAC %q: %v", req.MAC, err)
+	}
+	timeout := time.Duration(req.TimeoutMS) * time.Millisecond
+	if timeout <= 0 {
+		timeout = 20 * time.Second
+	}
+	deadline := time.Now().Add(timeout)
+	var link netlink.Link
+	for link == nil {
+		links, err := netlink.LinkList()
+		if err != nil {
+			return fail("intf: listing links: %v", err)
+		}
+		for _, l := range links {
+			if bytes.Equal(l.Attrs().HardwareAddr, mac) && l.Type() != "bridge" {
+				link = l
+				break
+			}
+		}
+		if link != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fail("intf: no interface with MAC %s appeared within %v", mac, timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return Response{Exit: -1}
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	if req.Name != "" && link.Attrs().Name != req.Name {
+		// A rename needs the interface down.
+		if err := netlink.LinkSetDown(link); err != nil {
+			return fail("intf %s: down: %v", link.Attrs().Name, err)
+		}
+		if err := netlink.LinkSetName(link, req.Name); err != nil {
+			return fail("intf: renaming %s to %s: %v", link.Attrs().Name, req.Name, err)
+		}
+	}
+	for _, a := range req.Addrs {
+		addr, err := netlink.ParseAddr(a)
+		if err != nil {
+			return fail("intf %s: bad address %q: %v", req.Name, a, err)
+		}
+		if err := netlink.AddrReplace(link, addr); err != nil {
+			return fail("intf %s: adding %s: %v", req.Name, a, err)
+		}
+	}
+	if req.Up {
+		if err := netlink.LinkSetUp(link); err != nil {
+			return fail("intf %s: up: %v", req.Name, err)
+		}
+	}
+	return Response{Info: link.Attrs().Name}
+}
+
+func setLinkUp(name string, up bool) error {
+	link, err := netlink.LinkByName(name)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	if up {
+		return netlink.LinkSetUp(link)
+	}
+	return netlink.LinkSetDown(link)
+}

@@ -1,0 +1,116 @@
+package vm
+
+import (
+	"context"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hymn-net/hymn/vm/agent"
+)
+
+// startLocalAgent runs an agent.Server on this machine behind a pipe, so
+// the protocol and the shell semantics are tested without a VM.
+func startLocalAgent(t *testing.T) *Agent {
+	t.Helper()
+	host, guest := net.Pipe()
+	srv := agent.NewServer()
+	done := make(chan struct{})
+	go func() { srv.Serve(guest, guest); close(done) }()
+	a := NewAgent(host)
+	t.Cleanup(func() {
+		a.Close()
+		guest.Close()
+		<-done
+		srv.Close()
+	})
+	return a
+}
+
+func TestAgentShellPersists(t *testing.T) {
+	a := startLocalAgent(t)
+	ctx := context.Background()
+	if _, _, err := a.Shell(ctx, "cd /tmp; X=42"); err != nil {
+		t.Fatal(err)
+	}
+	out, status, err := a.Shell(ctx, "pwd; echo $X; echo err >&2; false")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out != "/tmp\n42\nerr\n" || status != 1 {
+		t.Fatalf("got %q status %d", out, status)
+	}
+	// A background job survives the line that started it.
+	if _, _, err := a.Shell(ctx, "sleep 30 & echo $! > /dev/null"); err != nil {
+		t.Fatal(err)
+	}
+	out, _, _ = a.Shell(ctx, "jobs")
+	if !strings.Contains(out, "Running") {
+		t.Fatalf("background job lost: jobs gives %q", out)
+	}
+	a.Shell(ctx, "kill %1")
+}
+
+func TestAgentShellCancel(t *testing.T) {
+	a := startLocalAgent(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	t0 := time.Now()
+	_, _, err := a.Shell(ctx, "sleep 20")
+	if err == nil || time.Since(t0) > 5*time.Second {
+		t.Fatalf("cancel: err %v after %v", err, time.Since(t0))
+	}
+	out, _, err := a.Shell(context.Background(), "echo alive")
+	if err != nil || out != "alive\n" {
+		t.Fatalf("shell after cancel: %q %v", out, err)
+	}
+}
+
+func TestAgentExec(t *testing.T) {
+	a := startLocalAgent(t)
+	ctx := context.Background()
+	res, err := a.Exec(ctx, []byte("in"), "sh", "-c", "cat; echo out; echo err >&2; exit 3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(res.Stdout) != "inout\n" || string(res.Stderr) != "err\n" || res.ExitCode != 3 {
+		t.Fatalf("got %+v", res)
+	}
+	if _, err := a.Exec(ctx, nil, "/no/such/program"); err == nil {
+		t.Fatal("exec of a missing program succeeded")
+	}
+	cctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	t0 := time.Now()
+	if _, err := a.Exec(cctx, nil, "sleep", "20"); err == nil || time.Since(t0) > 5*time.Second {
+		t.Fatalf("exec cancel: %v after %v", err, time.Since(t0))
+	}
+}
+
+func TestAgentFiles(t *testing.T) {
+	a := startLocalAgent(t)
+	ctx := context.Background()
+	path := t.TempDir() + "/f"
+	data := []byte{0, 1, 2, 255, '\n'}
+	if err := a.WriteFile(ctx, path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := a.ReadFile(ctx, path)
+	if err != nil || string(got) != string(data) {
+		t.Fatalf("read back %v %v", got, err)
+	}
+	if _, err := a.ReadFile(ctx, path+".missing"); err == nil {
+		t.Fatal("reading a missing file succeeded")
+	}
+}
+
+func TestAgentGone(t *testing.T) {
+	host, guest := net.Pipe()
+	a := NewAgent(host)
+	guest.Close()
+	if _, err := a.Ping(context.Background()); err == nil {
+		t.Fatal("ping over a closed connection succeeded")
+	}
+	a.Close()
+}

@@ -1,0 +1,250 @@
+package vm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/hymn-net/hymn/vm/agent"
+)
+
+// ErrAgentGone is returned when the connection to the guest agent ended
+// (the VM stopped) while a request was pending.
+var ErrAgentGone = errors.New("guest agent connection closed")
+
+// Agent is the host side of the guest agent protocol: it sends requests
+// over the virtio-serial channel and matches the responses by id, so
+// requests can run concurrently.
+type Agent struct {
+	conn io.ReadWriteCloser
+
+	wmu sync.Mutex
+	enc *json.Encoder
+
+	mu      sync.Mutex
+	nextID  uint64
+	pending map[uint64]chan *agent.Response
+	err     error // set once the reader ended
+	done    chan struct{}
+}
+
+// NewAgent starts a client on an established connection (the VM's agent
+// chardev socket, or any stream to an agent.Server).
+func NewAgent(conn io.ReadWriteCloser) *Agent {
+	a := &Agent{conn: conn, enc: json.NewEncoder(conn), pending: map[uint64]chan *agent.Response{}, done: make(chan struct{})}
+	go a.readLoop()
+	return a
+}
+
+// DialAgent connects to the agent socket of a VM.
+func DialAgent(path string) (*Agent, error) {
+	c, err := net.Dial("unix", path)
+	if err != nil {
+		return nil, err
+	}
+	return NewAgent(c), nil
+}
+
+func (a *Agent) readLoop() {
+	dec := json.NewDecoder(a.conn)
+	var err error
+	for {
+		resp := new(agent.Response)
+		if err = dec.Decode(resp); err != nil {
+			break
+		}
+		a.mu.Lock()
+		ch := a.pending[resp.ID]
+		delete(a.pending, resp.ID)
+		a.mu.Unlock()
+		// Responses nobody waits for (a request from an earlier host
+		// connection, or one whose caller gave up) are dropped.
+		if ch != nil {
+			ch <- resp
+		}
+	}
+	a.mu.Lock()
+	a.err = fmt.Errorf("%w: %v", ErrAgentGone, err)
+	for id, ch := range a.pending {
+		close(ch)
+		delete(a.pending, id)
+	}
+	a.mu.Unlock()
+	close(a.done)
+}
+
+// Close closes the connection; pending calls fail with ErrAgentGone.
+func (a *Agent) Close() error {
+	err := a.conn.Close()
+	<-a.done
+	return err
+}
+
+// Call sends req and waits for its response. When ctx ends first, the
+// agent is told to cancel the request, and Call waits (briefly) for the
+// canceled response so the guest side is known to have stopped.
+func (a *Agent) Call(ctx context.Context, req agent.Request) (*agent.Response, error) {
+	ch := make(chan *agent.Response, 1)
+	a.mu.Lock()
+	if a.err != nil {
+		a.mu.Unlock()
+		return nil, a.err
+	}
+	a.nextID++
+	req.ID = a.nextID
+	a.pending[req.ID] = ch
+	a.mu.Unlock()
+	if err := a.send(&req); err != nil {
+		a.forget(req.ID)
+		return nil, err
+	}
+	select {
+	case resp, ok := <-ch:
+		if !ok {
+			return nil, a.gone()
+		}
+		return resp, nil
+	case <-ctx.Done():
+	}
+	a.send(&agent.Request{Op: agent.OpCancel, Target: req.ID})
+	select {
+	case resp, ok := <-ch:
+		if ok {
+			return resp, ctx.Err()
+		}
+	case <-time.After(3 * time.Second):
+		a.forget(req.ID)
+	}
+	return nil, ctx.Err()
+}
+
+func (a *Agent) gone() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.err
+}
+
+func (a *Agent) forget(id uint64) {
+	a.mu.Lock()
+	delete(a.pending, id)
+	a.mu.Unlock()
+}
+
+func (a *Agent) send(req *agent.Request) error {
+	a.wmu.Lock()
+	defer a.wmu.Unlock()
+	if err := a.enc.Encode(req); err != nil {
+		return fmt.Errorf("%w: %v", ErrAgentGone, err)
+	}
+	return nil
+}
+
+// respErr turns a failed response into an error.
+func respErr(op string, resp *agent.Response) error {
+	if resp.Error != "" {
+		return fmt.Errorf("guest %s: %s", op, resp.Error)
+	}
+	return nil
+}
+
+// Ping returns the guest's kernel release once the agent answers.
+func (a *Agent) Ping(ctx context.Context) (string, error) {
+	resp, err := a.Call(ctx, agent.Request{Op: agent.OpPing})
+	if err != nil {
+		return "", err
+	}
+	return resp.Info, respErr("ping", resp)
+}
+
+// Shell runs a line in the guest's persistent shell and returns its output
+// (stdout and stderr interleaved) and exit status.
+func (a *Agent) Shell(ctx context.Context, line string) (string, int, error) {
+	resp, err := a.Call(ctx, agent.Request{Op: agent.OpShell, Line: line})
+	if resp == nil {
+		return "", -1, err
+	}
+	if err == nil {
+		err = respErr("shell", resp)
+	}
+	return string(resp.Stdout), resp.Exit, err
+}
+
+// ExecResult is what Exec returns.
+type ExecResult struct {
+	Stdout, Stderr []byte
+	ExitCode       int
+}
+
+// Exec runs a program in the guest (not through the shell) and waits.
+func (a *Agent) Exec(ctx context.Context, stdin []byte, name string, args ...string) (ExecResult, error) {
+	resp, err := a.Call(ctx, agent.Request{Op: agent.OpExec, Argv: append([]string{name}, args...), Stdin: stdin})
+	if resp == nil {
+		return ExecResult{ExitCode: -1}, err
+	}
+	if err == nil {
+		err = respErr("exec "+name, resp)
+	}
+	return ExecResult{Stdout: resp.Stdout, Stderr: resp.Stderr, ExitCode: resp.Exit}, err
+}
+
+// ConfigureIntf finds the guest interface with mac, renames it to name,
+// adds the addresses and sets it up.
+func (a *Agent) ConfigureIntf(ctx context.Context, mac net.HardwareAddr, name string, addrs ...netip.Prefix) error {
+	req := agent.Request{Op: agent.OpIntf, MAC: mac.String(), Name: name, Up: true}
+	if dl, ok := ctx.Deadline(); ok {
+		req.TimeoutMS = int(time.Until(dl).Milliseconds())
+	}
+	for _, p := range addrs {
+		if p.IsValid() {
+			req.Addrs = append(req.Addrs, p.String())
+		}
+	}
+	resp, err := a.Call(ctx, req)
+	if err != nil {
+		return err
+	}
+	return respErr("interface "+name, resp)
+}
+
+// SetLinkUp sets a guest interface administratively up or down.
+func (a *Agent) SetLinkUp(ctx context.Context, name string, up bool) error {
+	resp, err := a.Call(ctx, agent.Request{Op: agent.OpLinkUp, Name: name, Up: up})
+	if err != nil {
+		return err
+	}
+	return respErr("link "+name, resp)
+}
+
+// WriteFile writes data to a file in the guest.
+func (a *Agent) WriteFile(ctx context.Context, path string, data []byte, mode uint32) error {
+	resp, err := a.Call(ctx, agent.Request{Op: agent.OpWrite, Path: path, Data: data, Mode: mode})
+	if err != nil {
+		return err
+	}
+	return respErr("write "+path, resp)
+}
+
+// ReadFile reads a file from the guest.
+func (a *Agent) ReadFile(ctx context.Context, path string) ([]byte, error) {
+	resp, err := a.Call(ctx, agent.Request{Op: agent.OpRead, Path: path})
+	if err != nil {
+		return nil, err
+	}
+	return resp.Data, respErr("read "+path, resp)
+}
+
+// Poweroff asks the guest to power off. It does not wait for an answer:
+// the guest may be gone before it could send one.
+func (a *Agent) Poweroff() error {
+	a.mu.Lock()
+	a.nextID++
+	id := a.nextID
+	a.mu.Unlock()
+	return a.send(&agent.Request{ID: id, Op: agent.OpPoweroff})
+}

@@ -1,0 +1,330 @@
+package vm
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Errors callers can test for.
+var (
+	// ErrBadParam marks an invalid VM parameter; the message names it.
+	ErrBadParam = errors.New("invalid VM parameter")
+	// ErrNoKVM is returned when accel=kvm is demanded and /dev/kvm is not
+	// usable.
+	ErrNoKVM = errors.New("KVM is not available")
+)
+
+// Accelerators.
+const (
+	AccelAuto = "auto" // KVM when /dev/kvm is usable, TCG otherwise
+	AccelKVM  = "kvm"
+	AccelTCG  = "tcg"
+)
+
+// Defaults.
+const (
+	DefaultMemory  = "256M"
+	DefaultMachine = "pc"
+	// q35 has no hot-plug slots of its own: this many PCIe root ports are
+	// created at boot, one per NIC that can be hot-plugged.
+	q35RootPorts = 16
+)
+
+// Config describes a VM node. The fields with a topology parameter of the
+// same name (see ParseParams) follow CIMininet's VMHost.
+type Config struct {
+	Name      string // node name (h1)
+	Namespace string // helper namespace, created by New (owner.NamespaceName(run, name))
+
+	CPUs    int    // vCPUs; 0 means 1
+	Memory  string // QEMU -m size: 512M, 4G; "" means DefaultMemory
+	Kernel  string // "" means the built boot image (BuildImage)
+	Initrd  string // used with Kernel; ignored when Kernel is ""
+	Image   string // optional disk image (raw, qcow2 or squashfs), attached as virtio-blk
+	Cmdline string // extra kernel command line
+	Machine string // pc (default) or q35
+	CPUPin  []int  // host core per vCPU
+	Accel   string // auto (default), kvm or tcg
+
+	// CacheDir holds built boot images; "" means DefaultCacheDir().
+	CacheDir string
+	// RunDir holds the QMP and agent sockets and the console log; "" means
+	// /run/hymn/vm/<Namespace>. It is removed by Close.
+	RunDir string
+	// BootTimeout bounds the wait for the agent; 0 means 60 s (TCG is slow,
+	// and several VMs may boot at once on few cores).
+	BootTimeout time.Duration
+	// QEMU is the emulator binary; "" means qemu-system-x86_64 on PATH.
+	QEMU string
+
+	// Logf receives progress lines ("*** VM h1 ready in 6.4 s") and the
+	// TCG warning; nil discards them.
+	Logf func(format string, args ...any)
+}
+
+// RunBase is where VM nodes keep their sockets and console logs, one
+// directory per helper namespace, so `hymn clean` can find what a killed
+// run left (see RemoveRunDirs).
+const RunBase = "/run/hymn/vm"
+
+// ParseParams applies a node's topology parameters (as Mininet passes them
+// to addHost) to cfg. Unknown keys are ignored, as CIMininet relies on one
+// script driving both Host and VMHost. Values are checked by Validate.
+func ParseParams(cfg *Config, params map[string]string) error {
+	for k, v := range params {
+		v = strings.TrimSpace(v)
+		switch k {
+		case "cpus":
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return fmt.Errorf("%w: cpus=%q: not a number", ErrBadParam, v)
+			}
+			if n < 1 {
+				return fmt.Errorf("%w: cpus=%d: a VM needs at least 1 vCPU", ErrBadParam, n)
+			}
+			cfg.CPUs = n
+		case "memory", "mem":
+			cfg.Memory = v
+		case "kernel":
+			cfg.Kernel = v
+		case "initrd":
+			cfg.Initrd = v
+		case "image":
+			cfg.Image = v
+		case "cmdline":
+			cfg.Cmdline = v
+		case "machine":
+			cfg.Machine = v
+		case "accel":
+			cfg.Accel = v
+		case "cpupin":
+			pins, err := parseCPUList(v)
+			if err != nil {
+				return fmt.Errorf("%w: cpupin=%q: %v", ErrBadParam, v, err)
+			}
+			cfg.CPUPin = pins
+		}
+	}
+	return nil
+}
+
+// parseCPUList reads "24,25", "[24, 25]" (Python's list as Mininet files
+// write it) or "24-27".
+func parseCPUList(s string) ([]int, error) {
+	s = strings.Trim(strings.TrimSpace(s), "[]()")
+	var out []int
+	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' }) {
+		lo, hi, isRange := strings.Cut(f, "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a core number", f)
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(hi); err != nil || b < a {
+				return nil, fmt.Errorf("%q is not a core range", f)
+			}
+		}
+		for c := a; c <= b; c++ {
+			out = append(out, c)
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no cores")
+	}
+	return out, nil
+}
+
+// parseMemory checks a QEMU -m size and returns it in MiB. QEMU reads a
+// bare number as MiB and accepts the suffixes K, M, G, T.
+func parseMemory(s string) (int64, error) {
+	if s == "" {
+		s = DefaultMemory
+	}
+	num, unit := s, "M"
+	if t := strings.TrimRight(s, "bB"); len(t) < len(s) && len(t) > 0 && (t[len(t)-1] < '0' || t[len(t)-1] > '9') {
+		num = t // "2GB" reads as "2G"
+	}
+	if last := num[len(num)-1]; last < '0' || last > '9' {
+		num, unit = num[:len(num)-1], strings.ToUpper(num[len(num)-1:])
+	}
+	n, err := strconv.ParseFloat(num, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("%w: memory=%q: not a size (use e.g. 512M or 4G)", ErrBadParam, s)
+	}
+	var mib float64
+	switch unit {
+	case "K":
+		mib = n / 1024
+	case "M":
+		mib = n
+	case "G":
+		mib = n * 1024
+	case "T":
+		mib = n * 1024 * 1024
+	default:
+		return 0, fmt.Errorf("%w: memory=%q: unknown unit %q (use K, M, G or T)", ErrBadParam, s, unit)
+	}
+	if mib < 64 {
+		return 0, fmt.Errorf("%w: memory=%q: at least 64M is needed to boot", ErrBadParam, s)
+	}
+	return int64(mib), nil
+}
+
+// kvmUsable reports whether KVM can run VMs: /dev/kvm opens and the CPU
+// advertises hardware virtualisation. The second check matters in nested
+// setups (a Firecracker VM, say) that expose a /dev/kvm whose guests then
+// fail on MSRs or hang without a single line of output.
+func kvmUsable() bool {
+	f, err := os.OpenFile("/dev/kvm", os.O_RDWR, 0)
+	if err != nil {
+		return false
+	}
+	f.Close()
+	info, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(info), "\n") {
+		if strings.HasPrefix(line, "flags") {
+			for _, f := range strings.Fields(line) {
+				if f == "vmx" || f == "svm" {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	return false
+}
+
+// hostCPUs returns the cores this process may run on (and so pin to).
+func hostCPUs() map[int]bool {
+	var set unix.CPUSet
+	out := map[int]bool{}
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		return out
+	}
+	for c := 0; c < len(set)*64; c++ {
+		if set.IsSet(c) {
+			out[c] = true
+		}
+	}
+	return out
+}
+
+// resolved is a validated Config with the defaults filled in.
+type resolved struct {
+	Config
+	memMiB int64
+	accel  string // kvm or tcg
+}
+
+var tcgWarnOnce sync.Once
+
+// Validate checks every parameter before anything is created, so a bad
+// topology fails with one clear error and leaves nothing running.
+func (c *Config) Validate() error {
+	_, err := c.resolve()
+	return err
+}
+
+func (c *Config) resolve() (*resolved, error) {
+	r := &resolved{Config: *c}
+	wrap := func(err error) error {
+		if c.Name != "" {
+			return fmt.Errorf("vm %s: %w", c.Name, err)
+		}
+		return err
+	}
+	if r.CPUs == 0 {
+		r.CPUs = 1
+	}
+	if r.CPUs < 0 {
+		return nil, wrap(fmt.Errorf("%w: cpus=%d: a VM needs at least 1 vCPU", ErrBadParam, r.CPUs))
+	}
+	if n, err := parseMemory(r.Memory); err != nil {
+		return nil, wrap(err)
+	} else {
+		r.memMiB = n
+	}
+	if r.Memory == "" {
+		r.Memory = DefaultMemory
+	}
+	if r.Machine == "" {
+		r.Machine = DefaultMachine
+	}
+	if r.Machine != "pc" && r.Machine != "q35" && !strings.HasPrefix(r.Machine, "pc-") {
+		return nil, wrap(fmt.Errorf("%w: machine=%q: use pc or q35", ErrBadParam, r.Machine))
+	}
+	for name, path := range map[string]string{"kernel": r.Kernel, "initrd": r.Initrd, "image": r.Image} {
+		if path == "" {
+			continue
+		}
+		if _, err := os.Stat(path); err != nil {
+			return nil, wrap(fmt.Errorf("%w: %s=%q: %v", ErrBadParam, name, path, errors.Unwrap(err)))
+		}
+	}
+	if r.Initrd != "" && r.Kernel == "" {
+		return nil, wrap(fmt.Errorf("%w: initrd=%q given without kernel", ErrBadParam, r.Initrd))
+	}
+	if len(r.CPUPin) > 0 {
+		if len(r.CPUPin) != r.CPUs {
+			return nil, wrap(fmt.Errorf("%w: cpupin=%v names %d cores for %d vCPUs (one core per vCPU)", ErrBadParam, r.CPUPin, len(r.CPUPin), r.CPUs))
+		}
+		have := hostCPUs()
+		for _, core := range r.CPUPin {
+			if !have[core] {
+				return nil, wrap(fmt.Errorf("%w: cpupin=%v: core %d does not exist here (usable cores: %s)", ErrBadParam, r.CPUPin, core, cpuListString(have)))
+			}
+		}
+	}
+	switch r.Accel {
+	case "", AccelAuto:
+		if kvmUsable() {
+			r.accel = AccelKVM
+		} else {
+			r.accel = AccelTCG
+		}
+	case AccelKVM:
+		if !kvmUsable() {
+			return nil, wrap(fmt.Errorf("%w: accel=kvm, but KVM is not usable here (/dev/kvm missing or the CPU has no vmx/svm); use accel=tcg or leave accel unset", ErrNoKVM))
+		}
+		r.accel = AccelKVM
+	case AccelTCG:
+		r.accel = AccelTCG
+	default:
+		return nil, wrap(fmt.Errorf("%w: accel=%q: use auto, kvm or tcg", ErrBadParam, r.Accel))
+	}
+	if r.RunDir == "" {
+		if r.Namespace == "" {
+			return nil, wrap(errors.New("no helper namespace name"))
+		}
+		r.RunDir = filepath.Join(RunBase, r.Namespace)
+	}
+	if r.BootTimeout <= 0 {
+		r.BootTimeout = 60 * time.Second
+	}
+	if r.QEMU == "" {
+		r.QEMU = "qemu-system-x86_64"
+	}
+	return r, nil
+}
+
+func cpuListString(set map[int]bool) string {
+	var parts []string
+	for c := 0; c < 4096; c++ {
+		if set[c] {
+			parts = append(parts, strconv.Itoa(c))
+		}
+	}
+	return strings.Join(parts, ",")
+}

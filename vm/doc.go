@@ -1,0 +1,25 @@
+// Package vm runs hymn nodes as QEMU virtual machines.
+//
+// A VM node (Node, created by New) is a QEMU guest plus a helper network
+// namespace on the host. QEMU runs inside that namespace, so the taps it
+// creates for hot-plugged NICs live there next to the host ends of the
+// node's links; a small bridge per interface joins each link end to its tap.
+// The rest of hymn therefore still sees "a node with interfaces in a
+// namespace" (nodes.GuestNode). QEMU uses KVM when /dev/kvm is usable and
+// TCG otherwise (with a one-line warning: a TCG boot takes 6-7 s), and is
+// driven over QMP through github.com/digitalocean/go-qemu: NIC hot-plug
+// (netdev_add + device_add virtio-net-pci), link state (set_link), vCPU
+// pinning (query-cpus-fast), quit.
+//
+// Inside the guest runs hymn-agent (package vm/agent), a static Go program
+// reached over a virtio-serial port. It gives VM nodes the same command
+// semantics as namespace nodes (a persistent shell for Cmd, direct exec
+// with exit status for Exec, cancellation through the context), renames
+// hot-plugged interfaces by MAC to their topology names (h1-eth0) and sets
+// their addresses, and copies files in and out.
+//
+// BuildImage makes the default boot image from the host's Debian kernel,
+// its virtio modules, busybox-static and the agent, cached by a hash of its
+// inputs. Users may boot their own kernel, initrd and disk image instead,
+// provided the agent runs in it.
+package vm

@@ -1,0 +1,403 @@
+package vm
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"debug/elf"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Image is a bootable kernel and initramfs.
+type Image struct {
+	Kernel        string // path of the kernel (bzImage)
+	Initrd        string // path of the initramfs (uncompressed cpio)
+	KernelRelease string // 6.1.0-57-amd64
+	Cached        bool   // true when the image was already built
+}
+
+// ImageOptions choose the inputs of BuildImageWith; empty fields are found
+// on the host.
+type ImageOptions struct {
+	Kernel  string // a vmlinuz whose modules are in /lib/modules/<release>
+	Busybox string // a static busybox
+	Agent   string // a static hymn-agent
+	Modules string // the /lib/modules root (tests)
+}
+
+// imageFormat changes whenever the layout of the initramfs changes, so a
+// cached image of an older hymn is never reused.
+const imageFormat = "hymn-image-v1"
+
+// bootModules are the drivers the boot image loads; their dependencies
+// (virtio, virtio_ring, failover, ...) come from modules.dep.
+var bootModules = []string{"virtio_pci", "virtio_console", "virtio_net", "virtio_blk"}
+
+// DefaultCacheDir is where built images are kept.
+func DefaultCacheDir() string {
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "hymn", "vm")
+	}
+	return filepath.Join(os.TempDir(), "hymn-vm-cache")
+}
+
+// BuildImage builds (or finds in cacheDir) hymn's boot image from the
+// host's Debian kernel, its virtio modules, busybox-static and the guest
+// agent. The cache key is a hash of every input, so a second call with
+// unchanged inputs only reads and hashes them.
+func BuildImage(ctx context.Context, cacheDir string) (*Image, error) {
+	return BuildImageWith(ctx, cacheDir, ImageOptions{})
+}
+
+// BuildImageWith is BuildImage with chosen inputs.
+func BuildImageWith(ctx context.Context, cacheDir string, opts ImageOptions) (*Image, error) {
+	if cacheDir == "" {
+		cacheDir = DefaultCacheDir()
+	}
+	if opts.Modules == "" {
+		opts.Modules = "/lib/modules"
+	}
+	kernel, release, err := findKernel(opts.Kernel, opts.Modules)
+	if err != nil {
+		return nil, err
+	}
+	modDir := filepath.Join(opts.Modules, release)
+	mods, err := moduleOrder(modDir, bootModules)
+	if err != nil {
+		return nil, err
+	}
+	busybox, err := findBusybox(opts.Busybox)
+	if err != nil {
+		return nil, err
+	}
+	agentPath, err := findAgent(ctx, opts.Agent)
+	if err != nil {
+		return nil, err
+	}
+	applets, err := busyboxApplets(ctx, busybox)
+	if err != nil {
+		return nil, err
+	}
+
+	// Read every input once: the hash and the archive use the same bytes.
+	inputs := map[string][]byte{}
+	read := func(path string) error {
+		if _, ok := inputs[path]; ok {
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		inputs[path] = data
+		return nil
+	}
+	for _, p := range append([]string{kernel, busybox, agentPath}, mods...) {
+		if err := read(p); err != nil {
+			return nil, fmt.Errorf("boot image: %w", err)
+		}
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\n%s\n%s\n", imageFormat, release, strings.Join(applets, " "))
+	for _, p := range append([]string{kernel, busybox, agentPath}, mods...) {
+		fmt.Fprintf(h, "%s %d\n", filepath.Base(p), len(inputs[p]))
+		h.Write(inputs[p])
+	}
+	key := hex.EncodeToString(h.Sum(nil))[:20]
+	dir := filepath.Join(cacheDir, key)
+	img := &Image{Kernel: filepath.Join(dir, "vmlinuz"), Initrd: filepath.Join(dir, "initramfs.cpio"), KernelRelease: release}
+	if fileExists(img.Kernel) && fileExists(img.Initrd) {
+		img.Cached = true
+		return img, nil
+	}
+
+	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
+		return nil, fmt.Errorf("boot image: %w", err)
+	}
+	// Built in a temporary directory and renamed into place, so concurrent
+	// builders (VMs booting in parallel) never see half an image.
+	tmp, err := os.MkdirTemp(cacheDir, ".build-")
+	if err != nil {
+		return nil, fmt.Errorf("boot image: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	if err := os.WriteFile(filepath.Join(tmp, "vmlinuz"), inputs[kernel], 0o644); err != nil {
+		return nil, fmt.Errorf("boot image: %w", err)
+	}
+	err = writeCpioFile(filepath.Join(tmp, "initramfs.cpio"), func(c *cpioWriter) {
+		for _, d := range []string{"bin", "sbin", "usr", "usr/bin", "usr/sbin", "dev", "proc", "sys", "tmp", "run", "root", "etc", "var", "lib", "lib/modules", "lib/modules/hymn"} {
+			c.Dir(d)
+		}
+		// The kernel opens /dev/console for init before /dev is mounted.
+		c.CharDev("dev/console", 0o600, 5, 1)
+		c.CharDev("dev/null", 0o666, 1, 3)
+		c.File("init", 0o755, inputs[agentPath])
+		c.File("bin/busybox", 0o755, inputs[busybox])
+		for _, a := range applets {
+			if a != "bin/busybox" && strings.Contains(a, "/") {
+				c.Symlink(a, "/bin/busybox")
+			}
+		}
+		var order []string
+		for _, m := range mods {
+			name := filepath.Base(m)
+			order = append(order, name)
+			c.File("lib/modules/hymn/"+name, 0o644, inputs[m])
+		}
+		c.File("lib/modules/hymn/order", 0o644, []byte(strings.Join(order, "\n")+"\n"))
+		c.File("etc/passwd", 0o644, []byte("root:x:0:0:root:/root:/bin/sh\n"))
+		c.File("etc/group", 0o644, []byte("root:x:0:\n"))
+		c.File("etc/hosts", 0o644, []byte("127.0.0.1 localhost\n"))
+	})
+	if err != nil {
+		return nil, fmt.Errorf("boot image: writing the initramfs: %w", err)
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		if fileExists(img.Kernel) && fileExists(img.Initrd) {
+			img.Cached = true // another builder won the race
+			return img, nil
+		}
+		return nil, fmt.Errorf("boot image: %w", err)
+	}
+	return img, nil
+}
+
+func fileExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode().IsRegular()
+}
+
+// findKernel picks the given kernel or the newest /boot/vmlinuz-* whose
+// modules are installed.
+func findKernel(kernel, modRoot string) (path, release string, err error) {
+	if kernel != "" {
+		release = strings.TrimPrefix(filepath.Base(kernel), "vmlinuz-")
+		if !fileExists(kernel) {
+			return "", "", fmt.Errorf("%w: kernel=%q: no such file", ErrBadParam, kernel)
+		}
+		if !fileExists(filepath.Join(modRoot, release, "modules.dep")) {
+			return "", "", fmt.Errorf("boot image: no modules for kernel %s in %s", release, filepath.Join(modRoot, release))
+		}
+		return kernel, release, nil
+	}
+	cands, _ := filepath.Glob("/boot/vmlinuz-*")
+	sort.Sort(sort.Reverse(sort.StringSlice(cands)))
+	for _, c := range cands {
+		rel := strings.TrimPrefix(filepath.Base(c), "vmlinuz-")
+		if fileExists(filepath.Join(modRoot, rel, "modules.dep")) {
+			if f, err := os.Open(c); err == nil {
+				f.Close()
+				return c, rel, nil
+			}
+		}
+	}
+	return "", "", errors.New("boot image: no kernel in /boot with modules in /lib/modules (apt-get install linux-image-amd64)")
+}
+
+// moduleOrder resolves the wanted modules and their dependencies from
+// modules.dep into load order (dependencies first). A module that is not
+// listed is built into the kernel and needs no loading.
+func moduleOrder(modDir string, want []string) ([]string, error) {
+	f, err := os.Open(filepath.Join(modDir, "modules.dep"))
+	if err != nil {
+		return nil, fmt.Errorf("boot image: %w", err)
+	}
+	defer f.Close()
+	deps := map[string][]string{} // module name -> [path, deps...]
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<16), 1<<20)
+	for sc.Scan() {
+		mod, rest, ok := strings.Cut(sc.Text(), ":")
+		if !ok {
+			continue
+		}
+		deps[modName(mod)] = append([]string{mod}, strings.Fields(rest)...)
+	}
+	var order []string
+	seen := map[string]bool{}
+	var visit func(name string)
+	visit = func(name string) {
+		if seen[name] {
+			return
+		}
+		seen[name] = true
+		entry, ok := deps[name]
+		if !ok {
+			return
+		}
+		// modprobe loads the listed dependencies from last to first.
+		for i := len(entry) - 1; i >= 1; i-- {
+			visit(modName(entry[i]))
+		}
+		order = append(order, filepath.Join(modDir, entry[0]))
+	}
+	for _, w := range want {
+		visit(w)
+	}
+	return order, nil
+}
+
+// modName turns kernel/drivers/net/virtio_net.ko(.xz) into virtio_net.
+func modName(p string) string {
+	b := filepath.Base(p)
+	if i := strings.Index(b, ".ko"); i >= 0 {
+		b = b[:i]
+	}
+	return strings.ReplaceAll(b, "-", "_")
+}
+
+func findBusybox(path string) (string, error) {
+	if path == "" {
+		var err error
+		if path, err = exec.LookPath("busybox"); err != nil {
+			return "", errors.New("boot image: busybox not found (apt-get install busybox-static)")
+		}
+	}
+	if err := checkStatic(path); err != nil {
+		return "", fmt.Errorf("boot image: busybox %s: %w (apt-get install busybox-static)", path, err)
+	}
+	return path, nil
+}
+
+// checkStatic rejects dynamically linked programs: the initramfs has no
+// libc.
+func checkStatic(path string) error {
+	f, err := elf.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return errors.New("is dynamically linked")
+		}
+	}
+	return nil
+}
+
+func busyboxApplets(ctx context.Context, busybox string) ([]string, error) {
+	out, err := exec.CommandContext(ctx, busybox, "--list-full").Output()
+	if err != nil {
+		return nil, fmt.Errorf("boot image: %s --list-full: %w", busybox, err)
+	}
+	applets := strings.Fields(string(out))
+	sort.Strings(applets)
+	return slices.Compact(applets), nil
+}
+
+// findAgent locates a static hymn-agent: the given path, $HYMN_AGENT, one
+// next to the running program, one on PATH, or, in a source checkout (tests,
+// go run), one built from the source with the Go toolchain.
+func findAgent(ctx context.Context, path string) (string, error) {
+	check := func(p string) (string, error) {
+		if err := checkStatic(p); err != nil {
+			return "", fmt.Errorf("boot image: agent %s: %w (build it with CGO_ENABLED=0)", p, err)
+		}
+		return p, nil
+	}
+	if path != "" {
+		return check(path)
+	}
+	if p := os.Getenv("HYMN_AGENT"); p != "" {
+		return check(p)
+	}
+	if exe, err := os.Executable(); err == nil {
+		if p := filepath.Join(filepath.Dir(exe), "hymn-agent"); fileExists(p) {
+			return check(p)
+		}
+	}
+	if p, err := exec.LookPath("hymn-agent"); err == nil {
+		return check(p)
+	}
+	// Kept in the default cache whatever the image's cache directory, so
+	// tests with their own image caches share one agent build.
+	return buildAgentFromSource(ctx, DefaultCacheDir())
+}
+
+// buildAgentFromSource builds the agent when this package's source is on
+// disk. The result is reused while it is newer than the agent's sources
+// and go.sum, so a cached image build does not pay for a go build.
+func buildAgentFromSource(ctx context.Context, cacheDir string) (string, error) {
+	_, self, _, ok := runtime.Caller(0)
+	notFound := errors.New("boot image: no hymn-agent found: put a static hymn-agent next to hymn or on PATH, or set HYMN_AGENT (build: CGO_ENABLED=0 go build ./vm/agent/cmd/hymn-agent)")
+	if !ok {
+		return "", notFound
+	}
+	root := filepath.Dir(filepath.Dir(self))
+	srcDir := filepath.Join(root, "vm", "agent")
+	if !fileExists(filepath.Join(root, "go.mod")) || !fileExists(filepath.Join(srcDir, "cmd", "hymn-agent", "main.go")) {
+		return "", notFound
+	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		return "", notFound
+	}
+	out := filepath.Join(cacheDir, "agent", "hymn-agent")
+	if st, err := os.Stat(out); err == nil && !newerSources(srcDir, filepath.Join(root, "go.sum"), st.ModTime()) {
+		return out, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return "", err
+	}
+	tmp := out + fmt.Sprintf(".%d", os.Getpid())
+	cmd := exec.CommandContext(ctx, goTool, "build", "-trimpath", "-ldflags=-s -w", "-o", tmp, "./vm/agent/cmd/hymn-agent")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		os.Remove(tmp)
+		return "", fmt.Errorf("boot image: building hymn-agent: %w\n%s", err, msg)
+	}
+	if err := os.Rename(tmp, out); err != nil {
+		return "", err
+	}
+	return out, nil
+}
+
+func newerSources(dir, extra string, than time.Time) bool {
+	newer := false
+	if st, err := os.Stat(extra); err == nil && st.ModTime().After(than) {
+		return true
+	}
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || newer {
+			return err
+		}
+		if !d.IsDir() && strings.HasSuffix(p, ".go") {
+			if info, err := d.Info(); err == nil && info.ModTime().After(than) {
+				newer = true
+			}
+		}
+		return nil
+	})
+	return newer
+}
+
+// copyFile is used by tests and tools that assemble images by hand.
+func copyFile(dst, src string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}

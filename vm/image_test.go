@@ -1,0 +1,78 @@
+package vm
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// needImageInputs skips when the host lacks what a boot image is made of.
+func needImageInputs(t *testing.T) {
+	t.Helper()
+	if _, _, err := findKernel("", "/lib/modules"); err != nil {
+		t.Skipf("no kernel to build a boot image from: %v", err)
+	}
+	if _, err := findBusybox(""); err != nil {
+		t.Skipf("%v", err)
+	}
+	if _, err := exec.LookPath("go"); err != nil && os.Getenv("HYMN_AGENT") == "" {
+		t.Skip("no go toolchain to build hymn-agent and no HYMN_AGENT")
+	}
+}
+
+func TestBuildImageCached(t *testing.T) {
+	needImageInputs(t)
+	dir := t.TempDir()
+	ctx := context.Background()
+	img, err := BuildImage(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if img.Cached {
+		t.Fatal("first build reported as cached")
+	}
+	data, err := os.ReadFile(img.Initrd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"070701", "init", "bin/busybox", "virtio_net.ko", "virtio_console.ko", "failover.ko", "TRAILER!!!"} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("initramfs lacks %q", want)
+		}
+	}
+	t0 := time.Now()
+	img2, err := BuildImage(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := time.Since(t0)
+	t.Logf("second build: %v", d)
+	if !img2.Cached || img2.Initrd != img.Initrd {
+		t.Fatalf("second build not served from the cache: %+v", img2)
+	}
+	if d > time.Second {
+		t.Errorf("cached build took %v, want < 1 s", d)
+	}
+}
+
+func TestModuleOrder(t *testing.T) {
+	dir := t.TempDir()
+	dep := "kernel/drivers/net/virtio_net.ko: kernel/drivers/net/net_failover.ko kernel/net/core/failover.ko\n" +
+		"kernel/drivers/net/net_failover.ko: kernel/net/core/failover.ko\n" +
+		"kernel/net/core/failover.ko:\n"
+	os.WriteFile(dir+"/modules.dep", []byte(dep), 0o644)
+	got, err := moduleOrder(dir, []string{"virtio_net", "virtio_pci"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, g := range got {
+		names = append(names, modName(g))
+	}
+	if strings.Join(names, " ") != "failover net_failover virtio_net" {
+		t.Fatalf("order %v", names)
+	}
+}

@@ -1,0 +1,240 @@
+package vm
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/digitalocean/go-qemu/qmp"
+	"github.com/hymn-net/hymn/internal/netnsx"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+// machine is one QEMU process and its QMP connection.
+type machine struct {
+	cmd    *exec.Cmd
+	stderr *limitedBuffer
+	exited chan struct{}
+	paths  paths
+
+	monMu sync.Mutex
+	mon   *qmp.SocketMonitor
+}
+
+// startMachine starts QEMU inside the helper namespace ns, so the taps it
+// creates for netdev_add live there, and connects QMP.
+func startMachine(ctx context.Context, r *resolved, ns netns.NsHandle, kernel, initrd string) (_ *machine, err error) {
+	p := runPaths(r.RunDir)
+	cmd := exec.Command(r.QEMU, qemuArgs(r, kernel, initrd, p)...)
+	// Its own process group, so a Ctrl-C at the terminal reaches hymn (which
+	// then shuts the VM down cleanly) and not QEMU directly; Pdeathsig ends
+	// QEMU if hymn is killed outright.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	m := &machine{cmd: cmd, stderr: &limitedBuffer{max: 8 << 10}, exited: make(chan struct{}), paths: p}
+	cmd.Stdout, cmd.Stderr = m.stderr, m.stderr
+	if err := netnsx.Do(ns, cmd.Start); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", r.QEMU, err)
+	}
+	go func() { cmd.Wait(); close(m.exited) }()
+	defer func() {
+		if err != nil {
+			m.kill()
+		}
+	}()
+	if err := m.connectQMP(ctx); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// exitError describes why QEMU ended, with what it printed.
+func (m *machine) exitError() error {
+	msg := strings.TrimSpace(m.stderr.String())
+	if msg == "" {
+		msg = m.cmd.ProcessState.String()
+	}
+	return fmt.Errorf("qemu exited: %s", msg)
+}
+
+func (m *machine) running() bool {
+	select {
+	case <-m.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+func (m *machine) connectQMP(ctx context.Context) error {
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		if !m.running() {
+			return m.exitError()
+		}
+		if _, err := os.Stat(m.paths.QMP); err == nil {
+			mon, err := qmp.NewSocketMonitor("unix", m.paths.QMP, 2*time.Second)
+			if err == nil {
+				if err = mon.Connect(); err == nil {
+					m.monMu.Lock()
+					m.mon = mon
+					m.monMu.Unlock()
+					return nil
+				}
+				mon.Disconnect()
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("connecting to QMP: %w", err)
+			}
+		} else if time.Now().After(deadline) {
+			return errors.New("QMP socket did not appear within 15 s")
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// qmpRun runs one QMP command and returns its "return" value. go-qemu's
+// Run blocks until QEMU answers, so it runs on its own goroutine and a
+// stuck QEMU cannot hang the caller beyond ctx.
+func (m *machine) qmpRun(ctx context.Context, execute string, args any) (json.RawMessage, error) {
+	m.monMu.Lock()
+	mon := m.mon
+	m.monMu.Unlock()
+	if mon == nil {
+		return nil, errors.New("QMP is not connected")
+	}
+	cmd := map[string]any{"execute": execute}
+	if args != nil {
+		cmd["arguments"] = args
+	}
+	raw, _ := json.Marshal(cmd)
+	type result struct {
+		out []byte
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		out, err := mon.Run(raw)
+		ch <- result{out, err}
+	}()
+	select {
+	case res := <-ch:
+		if res.err != nil {
+			return nil, fmt.Errorf("QMP %s: %w", execute, res.err)
+		}
+		var resp struct {
+			Return json.RawMessage `json:"return"`
+		}
+		json.Unmarshal(res.out, &resp)
+		return resp.Return, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("QMP %s: %w", execute, ctx.Err())
+	case <-m.exited:
+		return nil, fmt.Errorf("QMP %s: %w", execute, m.exitError())
+	}
+}
+
+// pinCPUs pins vCPU i's thread to cores[i]. QEMU reports the thread ids
+// through query-cpus-fast.
+func (m *machine) pinCPUs(ctx context.Context, cores []int) error {
+	out, err := m.qmpRun(ctx, "query-cpus-fast", nil)
+	if err != nil {
+		return err
+	}
+	var cpus []struct {
+		Index  int `json:"cpu-index"`
+		Thread int `json:"thread-id"`
+	}
+	if err := json.Unmarshal(out, &cpus); err != nil {
+		return fmt.Errorf("query-cpus-fast: %w", err)
+	}
+	for _, c := range cpus {
+		if c.Index >= len(cores) {
+			continue
+		}
+		var set unix.CPUSet
+		set.Set(cores[c.Index])
+		if err := unix.SchedSetaffinity(c.Thread, &set); err != nil {
+			return fmt.Errorf("pinning vCPU %d (thread %d) to core %d: %w", c.Index, c.Thread, cores[c.Index], err)
+		}
+	}
+	return nil
+}
+
+// wait waits up to d for QEMU to end.
+func (m *machine) wait(d time.Duration) bool {
+	select {
+	case <-m.exited:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+// stop shuts the VM down: a guest poweroff through the agent (the guest
+// flushes its disks), then QMP quit, then SIGKILL, each after a timeout.
+func (m *machine) stop(a *Agent, grace time.Duration) {
+	if m.running() && a != nil && a.Poweroff() == nil {
+		m.wait(grace)
+	}
+	if m.running() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		m.qmpRun(ctx, "quit", nil)
+		cancel()
+		m.wait(2 * time.Second)
+	}
+	m.kill()
+}
+
+// kill ends QEMU at once and waits for it.
+func (m *machine) kill() {
+	if m.running() {
+		syscall.Kill(-m.cmd.Process.Pid, syscall.SIGKILL)
+		m.cmd.Process.Kill()
+		m.wait(5 * time.Second)
+	}
+	m.monMu.Lock()
+	if m.mon != nil {
+		m.mon.Disconnect()
+		m.mon = nil
+	}
+	m.monMu.Unlock()
+}
+
+// limitedBuffer keeps the first max bytes QEMU prints (its error messages).
+type limitedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+	max int
+}
+
+func (b *limitedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if room := b.max - b.buf.Len(); room > 0 {
+		if len(p) > room {
+			b.buf.Write(p[:room])
+		} else {
+			b.buf.Write(p)
+		}
+	}
+	return len(p), nil
+}
+
+func (b *limitedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

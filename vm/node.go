@@ -1,0 +1,480 @@
+package vm
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hymn-net/hymn/internal/netnsx"
+	"github.com/hymn-net/hymn/nodes"
+	"github.com/hymn-net/hymn/topo"
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+// Node is a VM node: a QEMU guest plus a helper namespace on the host that
+// holds the guest's taps and the host ends of its links.
+type Node struct {
+	cfg    *resolved
+	nsName string
+	ns     netns.NsHandle
+
+	nlMu sync.Mutex
+	nl   *netlink.Handle
+
+	m        *machine
+	agent    *Agent
+	bootTime time.Duration
+	release  string
+
+	mu     sync.Mutex
+	intfs  map[string]*guestIntf
+	nextID int
+	closed bool
+}
+
+// guestIntf is one NIC hot-plugged into the guest.
+type guestIntf struct {
+	name          string // topology name, also in the guest (h1-eth0)
+	tap, bridge   string // in the helper namespace
+	netdev, devID string // QMP ids
+	mac           net.HardwareAddr
+}
+
+var _ nodes.GuestNode = (*Node)(nil)
+
+// New validates cfg, creates the helper namespace, boots the VM and waits
+// until its agent answers. The boot image is built (or taken from the
+// cache) when cfg.Kernel is empty. On failure nothing is left: no QEMU, no
+// namespace, no run directory.
+func New(ctx context.Context, cfg Config) (_ *Node, err error) {
+	r, err := cfg.resolve()
+	if err != nil {
+		return nil, err
+	}
+	if r.accel == AccelTCG && (cfg.Accel == "" || cfg.Accel == AccelAuto) {
+		tcgWarnOnce.Do(func() {
+			r.logf("*** Warning: /dev/kvm is not usable: VMs run under TCG emulation, boots take seconds and guests run many times slower\n")
+		})
+	}
+	kernel, initrd := r.Kernel, r.Initrd
+	if kernel == "" {
+		img, err := BuildImage(ctx, r.CacheDir)
+		if err != nil {
+			return nil, fmt.Errorf("vm %s: %w", r.Name, err)
+		}
+		kernel, initrd = img.Kernel, img.Initrd
+	}
+	t0 := time.Now()
+	if err := netnsx.Create(r.Namespace); err != nil {
+		return nil, fmt.Errorf("vm %s: %w", r.Name, err)
+	}
+	n := &Node{cfg: r, nsName: r.Namespace, ns: -1, intfs: map[string]*guestIntf{}}
+	defer func() {
+		if err != nil {
+			n.Delete()
+		}
+	}()
+	if n.ns, err = netnsx.Open(r.Namespace); err != nil {
+		return nil, err
+	}
+	if n.nl, err = netlink.NewHandleAt(n.ns, unix.NETLINK_ROUTE); err != nil {
+		return nil, fmt.Errorf("vm %s: netlink: %w", r.Name, err)
+	}
+	// The helper namespace only switches frames between the link ends and
+	// the taps: no IPv6 autoconfiguration chatter from its bridges.
+	netnsx.Do(n.ns, func() error {
+		return os.WriteFile("/proc/sys/net/ipv6/conf/default/disable_ipv6", []byte("1"), 0o644)
+	})
+	if err := os.MkdirAll(r.RunDir, 0o755); err != nil {
+		return nil, fmt.Errorf("vm %s: %w", r.Name, err)
+	}
+	if n.m, err = startMachine(ctx, r, n.ns, kernel, initrd); err != nil {
+		return nil, fmt.Errorf("vm %s: %w", r.Name, err)
+	}
+	if len(r.CPUPin) > 0 {
+		if err := n.m.pinCPUs(ctx, r.CPUPin); err != nil {
+			return nil, fmt.Errorf("vm %s: cpupin: %w", r.Name, err)
+		}
+	}
+	if err := n.waitAgent(ctx); err != nil {
+		return nil, fmt.Errorf("vm %s: %w", r.Name, err)
+	}
+	n.bootTime = time.Since(t0)
+	r.logf("*** VM %s ready in %.1f s\n", r.Name, n.bootTime.Seconds())
+	return n, nil
+}
+
+func (r *resolved) logf(format string, args ...any) {
+	if r.Logf != nil {
+		r.Logf(format, args...)
+	}
+}
+
+// waitAgent connects to the agent socket and pings until the guest agent
+// answers, QEMU ends, or the boot timeout passes.
+func (n *Node) waitAgent(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, n.cfg.BootTimeout)
+	defer cancel()
+	for {
+		if !n.m.running() {
+			return fmt.Errorf("%w%s", n.m.exitError(), n.consoleTail())
+		}
+		a, err := DialAgent(n.m.paths.Agent)
+		if err == nil {
+			// One ping waits for the whole boot: QEMU holds the request
+			// until the agent opens its port. A short per-try timeout would
+			// only let stale pings pile up in the guest.
+			pctx, pcancel := context.WithCancel(ctx)
+			go func() {
+				select {
+				case <-n.m.exited:
+					pcancel()
+				case <-pctx.Done():
+				}
+			}()
+			rel, err := a.Ping(pctx)
+			pcancel()
+			if err == nil {
+				n.agent, n.release = a, rel
+				return nil
+			}
+			a.Close()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("guest agent did not answer within %v%s", n.cfg.BootTimeout, n.consoleTail())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// consoleTail returns the end of the console log, for boot errors.
+func (n *Node) consoleTail() string {
+	data, err := os.ReadFile(n.m.paths.Console)
+	if err != nil || len(data) == 0 {
+		return ""
+	}
+	if len(data) > 2000 {
+		data = data[len(data)-2000:]
+	}
+	return "; console:\n" + strings.TrimRight(string(data), "\n")
+}
+
+// Name returns the node's name.
+func (n *Node) Name() string { return n.cfg.Name }
+
+// Kind returns KindHost: VM nodes are hosts.
+func (n *Node) Kind() topo.Kind { return topo.KindHost }
+
+// Namespace returns the helper namespace's name.
+func (n *Node) Namespace() string { return n.nsName }
+
+// NsHandle returns the helper namespace's handle.
+func (n *Node) NsHandle() netns.NsHandle { return n.ns }
+
+// Netlink runs fn with the helper namespace's netlink handle.
+func (n *Node) Netlink(fn func(h *netlink.Handle) error) error {
+	n.nlMu.Lock()
+	defer n.nlMu.Unlock()
+	if n.nl == nil {
+		return nodes.ErrClosed
+	}
+	return fn(n.nl)
+}
+
+// BootTime is the time from creating the node to the agent's first answer.
+func (n *Node) BootTime() time.Duration { return n.bootTime }
+
+// KernelRelease is the guest's kernel release (uname -r).
+func (n *Node) KernelRelease() string { return n.release }
+
+// Agent returns the guest agent client (file copies, raw requests).
+func (n *Node) Agent() *Agent { return n.agent }
+
+// ConsoleLog returns the path of the guest's serial console log.
+func (n *Node) ConsoleLog() string { return n.m.paths.Console }
+
+// Pid returns the QEMU process id.
+func (n *Node) Pid() int { return n.m.cmd.Process.Pid }
+
+func (n *Node) live() (*Agent, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed || n.agent == nil {
+		return nil, nodes.ErrClosed
+	}
+	return n.agent, nil
+}
+
+// Cmd runs a command line in the guest's persistent shell (cwd, variables
+// and background jobs persist, as in a namespace node) and returns its
+// output.
+func (n *Node) Cmd(ctx context.Context, line string) (string, error) {
+	a, err := n.live()
+	if err != nil {
+		return "", err
+	}
+	out, _, err := a.Shell(ctx, line)
+	if err != nil {
+		return out, fmt.Errorf("vm %s: %w", n.cfg.Name, err)
+	}
+	return out, nil
+}
+
+// Exec runs a program in the guest and waits for it. A non-zero exit is a
+// result, not an error.
+func (n *Node) Exec(ctx context.Context, name string, args ...string) (nodes.Result, error) {
+	a, err := n.live()
+	if err != nil {
+		return nodes.Result{ExitCode: -1}, err
+	}
+	res, err := a.Exec(ctx, nil, name, args...)
+	if err != nil {
+		err = fmt.Errorf("vm %s: %w", n.cfg.Name, err)
+	}
+	return nodes.Result{Stdout: res.Stdout, Stderr: res.Stderr, ExitCode: res.ExitCode}, err
+}
+
+// CopyIn writes a file into the guest.
+func (n *Node) CopyIn(ctx context.Context, guestPath string, data []byte, mode uint32) error {
+	a, err := n.live()
+	if err != nil {
+		return err
+	}
+	return a.WriteFile(ctx, guestPath, data, mode)
+}
+
+// CopyOut reads a file from the guest.
+func (n *Node) CopyOut(ctx context.Context, guestPath string) ([]byte, error) {
+	a, err := n.live()
+	if err != nil {
+		return nil, err
+	}
+	return a.ReadFile(ctx, guestPath)
+}
+
+// randomMAC returns a locally administered unicast MAC in QEMU's 52:54:00
+// style (52 has the local bit set).
+func randomMAC() net.HardwareAddr {
+	b := make([]byte, 3)
+	rand.Read(b)
+	return net.HardwareAddr{0x52, 0x54, 0x00, b[0], b[1], b[2]}
+}
+
+// AttachIntf joins the helper-namespace end called name to the guest: a
+// bridge in the helper namespace takes that end and a tap that QEMU
+// creates (netdev_add), a virtio NIC on the tap is hot-plugged
+// (device_add), and the agent renames the new guest interface to name,
+// adds ip and sets it up. mac nil means a generated one.
+func (n *Node) AttachIntf(ctx context.Context, name string, mac net.HardwareAddr, ip netip.Prefix) (err error) {
+	if _, err := n.live(); err != nil {
+		return err
+	}
+	if len(mac) == 0 {
+		mac = randomMAC()
+	}
+	n.mu.Lock()
+	if _, dup := n.intfs[name]; dup {
+		n.mu.Unlock()
+		return fmt.Errorf("vm %s: interface %s is already attached", n.cfg.Name, name)
+	}
+	id := n.nextID
+	n.nextID++
+	gi := &guestIntf{name: name, tap: fmt.Sprintf("vtap%d", id), bridge: fmt.Sprintf("vbr%d", id),
+		netdev: fmt.Sprintf("net%d", id), devID: fmt.Sprintf("nic%d", id), mac: mac}
+	n.mu.Unlock()
+	if n.cfg.Machine == "q35" && id >= q35RootPorts {
+		return fmt.Errorf("vm %s: interface %s: q35 VMs take at most %d hot-plugged NICs", n.cfg.Name, name, q35RootPorts)
+	}
+	wrap := func(err error) error { return fmt.Errorf("vm %s: attaching %s: %w", n.cfg.Name, name, err) }
+
+	// The bridge and the helper end first; the tap joins once QEMU made it.
+	err = n.Netlink(func(h *netlink.Handle) error {
+		end, err := h.LinkByName(name)
+		if err != nil {
+			return err
+		}
+		// The end must not carry the guest's MAC: a bridge delivers frames
+		// for a port's own address to itself instead of forwarding them.
+		if string(end.Attrs().HardwareAddr) == string(mac) {
+			if err := h.LinkSetHardwareAddr(end, randomMAC()); err != nil {
+				return fmt.Errorf("changing the MAC of %s: %w", name, err)
+			}
+		}
+		br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: gi.bridge}}
+		if err := h.LinkAdd(br); err != nil {
+			return fmt.Errorf("creating bridge %s: %w", gi.bridge, err)
+		}
+		if err := h.LinkSetMaster(end, br); err != nil {
+			return err
+		}
+		if err := h.LinkSetUp(br); err != nil {
+			return err
+		}
+		return h.LinkSetUp(end)
+	})
+	if err != nil {
+		n.removeBridge(gi)
+		return wrap(err)
+	}
+	if _, err := n.m.qmpRun(ctx, "netdev_add", map[string]any{
+		"type": "tap", "id": gi.netdev, "ifname": gi.tap, "script": "no", "downscript": "no",
+	}); err != nil {
+		n.removeBridge(gi)
+		return wrap(err)
+	}
+	undo := func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		n.m.qmpRun(cctx, "device_del", map[string]any{"id": gi.devID})
+		n.m.qmpRun(cctx, "netdev_del", map[string]any{"id": gi.netdev})
+		n.removeBridge(gi)
+	}
+	err = n.Netlink(func(h *netlink.Handle) error {
+		tap, err := h.LinkByName(gi.tap)
+		if err != nil {
+			return err
+		}
+		br, err := h.LinkByName(gi.bridge)
+		if err != nil {
+			return err
+		}
+		if err := h.LinkSetMaster(tap, br); err != nil {
+			return err
+		}
+		return h.LinkSetUp(tap)
+	})
+	if err != nil {
+		undo()
+		return wrap(err)
+	}
+	dev := map[string]any{"driver": "virtio-net-pci", "id": gi.devID, "netdev": gi.netdev, "mac": mac.String()}
+	if n.cfg.Machine == "q35" {
+		dev["bus"] = fmt.Sprintf("rp%d", id+1)
+	}
+	if _, err := n.m.qmpRun(ctx, "device_add", dev); err != nil {
+		undo()
+		return wrap(err)
+	}
+	if err := n.agent.ConfigureIntf(ctx, mac, name, ip); err != nil {
+		undo()
+		return wrap(err)
+	}
+	n.mu.Lock()
+	n.intfs[name] = gi
+	n.mu.Unlock()
+	return nil
+}
+
+func (n *Node) removeBridge(gi *guestIntf) {
+	n.Netlink(func(h *netlink.Handle) error {
+		if br, err := h.LinkByName(gi.bridge); err == nil {
+			h.LinkDel(br)
+		}
+		return nil
+	})
+}
+
+// Intfs returns the names of the attached interfaces.
+func (n *Node) Intfs() []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var out []string
+	for name := range n.intfs {
+		out = append(out, name)
+	}
+	return out
+}
+
+// SetIntfUp brings a guest interface up or down: the virtual NIC's link
+// (QMP set_link, so the guest sees the carrier go) and the guest
+// interface's administrative state (so `ip link` in the guest shows it, as
+// Mininet's link command does on namespace nodes).
+func (n *Node) SetIntfUp(ctx context.Context, name string, up bool) error {
+	a, err := n.live()
+	if err != nil {
+		return err
+	}
+	n.mu.Lock()
+	gi := n.intfs[name]
+	n.mu.Unlock()
+	if gi == nil {
+		return fmt.Errorf("vm %s: no interface %s", n.cfg.Name, name)
+	}
+	if _, err := n.m.qmpRun(ctx, "set_link", map[string]any{"name": gi.devID, "up": up}); err != nil {
+		return fmt.Errorf("vm %s: %s: %w", n.cfg.Name, name, err)
+	}
+	if err := a.SetLinkUp(ctx, name, up); err != nil {
+		return fmt.Errorf("vm %s: %w", n.cfg.Name, err)
+	}
+	return nil
+}
+
+// Close shuts the VM down (guest poweroff, then QMP quit, then kill) and
+// frees the node's handles and run directory. The helper namespace stays:
+// the network deletes it (Delete) after the links, as for namespace nodes.
+func (n *Node) Close() error {
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		return nil
+	}
+	n.closed = true
+	n.mu.Unlock()
+	if n.m != nil {
+		n.m.stop(n.agent, 3*time.Second)
+	}
+	if n.agent != nil {
+		n.agent.Close()
+	}
+	n.nlMu.Lock()
+	if n.nl != nil {
+		n.nl.Close()
+		n.nl = nil
+	}
+	n.nlMu.Unlock()
+	if n.ns >= 0 {
+		n.ns.Close()
+		n.ns = -1
+	}
+	var err error
+	if n.cfg.RunDir != "" {
+		err = os.RemoveAll(n.cfg.RunDir)
+	}
+	return err
+}
+
+// Delete closes the node and removes its helper namespace (and with it
+// every bridge and link end in it; the taps went with QEMU).
+func (n *Node) Delete() error {
+	return errors.Join(n.Close(), netnsx.Delete(n.nsName))
+}
+
+// RemoveRunDirs removes the run directories of VM nodes whose helper
+// namespace names start with prefix (owner.Prefix+run+"-" for one run):
+// what `hymn clean` must add after killing a crashed run's processes.
+func RemoveRunDirs(prefix string) error {
+	entries, err := os.ReadDir(RunBase)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	var errs []error
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), prefix) {
+			errs = append(errs, os.RemoveAll(RunBase+"/"+e.Name()))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,209 @@
+package vm
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hymn-net/hymn/internal/netnsx"
+	"github.com/hymn-net/hymn/internal/owner"
+	"github.com/hymn-net/hymn/links"
+	"github.com/hymn-net/hymn/nodes"
+	"github.com/hymn-net/hymn/topo"
+)
+
+// The VM tests share one VM per test binary: a TCG boot costs seconds.
+var (
+	sharedOnce sync.Once
+	sharedVM   *Node
+	sharedErr  error
+	sharedRun  = owner.NewRunID()
+)
+
+func vmPrereqs() string {
+	if os.Geteuid() != 0 {
+		return "VM tests need root (namespaces, taps)"
+	}
+	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
+		return "qemu-system-x86_64 is not installed (apt-get install qemu-system-x86)"
+	}
+	if _, _, err := findKernel("", "/lib/modules"); err != nil {
+		return err.Error()
+	}
+	if _, err := findBusybox(""); err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
+func bootShared(t *testing.T) *Node {
+	t.Helper()
+	if why := vmPrereqs(); why != "" {
+		t.Skip(why)
+	}
+	sharedOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		sharedVM, sharedErr = New(ctx, Config{
+			Name:      "vm1",
+			Namespace: owner.NamespaceName(sharedRun, "vm1"),
+			Logf:      func(f string, a ...any) { fmt.Fprintf(os.Stderr, f, a...) },
+		})
+	})
+	if sharedErr != nil {
+		t.Fatal(sharedErr)
+	}
+	return sharedVM
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if sharedVM != nil {
+		t0 := time.Now()
+		if err := sharedVM.Delete(); err != nil {
+			fmt.Fprintln(os.Stderr, "deleting the shared VM:", err)
+			code = 1
+		}
+		fmt.Fprintf(os.Stderr, "shared VM shut down in %v\n", time.Since(t0))
+		if msg := leftovers(sharedVM); msg != "" {
+			fmt.Fprintln(os.Stderr, "left behind:", msg)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// leftovers reports what a deleted VM node left on the host.
+func leftovers(n *Node) string {
+	var left []string
+	if _, err := os.Stat(netnsx.Path(n.Namespace())); err == nil {
+		left = append(left, "namespace "+n.Namespace())
+	}
+	if _, err := os.Stat(n.cfg.RunDir); err == nil {
+		left = append(left, "run dir "+n.cfg.RunDir)
+	}
+	if err := exec.Command("kill", "-0", fmt.Sprint(n.Pid())).Run(); err == nil {
+		left = append(left, fmt.Sprintf("qemu pid %d", n.Pid()))
+	}
+	return strings.Join(left, ", ")
+}
+
+func TestVMBootAndCmd(t *testing.T) {
+	n := bootShared(t)
+	t.Logf("boot time %v, kernel %s", n.BootTime(), n.KernelRelease())
+	ctx := context.Background()
+	res, err := n.Exec(ctx, "uname", "-r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(string(res.Stdout)); got != n.KernelRelease() || got == "" {
+		t.Fatalf("uname -r = %q, want %q", got, n.KernelRelease())
+	}
+	if _, err := n.Cmd(ctx, "cd /tmp; V=7; sleep 60 &"); err != nil {
+		t.Fatal(err)
+	}
+	out, err := n.Cmd(ctx, "pwd; echo $V; jobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out, "/tmp\n7\n") || !strings.Contains(out, "Running") {
+		t.Fatalf("shell state did not persist: %q", out)
+	}
+	n.Cmd(ctx, "kill %1; cd /")
+	out, _ = n.Cmd(ctx, "hostname")
+	if strings.TrimSpace(out) != "vm1" {
+		t.Errorf("hostname = %q, want vm1", out)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if _, err := n.Cmd(cctx, "sleep 30"); err == nil {
+		t.Fatal("canceled command returned no error")
+	}
+	if out, err := n.Cmd(ctx, "echo ok"); err != nil || out != "ok\n" {
+		t.Fatalf("after cancel: %q %v", out, err)
+	}
+}
+
+func TestVMFiles(t *testing.T) {
+	n := bootShared(t)
+	ctx := context.Background()
+	if err := n.CopyIn(ctx, "/tmp/x", []byte("hello\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, _ := n.Cmd(ctx, "cat /tmp/x; stat -c %a /tmp/x"); out != "hello\n755\n" {
+		t.Fatalf("got %q", out)
+	}
+	data, err := n.CopyOut(ctx, "/proc/version")
+	if err != nil || !strings.Contains(string(data), "Linux") {
+		t.Fatalf("copy out: %q %v", data, err)
+	}
+}
+
+// peerNS is a plain namespace node for the other end of a link.
+func TestVMLink(t *testing.T) {
+	n := bootShared(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	peer, err := nodes.New(nodes.Config{Name: "p1", Kind: topo.KindHost, Namespace: owner.NamespaceName(sharedRun, "p1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		peer.Delete()
+		if _, err := os.Stat(netnsx.Path(peer.Namespace())); err == nil {
+			t.Errorf("peer namespace left behind")
+		}
+	}()
+	vmIP := netip.MustParsePrefix("10.77.0.1/24")
+	peerIP := netip.MustParsePrefix("10.77.0.2/24")
+	mac, _ := net.ParseMAC("52:54:00:aa:00:01")
+	// As the network does for a VM node: the helper end has no address.
+	if _, err := links.CreateVeth(links.End{NS: n, Name: "vm1-eth0"}, links.End{NS: peer, Name: "p1-eth0", IP: peerIP}); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	if err := n.AttachIntf(ctx, "vm1-eth0", mac, vmIP); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("attach took %v", time.Since(t0))
+	out, err := n.Cmd(ctx, "ip addr show vm1-eth0")
+	if err != nil || !strings.Contains(out, "10.77.0.1/24") || !strings.Contains(out, "52:54:00:aa:00:01") {
+		t.Fatalf("guest interface: %q %v", out, err)
+	}
+	ping := func(from string) bool {
+		if from == "vm" {
+			out, _ := n.Cmd(ctx, "ping -c1 -W2 10.77.0.2 >/dev/null; echo $?")
+			return strings.TrimSpace(out) == "0"
+		}
+		out, _ := peer.Cmd(ctx, "ping -c1 -W2 10.77.0.1 >/dev/null; echo $?")
+		return strings.TrimSpace(out) == "0"
+	}
+	if !ping("vm") || !ping("peer") {
+		t.Fatal("ping between the VM and the namespace failed")
+	}
+	if err := n.SetIntfUp(ctx, "vm1-eth0", false); err != nil {
+		t.Fatal(err)
+	}
+	if ping("peer") {
+		t.Fatal("ping passed with the link down")
+	}
+	if err := n.SetIntfUp(ctx, "vm1-eth0", true); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !ping("peer") {
+		if time.Now().After(deadline) {
+			t.Fatal("ping did not come back after link up")
+		}
+	}
+	if !ping("vm") {
+		t.Fatal("ping from the VM failed after link up")
+	}
+}
