@@ -449,6 +449,7 @@ func (n *Node) Close() error {
 	var err error
 	if n.cfg.RunDir != "" {
 		err = os.RemoveAll(n.cfg.RunDir)
+		os.Remove(RunBase) // only succeeds once no other VM uses it
 	}
 	return err
 }
