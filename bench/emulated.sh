@@ -1,0 +1,195 @@
+#!/usr/bin/env bash
+# emulated.sh - a link with hymn's emulator (zero delay) vs the same link
+# without it, side by side in one run.
+#
+# Builds three two-namespace links with ip(8):
+#   plain      A ─veth─ B                        offloads as the kernel sets them
+#   plain-nooff A ─veth─ B                       TX checksum, TSO, GSO off (what an
+#                                                emulated link needs on its ends)
+#   emulated   A ─veth─ [emulator ns: hymn emulate link] ─veth─ B
+# and measures on each:
+#   1. 64-byte UDP packet rate (iperf3 -u -l 18 -b 0: 60-byte frames + FCS),
+#      as sent and as received (on 2 shared cores the forwarder and the
+#      sender compete for CPU, so the sent rate drops too);
+#   2. TCP throughput (iperf3, one stream);
+#   3. one-way latency p50/p99 with hymn-probe (kernel RX timestamps) at
+#      $PROBE_RATE probes/s; "added" is emulated minus plain-nooff.
+#
+# Usage: sudo bench/emulated.sh [--json]
+# Environment: HYMN (default: build ./cmd/hymn), PROBE (default: build
+#   ./cmd/hymn-probe), SECONDS_PER_TEST (5), PROBE_RATE (1000).
+# Needs root, iperf3, ethtool, python3.
+set -euo pipefail
+export LC_ALL=C
+
+JSON=0
+[[ ${1:-} == --json ]] && JSON=1
+T=${SECONDS_PER_TEST:-5}
+PROBE_RATE=${PROBE_RATE:-1000}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+TMP=$(mktemp -d)
+P=hb$$ # namespace prefix, unique per run
+EMU_PID=
+
+log() { if ((JSON)); then echo "$@" >&2; else echo "$@"; fi; }
+
+cleanup() {
+	[[ -n $EMU_PID ]] && kill -INT "$EMU_PID" 2>/dev/null && wait "$EMU_PID" 2>/dev/null || true
+	for ns in $(ip netns list | awk '{print $1}' | grep "^$P-" || true); do
+		ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
+		ip netns del "$ns" 2>/dev/null || true
+	done
+	[[ -n ${KEEP:-} ]] && cp -r "$TMP" /tmp/bench-keep; rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+for tool in iperf3 ethtool python3 ip; do
+	command -v $tool >/dev/null || { echo "emulated.sh: $tool is not installed" >&2; exit 1; }
+done
+[[ $(id -u) == 0 ]] || { echo "emulated.sh: needs root" >&2; exit 1; }
+
+cd "$ROOT"
+HYMN=${HYMN:-}
+if [[ -z $HYMN ]]; then
+	go build -o "$TMP/hymn" ./cmd/hymn
+	HYMN=$TMP/hymn
+fi
+PROBE=${PROBE:-}
+if [[ -z $PROBE ]]; then
+	go build -o "$TMP/hymn-probe" ./cmd/hymn-probe
+	PROBE=$TMP/hymn-probe
+fi
+# `hymn emulate link` runs the emulator between two interfaces. Until it
+# is attached to the hymn command, build the same thing from the cli
+# package.
+EMU=("$HYMN" emulate link)
+if ! "$HYMN" emulate link --help 2>&1 | grep -q -- '--a IF'; then
+	mkdir -p "$TMP/emu"
+	cat >"$TMP/emu/main.go" <<'EOF'
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+
+	"github.com/hymn-net/hymn/cli"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	cmd := cli.NewEmulateLinkCmd()
+	cmd.SetArgs(os.Args[1:])
+	if err := cmd.ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+EOF
+	go build -o "$TMP/emulate-link" "$TMP/emu/main.go"
+	EMU=("$TMP/emulate-link")
+fi
+
+# pair NAME SUBNET OFFLOADS(on|off): namespaces NAME-a and NAME-b joined by
+# one veth, 10.SUBNET.0.1 and .2.
+pair() {
+	local n=$P-$1
+	ip netns add $n-a
+	ip netns add $n-b
+	ip link add a0 netns $n-a type veth peer name b0 netns $n-b
+	ip -n $n-a addr add 10.$2.0.1/24 dev a0
+	ip -n $n-b addr add 10.$2.0.2/24 dev b0
+	for s in a b; do
+		ip -n $n-$s link set lo up
+		ip -n $n-$s link set ${s}0 up
+		if [[ $3 == off ]]; then ip netns exec $n-$s ethtool -K ${s}0 tx off tso off gso off >/dev/null; fi
+	done
+}
+
+# emulated NAME SUBNET: A ─ [NAME-e: e1 e2] ─ B, offloads off on A and B.
+emulated() {
+	local n=$P-$1
+	ip netns add $n-a
+	ip netns add $n-b
+	ip netns add $n-e
+	ip link add a0 netns $n-a type veth peer name e1 netns $n-e
+	ip link add b0 netns $n-b type veth peer name e2 netns $n-e
+	ip -n $n-a addr add 10.$2.0.1/24 dev a0
+	ip -n $n-b addr add 10.$2.0.2/24 dev b0
+	ip netns exec $n-e sysctl -qw net.ipv6.conf.all.disable_ipv6=1
+	for l in "a a0" "b b0" "e e1" "e e2"; do
+		set -- $l
+		ip -n $n-$1 link set lo up
+		ip -n $n-$1 link set $2 up
+	done
+	ip netns exec $n-a ethtool -K a0 tx off tso off gso off >/dev/null
+	ip netns exec $n-b ethtool -K b0 tx off tso off gso off >/dev/null
+	ip netns exec $n-e "${EMU[@]}" --a e1 --b e2 >"$TMP/emu.log" 2>&1 &
+	EMU_PID=$!
+	sleep 0.5
+}
+
+# iperf NAME ARGS...: run iperf3 from NAME-a to NAME-b, print its JSON.
+iperf() {
+	local name=$1 n=$P-$1
+	shift
+	ip netns exec $n-b iperf3 -s -1 -p 5201 >/dev/null 2>&1 &
+	local srv=$!
+	sleep 0.3
+	ip netns exec $n-a iperf3 -J -c 10.${SUBNET[$name]}.0.2 -p 5201 -t "$T" "$@" || true
+	wait $srv 2>/dev/null || true
+}
+
+declare -A SUBNET=([plain]=81 [plain-nooff]=82 [emulated]=83)
+pair plain 81 on
+pair plain-nooff 82 off
+emulated emulated 83
+
+declare -A PPS OFFERED MBPS P50 P99
+for name in plain plain-nooff emulated; do
+	n=$P-$name
+	ip netns exec $n-a ping -c 2 -i 0.2 -q 10.${SUBNET[$name]}.0.2 >/dev/null
+	log "*** $name: UDP 64 B"
+	read -r PPS[$name] OFFERED[$name] < <(iperf $name -u -l 18 -b 0 | python3 -c '
+import json,sys
+j=json.load(sys.stdin); s=j["end"]["sum"]
+print(int((s["packets"]-s["lost_packets"])/s["seconds"]), int(s["packets"]/s["seconds"]))')
+	log "*** $name: TCP"
+	MBPS[$name]=$(iperf $name | python3 -c '
+import json,sys
+j=json.load(sys.stdin); print(round(j["end"]["sum_received"]["bits_per_second"]/1e6,1))')
+	log "*** $name: latency"
+	read -r P50[$name] P99[$name] < <("$PROBE" --from $n-a --to $n-b --dst 10.${SUBNET[$name]}.0.2 --rate "$PROBE_RATE" --duration "${T}s" --drain 200ms --json | python3 -c '
+import json,sys
+j=json.load(sys.stdin); print(j["Delay"]["P50"]/1e3, j["Delay"]["P99"]/1e3)')
+done
+
+kill -INT "$EMU_PID" 2>/dev/null || true
+wait "$EMU_PID" 2>/dev/null || true
+EMU_PID=
+
+ratio() { python3 -c "print(round($1/$2,3) if $2 else 0)"; }
+diff_us() { python3 -c "print(round($1-$2,1))"; }
+R_PPS=$(ratio "${PPS[emulated]}" "${PPS[plain-nooff]}")
+R_PPS_PLAIN=$(ratio "${PPS[emulated]}" "${PPS[plain]}")
+ADD50=$(diff_us "${P50[emulated]}" "${P50[plain-nooff]}")
+ADD99=$(diff_us "${P99[emulated]}" "${P99[plain-nooff]}")
+
+if ((JSON)); then
+	printf '{"seconds":%s,"udp64_pps":{"plain":%s,"plain_nooff":%s,"emulated":%s},"udp64_sent_pps":{"plain":%s,"plain_nooff":%s,"emulated":%s},"tcp_mbps":{"plain":%s,"plain_nooff":%s,"emulated":%s},' \
+		"$T" "${PPS[plain]}" "${PPS[plain-nooff]}" "${PPS[emulated]}" "${OFFERED[plain]}" "${OFFERED[plain-nooff]}" "${OFFERED[emulated]}" "${MBPS[plain]}" "${MBPS[plain-nooff]}" "${MBPS[emulated]}"
+	printf '"latency_us":{"plain_nooff":{"p50":%s,"p99":%s},"emulated":{"p50":%s,"p99":%s},"added":{"p50":%s,"p99":%s}},"pps_ratio":%s}\n' \
+		"${P50[plain-nooff]}" "${P99[plain-nooff]}" "${P50[emulated]}" "${P99[emulated]}" "$ADD50" "$ADD99" "$R_PPS"
+else
+	printf '\n%-12s %14s %14s %12s %14s %14s\n' link "UDP64 sent/s" "UDP64 recv/s" "TCP Mbit/s" "one-way p50 µs" "one-way p99 µs"
+	for name in plain plain-nooff emulated; do
+		printf '%-12s %14s %14s %12s %14s %14s\n' "$name" "${OFFERED[$name]}" "${PPS[$name]}" "${MBPS[$name]}" "${P50[$name]}" "${P99[$name]}"
+	done
+	echo
+	echo "emulated / plain-nooff packet rate: $R_PPS   (emulated / plain: $R_PPS_PLAIN)"
+	echo "added latency (emulated - plain-nooff): p50 ${ADD50} µs, p99 ${ADD99} µs"
+	echo "emulator's own statistics:"
+	sed -n '/Final statistics/,$p' "$TMP/emu.log"
+fi
