@@ -2,12 +2,23 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/hymn-net/hymn/topo"
 )
 
-// loadCustomPython runs a Mininet custom topology file; see topo.LoadCustom.
+// loadCustomPython runs a Mininet custom topology file (see
+// topo.LoadCustom); --topo names one of its topologies, with arguments.
 func loadCustomPython(ctx context.Context, path, spec string) (*topo.Topo, topo.FileOptions, error) {
-	return nil, topo.FileOptions{}, fmt.Errorf("%w: --custom %s: Mininet Python topologies are not supported yet", ErrUsage, path)
+	s, err := topo.ParseSpec(spec)
+	if err != nil {
+		return nil, topo.FileOptions{}, fmt.Errorf("%w: --topo: %v", ErrUsage, err)
+	}
+	t, warnings, err := topo.LoadCustom(ctx, path, s)
+	opts := topo.FileOptions{Warnings: warnings}
+	if errors.Is(err, topo.ErrNoPython) {
+		return nil, opts, fmt.Errorf("%w: --custom %s: %v (apt-get install python3)", ErrUsage, path, err)
+	}
+	return t, opts, err
 }

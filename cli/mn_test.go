@@ -249,3 +249,34 @@ func TestKillNineThenClean(t *testing.T) {
 		t.Errorf("second clean: %s", out)
 	}
 }
+
+// The walkthrough's testCustomTopo, and hymn run on every YAML example.
+func TestMNCustomTopologyAndFiles(t *testing.T) {
+	requireRoot(t)
+	if _, err := exec.LookPath("python3"); err == nil {
+		code, _, stderr := run(t, "--custom", "../examples/topo-2sw-2host.py", "--topo", "mytopo", "--test", "pingall")
+		if code != 0 || !strings.Contains(stderr, "*** Results: 0% dropped (2/2 received)") {
+			t.Errorf("custom topology: exit %d\n%s", code, stderr)
+		}
+		code, _, stderr = run(t, "--custom", "../topo/testdata/custom-raise.py", "--topo", "x", "--test", "pingall")
+		if code != 2 || strings.Contains(stderr, "*** Creating network") {
+			t.Errorf("custom file that raises: exit %d\n%s", code, stderr)
+		}
+	}
+	files, _ := filepath.Glob("../examples/*.yaml")
+	if len(files) == 0 {
+		t.Fatal("no YAML examples")
+	}
+	for _, f := range files {
+		code, _, stderr := run(t, "run", f, "--test", "pingall")
+		if code != 0 || !regexp.MustCompile(`\*\*\* Results: 0% dropped \((\d+)/(\d+) received\)`).MatchString(stderr) {
+			t.Errorf("hymn run %s --test pingall: exit %d\n%s", f, code, stderr)
+		}
+	}
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	os.WriteFile(bad, []byte("nodes:\n  - name: h1\n    kind: host\n    colour: blue\n"), 0o644)
+	code, _, stderr := run(t, "run", bad, "--test", "pingall")
+	if code != 2 || !strings.Contains(stderr, "bad.yaml:4") || !strings.Contains(stderr, "colour") {
+		t.Errorf("unknown key: exit %d: %s", code, stderr)
+	}
+}
