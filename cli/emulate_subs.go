@@ -4,5 +4,5 @@ import "github.com/spf13/cobra"
 
 // emulateSubcommands lists the emulate subcommands.
 func emulateSubcommands() []*cobra.Command {
-	return []*cobra.Command{NewEmulateSimCmd(), NewEmulateBenchCmd()}
+	return []*cobra.Command{NewEmulateSimCmd(), NewEmulateBenchCmd(), NewEmulateLinkCmd()}
 }
