@@ -2,6 +2,8 @@ package vm
 
 import (
 	"bufio"
+	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"debug/elf"
@@ -39,7 +41,7 @@ type ImageOptions struct {
 
 // imageFormat changes whenever the layout of the initramfs changes, so a
 // cached image of an older hymn is never reused.
-const imageFormat = "hymn-image-v1"
+const imageFormat = "hymn-image-v2"
 
 // bootModules are the drivers the boot image loads; their dependencies
 // (virtio, virtio_ring, failover, ...) come from modules.dep.
@@ -118,8 +120,14 @@ func BuildImageWith(ctx context.Context, cacheDir string, opts ImageOptions) (*I
 	key := hex.EncodeToString(h.Sum(nil))[:20]
 	dir := filepath.Join(cacheDir, key)
 	img := &Image{Kernel: filepath.Join(dir, "vmlinuz"), Initrd: filepath.Join(dir, "initramfs.cpio"), KernelRelease: release}
+	usePVH := func() {
+		if fileExists(filepath.Join(dir, "vmlinux")) {
+			img.Kernel = filepath.Join(dir, "vmlinux")
+		}
+	}
 	if fileExists(img.Kernel) && fileExists(img.Initrd) {
 		img.Cached = true
+		usePVH()
 		return img, nil
 	}
 
@@ -135,6 +143,14 @@ func BuildImageWith(ctx context.Context, cacheDir string, opts ImageOptions) (*I
 	defer os.RemoveAll(tmp)
 	if err := os.WriteFile(filepath.Join(tmp, "vmlinuz"), inputs[kernel], 0o644); err != nil {
 		return nil, fmt.Errorf("boot image: %w", err)
+	}
+	// Under TCG, decompressing the bzImage is about half of the CPU a boot
+	// costs (5.3 s -> 2.2-2.6 s measured here): boot the uncompressed ELF
+	// through PVH instead when the kernel supports it (CONFIG_PVH).
+	if elfKernel := extractPVHKernel(ctx, inputs[kernel]); elfKernel != nil {
+		if err := os.WriteFile(filepath.Join(tmp, "vmlinux"), elfKernel, 0o644); err != nil {
+			return nil, fmt.Errorf("boot image: %w", err)
+		}
 	}
 	err = writeCpioFile(filepath.Join(tmp, "initramfs.cpio"), func(c *cpioWriter) {
 		for _, d := range []string{"bin", "sbin", "usr", "usr/bin", "usr/sbin", "dev", "proc", "sys", "tmp", "run", "root", "etc", "var", "lib", "lib/modules", "lib/modules/hymn"} {
@@ -167,11 +183,87 @@ func BuildImageWith(ctx context.Context, cacheDir string, opts ImageOptions) (*I
 	if err := os.Rename(tmp, dir); err != nil {
 		if fileExists(img.Kernel) && fileExists(img.Initrd) {
 			img.Cached = true // another builder won the race
+			usePVH()
 			return img, nil
 		}
 		return nil, fmt.Errorf("boot image: %w", err)
 	}
+	usePVH()
 	return img, nil
+}
+
+// extractPVHKernel returns the uncompressed kernel inside a bzImage if it
+// is an ELF that QEMU can boot directly (it carries the Xen PVH entry
+// note), or nil. Debian compresses with xz, read through the xz program;
+// gzip is read in-process. Any failure just means: boot the bzImage.
+func extractPVHKernel(ctx context.Context, bz []byte) []byte {
+	type method struct {
+		magic  []byte
+		decode func(data []byte) ([]byte, error)
+	}
+	methods := []method{
+		{[]byte{0xfd, '7', 'z', 'X', 'Z', 0}, func(data []byte) ([]byte, error) {
+			cmd := exec.CommandContext(ctx, "xz", "-dc", "--single-stream")
+			cmd.Stdin = bytes.NewReader(data)
+			return cmd.Output()
+		}},
+		{[]byte{0x1f, 0x8b, 0x08}, func(data []byte) ([]byte, error) {
+			zr, err := gzip.NewReader(bytes.NewReader(data))
+			if err != nil {
+				return nil, err
+			}
+			zr.Multistream(false)
+			return io.ReadAll(zr)
+		}},
+	}
+	for _, m := range methods {
+		for off := 0; ; {
+			i := bytes.Index(bz[off:], m.magic)
+			if i < 0 {
+				break
+			}
+			off += i
+			if out, err := m.decode(bz[off:]); err == nil && hasPVHNote(out) {
+				return out
+			}
+			off++
+		}
+	}
+	return nil
+}
+
+// hasPVHNote reports whether an ELF kernel has XEN_ELFNOTE_PHYS32_ENTRY
+// (type 18, owner "Xen"), which QEMU needs to boot it without a bzImage.
+func hasPVHNote(data []byte) bool {
+	f, err := elf.NewFile(bytes.NewReader(data))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type != elf.PT_NOTE {
+			continue
+		}
+		notes, err := io.ReadAll(p.Open())
+		if err != nil {
+			continue
+		}
+		for len(notes) >= 12 {
+			nameSz := f.ByteOrder.Uint32(notes[0:4])
+			descSz := f.ByteOrder.Uint32(notes[4:8])
+			typ := f.ByteOrder.Uint32(notes[8:12])
+			nameEnd := 12 + int(nameSz+3)&^3
+			end := nameEnd + int(descSz+3)&^3
+			if end > len(notes) || nameEnd > len(notes) {
+				break
+			}
+			if typ == 18 && strings.TrimRight(string(notes[12:12+nameSz]), "\x00") == "Xen" {
+				return true
+			}
+			notes = notes[end:]
+		}
+	}
+	return false
 }
 
 func fileExists(p string) bool {

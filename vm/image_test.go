@@ -34,6 +34,9 @@ func TestBuildImageCached(t *testing.T) {
 	if img.Cached {
 		t.Fatal("first build reported as cached")
 	}
+	if _, err := exec.LookPath("xz"); err == nil && !strings.HasSuffix(img.Kernel, "/vmlinux") {
+		t.Errorf("kernel %s: the PVH kernel was not extracted", img.Kernel)
+	}
 	data, err := os.ReadFile(img.Initrd)
 	if err != nil {
 		t.Fatal(err)
