@@ -114,3 +114,30 @@ func TestAgentGone(t *testing.T) {
 	}
 	a.Close()
 }
+
+func TestAgentShellStream(t *testing.T) {
+	a := startLocalAgent(t)
+	var chunks []string
+	w := writerFunc(func(p []byte) (int, error) {
+		chunks = append(chunks, string(p))
+		return len(p), nil
+	})
+	status, err := a.ShellStream(context.Background(), "echo one; sleep 0.3; echo two; exit_code() { return 4; }; exit_code", w)
+	if err != nil || status != 4 {
+		t.Fatalf("status %d err %v", status, err)
+	}
+	if got := strings.Join(chunks, ""); got != "one\ntwo\n" {
+		t.Fatalf("streamed %q", got)
+	}
+	if len(chunks) < 2 || chunks[0] != "one\n" {
+		t.Fatalf("output was not streamed: %q", chunks)
+	}
+	// The shell stays in sync for the next, unstreamed line.
+	if out, _, err := a.Shell(context.Background(), "echo three"); err != nil || out != "three\n" {
+		t.Fatalf("after stream: %q %v", out, err)
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

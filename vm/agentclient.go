@@ -29,15 +29,21 @@ type Agent struct {
 
 	mu      sync.Mutex
 	nextID  uint64
-	pending map[uint64]chan *agent.Response
+	pending map[uint64]*call
 	err     error // set once the reader ended
 	done    chan struct{}
+}
+
+// call is a request waiting for its response.
+type call struct {
+	ch      chan *agent.Response
+	onChunk func([]byte) // streamed output, called from the reader
 }
 
 // NewAgent starts a client on an established connection (the VM's agent
 // chardev socket, or any stream to an agent.Server).
 func NewAgent(conn io.ReadWriteCloser) *Agent {
-	a := &Agent{conn: conn, enc: json.NewEncoder(conn), pending: map[uint64]chan *agent.Response{}, done: make(chan struct{})}
+	a := &Agent{conn: conn, enc: json.NewEncoder(conn), pending: map[uint64]*call{}, done: make(chan struct{})}
 	go a.readLoop()
 	return a
 }
@@ -60,19 +66,27 @@ func (a *Agent) readLoop() {
 			break
 		}
 		a.mu.Lock()
-		ch := a.pending[resp.ID]
-		delete(a.pending, resp.ID)
+		c := a.pending[resp.ID]
+		if !resp.More {
+			delete(a.pending, resp.ID)
+		}
 		a.mu.Unlock()
 		// Responses nobody waits for (a request from an earlier host
 		// connection, or one whose caller gave up) are dropped.
-		if ch != nil {
-			ch <- resp
+		switch {
+		case c == nil:
+		case resp.More:
+			if c.onChunk != nil {
+				c.onChunk(resp.Stdout)
+			}
+		default:
+			c.ch <- resp
 		}
 	}
 	a.mu.Lock()
 	a.err = fmt.Errorf("%w: %v", ErrAgentGone, err)
-	for id, ch := range a.pending {
-		close(ch)
+	for id, c := range a.pending {
+		close(c.ch)
 		delete(a.pending, id)
 	}
 	a.mu.Unlock()
@@ -90,6 +104,10 @@ func (a *Agent) Close() error {
 // agent is told to cancel the request, and Call waits (briefly) for the
 // canceled response so the guest side is known to have stopped.
 func (a *Agent) Call(ctx context.Context, req agent.Request) (*agent.Response, error) {
+	return a.call(ctx, req, nil)
+}
+
+func (a *Agent) call(ctx context.Context, req agent.Request, onChunk func([]byte)) (*agent.Response, error) {
 	ch := make(chan *agent.Response, 1)
 	a.mu.Lock()
 	if a.err != nil {
@@ -98,7 +116,7 @@ func (a *Agent) Call(ctx context.Context, req agent.Request) (*agent.Response, e
 	}
 	a.nextID++
 	req.ID = a.nextID
-	a.pending[req.ID] = ch
+	a.pending[req.ID] = &call{ch: ch, onChunk: onChunk}
 	a.mu.Unlock()
 	if err := a.send(&req); err != nil {
 		a.forget(req.ID)
@@ -175,6 +193,20 @@ func (a *Agent) Shell(ctx context.Context, line string) (string, int, error) {
 	return string(resp.Stdout), resp.Exit, err
 }
 
+// ShellStream runs a line in the persistent shell like Shell, writing the
+// output to w as the guest produces it, and returns the exit status.
+func (a *Agent) ShellStream(ctx context.Context, line string, w io.Writer) (int, error) {
+	resp, err := a.call(ctx, agent.Request{Op: agent.OpShell, Line: line, Stream: true}, func(b []byte) { w.Write(b) })
+	if resp == nil {
+		return -1, err
+	}
+	w.Write(resp.Stdout)
+	if err == nil {
+		err = respErr("shell", resp)
+	}
+	return resp.Exit, err
+}
+
 // ExecResult is what Exec returns.
 type ExecResult struct {
 	Stdout, Stderr []byte
@@ -194,9 +226,9 @@ func (a *Agent) Exec(ctx context.Context, stdin []byte, name string, args ...str
 }
 
 // ConfigureIntf finds the guest interface with mac, renames it to name,
-// adds the addresses and sets it up.
-func (a *Agent) ConfigureIntf(ctx context.Context, mac net.HardwareAddr, name string, addrs ...netip.Prefix) error {
-	req := agent.Request{Op: agent.OpIntf, MAC: mac.String(), Name: name, Up: true}
+// sets its MTU (0: unchanged), adds the addresses and sets it up.
+func (a *Agent) ConfigureIntf(ctx context.Context, mac net.HardwareAddr, name string, mtu int, addrs ...netip.Prefix) error {
+	req := agent.Request{Op: agent.OpIntf, MAC: mac.String(), Name: name, Up: true, MTU: mtu}
 	if dl, ok := ctx.Deadline(); ok {
 		req.TimeoutMS = int(time.Until(dl).Milliseconds())
 	}

@@ -19,6 +19,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -63,8 +64,14 @@ func BuildImage(ctx context.Context, cacheDir string) (*Image, error) {
 	return BuildImageWith(ctx, cacheDir, ImageOptions{})
 }
 
+// buildMu makes concurrent builds in one process (VMs booting in
+// parallel) wait for the first instead of all building the same image.
+var buildMu sync.Mutex
+
 // BuildImageWith is BuildImage with chosen inputs.
 func BuildImageWith(ctx context.Context, cacheDir string, opts ImageOptions) (*Image, error) {
+	buildMu.Lock()
+	defer buildMu.Unlock()
 	if cacheDir == "" {
 		cacheDir = DefaultCacheDir()
 	}
@@ -443,7 +450,12 @@ func buildAgentFromSource(ctx context.Context, cacheDir string) (string, error) 
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		return "", err
 	}
-	tmp := out + fmt.Sprintf(".%d", os.Getpid())
+	f, err := os.CreateTemp(filepath.Dir(out), ".hymn-agent-")
+	if err != nil {
+		return "", err
+	}
+	tmp := f.Name()
+	f.Close()
 	cmd := exec.CommandContext(ctx, goTool, "build", "-trimpath", "-ldflags=-s -w", "-o", tmp, "./vm/agent/cmd/hymn-agent")
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")

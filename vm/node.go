@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -230,6 +231,21 @@ func (n *Node) Cmd(ctx context.Context, line string) (string, error) {
 	return out, nil
 }
 
+// CmdStream runs a command line in the guest's persistent shell, writing
+// its output to w as it comes (the interactive CLI), and returns its exit
+// status.
+func (n *Node) CmdStream(ctx context.Context, line string, w io.Writer) (int, error) {
+	a, err := n.live()
+	if err != nil {
+		return -1, err
+	}
+	status, err := a.ShellStream(ctx, line, w)
+	if err != nil {
+		err = fmt.Errorf("vm %s: %w", n.cfg.Name, err)
+	}
+	return status, err
+}
+
 // Exec runs a program in the guest and waits for it. A non-zero exit is a
 // result, not an error.
 func (n *Node) Exec(ctx context.Context, name string, args ...string) (nodes.Result, error) {
@@ -298,10 +314,16 @@ func (n *Node) AttachIntf(ctx context.Context, name string, mac net.HardwareAddr
 	wrap := func(err error) error { return fmt.Errorf("vm %s: attaching %s: %w", n.cfg.Name, name, err) }
 
 	// The bridge and the helper end first; the tap joins once QEMU made it.
+	// The link's MTU (set on the helper end by the network) is carried to
+	// the tap and the guest, so jumbo frames pass every hop.
+	mtu := 0
 	err = n.Netlink(func(h *netlink.Handle) error {
 		end, err := h.LinkByName(name)
 		if err != nil {
 			return err
+		}
+		if m := end.Attrs().MTU; m != 1500 {
+			mtu = m
 		}
 		// The end must not carry the guest's MAC: a bridge delivers frames
 		// for a port's own address to itself instead of forwarding them.
@@ -348,6 +370,11 @@ func (n *Node) AttachIntf(ctx context.Context, name string, mac net.HardwareAddr
 		if err != nil {
 			return err
 		}
+		if mtu > 0 {
+			if err := h.LinkSetMTU(tap, mtu); err != nil {
+				return fmt.Errorf("MTU %d on %s: %w", mtu, gi.tap, err)
+			}
+		}
 		if err := h.LinkSetMaster(tap, br); err != nil {
 			return err
 		}
@@ -365,7 +392,7 @@ func (n *Node) AttachIntf(ctx context.Context, name string, mac net.HardwareAddr
 		undo()
 		return wrap(err)
 	}
-	if err := n.agent.ConfigureIntf(ctx, mac, name, ip); err != nil {
+	if err := n.agent.ConfigureIntf(ctx, mac, name, mtu, ip); err != nil {
 		undo()
 		return wrap(err)
 	}

@@ -41,9 +41,13 @@ type Request struct {
 	Name   string   `json:"name,omitempty"`
 	Addrs  []string `json:"addrs,omitempty"` // CIDR prefixes
 	Up     bool     `json:"up,omitempty"`
-	Path   string   `json:"path,omitempty"`
-	Data   []byte   `json:"data,omitempty"`
-	Mode   uint32   `json:"mode,omitempty"`
+	MTU    int      `json:"mtu,omitempty"` // OpIntf: 0 keeps the default
+	// Stream asks OpShell to send output as it comes, in Responses with
+	// More set, before the final Response.
+	Stream bool   `json:"stream,omitempty"`
+	Path   string `json:"path,omitempty"`
+	Data   []byte `json:"data,omitempty"`
+	Mode   uint32 `json:"mode,omitempty"`
 	// TimeoutMS bounds waits inside the guest (OpIntf waiting for a
 	// hot-plugged NIC to appear); 0 means the agent's default.
 	TimeoutMS int `json:"timeout_ms,omitempty"`
@@ -63,4 +67,7 @@ type Response struct {
 	// ran and exited non-zero). Canceled is set when a Cancel stopped it.
 	Error    string `json:"error,omitempty"`
 	Canceled bool   `json:"canceled,omitempty"`
+	// More marks a partial Response of a streamed request: Stdout holds
+	// the next piece of output, and the final Response follows.
+	More bool `json:"more,omitempty"`
 }

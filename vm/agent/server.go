@@ -81,7 +81,7 @@ func (s *Server) Serve(r io.Reader, w io.Writer) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			resp := s.handle(ctx, &req)
+			resp := s.handle(ctx, enc, &req)
 			resp.ID = req.ID
 			if ctx.Err() != nil && resp.Error == "" {
 				resp.Canceled = true
@@ -90,9 +90,7 @@ func (s *Server) Serve(r io.Reader, w io.Writer) error {
 			delete(s.running, req.ID)
 			s.mu.Unlock()
 			cancel()
-			s.wmu.Lock()
-			enc.Encode(resp)
-			s.wmu.Unlock()
+			s.write(enc, &resp)
 		}()
 	}
 }
@@ -120,7 +118,13 @@ func fail(format string, args ...any) Response {
 	return Response{Exit: -1, Error: fmt.Sprintf(format, args...)}
 }
 
-func (s *Server) handle(ctx context.Context, req *Request) Response {
+func (s *Server) write(enc *json.Encoder, resp *Response) {
+	s.wmu.Lock()
+	enc.Encode(resp)
+	s.wmu.Unlock()
+}
+
+func (s *Server) handle(ctx context.Context, enc *json.Encoder, req *Request) Response {
 	switch req.Op {
 	case OpPing:
 		var u unix.Utsname
@@ -129,7 +133,11 @@ func (s *Server) handle(ctx context.Context, req *Request) Response {
 	case OpExec:
 		return runExec(ctx, req)
 	case OpShell:
-		return s.runShell(ctx, req.Line)
+		var emit func([]byte)
+		if req.Stream {
+			emit = func(b []byte) { s.write(enc, &Response{ID: req.ID, More: true, Stdout: b}) }
+		}
+		return s.runShell(ctx, req.Line, emit)
 	case OpIntf:
 		return configureIntf(ctx, req)
 	case OpLinkUp:
@@ -199,7 +207,7 @@ func runExec(ctx context.Context, req *Request) Response {
 	return Response{Exit: cmd.ProcessState.ExitCode(), Stdout: out.Bytes(), Stderr: errOut.Bytes()}
 }
 
-func (s *Server) runShell(ctx context.Context, line string) Response {
+func (s *Server) runShell(ctx context.Context, line string, emit func([]byte)) Response {
 	s.shMu.Lock()
 	defer s.shMu.Unlock()
 	if s.sh == nil || s.sh.exited() {
@@ -209,7 +217,7 @@ func (s *Server) runShell(ctx context.Context, line string) Response {
 		}
 		s.sh = sh
 	}
-	out, status, err := s.sh.run(ctx, line)
+	out, status, err := s.sh.run(ctx, line, emit)
 	if err != nil {
 		if s.sh.exited() {
 			s.sh = nil
@@ -287,7 +295,10 @@ func (sh *shell) exited() bool {
 	}
 }
 
-func (sh *shell) run(ctx context.Context, line string) (string, int, error) {
+// run runs one line. With emit, output is handed over as it arrives,
+// except from the first \x01 on (it may start the end marker), and the
+// returned output is only the part not yet emitted.
+func (sh *shell) run(ctx context.Context, line string, emit func([]byte)) (string, int, error) {
 	before := childrenOf(sh.cmd.Process.Pid)
 	sh.seq++
 	marker := []byte(fmt.Sprintf("\x01hymn-%d:", sh.seq))
@@ -310,6 +321,16 @@ func (sh *shell) run(ctx context.Context, line string) (string, int, error) {
 				return string(sh.pending), -1, errors.New("shell exited")
 			}
 			sh.pending = append(sh.pending, c...)
+			if emit != nil {
+				n := bytes.IndexByte(sh.pending, '\x01')
+				if n < 0 {
+					n = len(sh.pending)
+				}
+				if n > 0 {
+					emit(bytes.Clone(sh.pending[:n]))
+					sh.pending = append(sh.pending[:0], sh.pending[n:]...)
+				}
+			}
 		case <-done:
 			// Kill what this line started, sparing earlier background jobs.
 			killTree(sh.cmd.Process.Pid, before)
@@ -448,6 +469,11 @@ func configureIntf(ctx context.Context, req *Request) Response {
 		}
 		if err := netlink.LinkSetName(link, req.Name); err != nil {
 			return fail("intf: renaming %s to %s: %v", link.Attrs().Name, req.Name, err)
+		}
+	}
+	if req.MTU > 0 && link.Attrs().MTU != req.MTU {
+		if err := netlink.LinkSetMTU(link, req.MTU); err != nil {
+			return fail("intf %s: MTU %d: %v", req.Name, req.MTU, err)
 		}
 	}
 	for _, a := range req.Addrs {
