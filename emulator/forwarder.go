@@ -41,9 +41,10 @@ type ForwarderConfig struct {
 	// that holds MaxFrame plus a VLAN tag.
 	SlotSize int
 	// BusyPoll is how long a direction keeps polling its RX ring after
-	// the last frame before it sleeps in poll. A short busy period saves
-	// the wake-up latency inside bursts without burning a core on a quiet
-	// link. Default 20 µs; negative disables it.
+	// the last frame before it sleeps in poll. It saves the wake-up
+	// latency (about 20 µs here) inside bursts, but on a machine with few
+	// cores the polling takes CPU from the hosts that send and receive the
+	// traffic, so it is off by default (0 or negative).
 	BusyPoll time.Duration
 	// Spin is the initial margin before a departure time at which the
 	// transmitter stops sleeping and spins. It adapts to the oversleep the
@@ -293,9 +294,6 @@ func newDirection(f *Forwarder, dir Direction, c Config, fc ForwarderConfig) (*d
 	}
 	if d.nice == 0 {
 		d.nice = -10
-	}
-	if d.busyPoll == 0 {
-		d.busyPoll = 20 * time.Microsecond
 	}
 	if d.spin <= 0 {
 		d.spin = 20 * time.Microsecond

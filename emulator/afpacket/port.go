@@ -336,7 +336,11 @@ func (p *Port) SendBatch(frames [][]byte) (int, error) {
 // during the call anyway, so the slots come back at once.
 func (p *Port) kick() error {
 	for {
-		_, _, e := unix.Syscall6(unix.SYS_SENDTO, uintptr(p.txFD), 0, 0, unix.MSG_DONTWAIT, 0, 0)
+		// Raw, like ppoll in Wait: on a veth, sendto runs the receiving
+		// side's whole stack inline and can take long enough for the Go
+		// runtime to hand the P away and spin up other threads looking for
+		// work, which cost more CPU than the forwarding itself.
+		_, _, e := unix.RawSyscall6(unix.SYS_SENDTO, uintptr(p.txFD), 0, 0, unix.MSG_DONTWAIT, 0, 0)
 		switch e {
 		case 0, unix.EAGAIN, unix.ENOBUFS:
 			// EAGAIN/ENOBUFS: the device queue is full; frames stay in the
@@ -365,9 +369,18 @@ func (p *Port) Wait(timeout time.Duration) error {
 	}
 	p.pollFDs[0].Revents, p.pollFDs[1].Revents = 0, 0
 	p.wakeups.Add(1)
-	_, err := unix.Ppoll(p.pollFDs[:], ts, nil)
-	if err != nil && !errors.Is(err, unix.EINTR) {
-		return fmt.Errorf("afpacket: %s: ppoll: %w", p.name, err)
+	// A raw system call, so the Go scheduler is not involved: a normal
+	// Syscall hands the thread's P back while it sleeps, and on every
+	// wake-up the forwarder's locked thread must win a P again through
+	// the scheduler, which costs tens of µs and, on a loaded machine, a
+	// share of a core in the runtime's own threads. The forwarder gives
+	// each of its threads a P of its own (emulator.Forwarder), so keeping
+	// it here takes nothing from other goroutines. Garbage-collection
+	// stops still work: their preemption signal interrupts ppoll (EINTR).
+	_, _, e := unix.RawSyscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&p.pollFDs[0])), uintptr(len(p.pollFDs)),
+		uintptr(unsafe.Pointer(ts)), 0, 0, 0)
+	if e != 0 && e != unix.EINTR {
+		return fmt.Errorf("afpacket: %s: ppoll: %w", p.name, e)
 	}
 	if p.pollFDs[1].Revents&unix.POLLIN != 0 {
 		var b [8]byte
