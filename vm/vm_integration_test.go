@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"bufio"
+	"syscall"
+
 	"github.com/hymn-net/hymn/internal/netnsx"
 	"github.com/hymn-net/hymn/internal/owner"
 	"github.com/hymn-net/hymn/links"
@@ -64,6 +67,10 @@ func bootShared(t *testing.T) *Node {
 }
 
 func TestMain(m *testing.M) {
+	if run := os.Getenv("HYMN_VM_KILL_CHILD"); run != "" {
+		killChild(run)
+		return
+	}
 	code := m.Run()
 	if sharedVM != nil {
 		t0 := time.Now()
@@ -206,4 +213,85 @@ func TestVMLink(t *testing.T) {
 	if !ping("vm") {
 		t.Fatal("ping from the VM failed after link up")
 	}
+}
+
+// killChild is the process TestVMKill9 kills: it boots a VM in run and
+// waits to be killed.
+func killChild(run string) {
+	if err := owner.Claim(run); err != nil {
+		fmt.Println("ERR", err)
+		return
+	}
+	n, err := New(context.Background(), Config{Name: "k1", Namespace: owner.NamespaceName(run, "k1")})
+	if err != nil {
+		fmt.Println("ERR", err)
+		return
+	}
+	fmt.Println("READY", n.Pid())
+	select {}
+}
+
+// TestVMKill9 kills hymn (here: a child test process) with SIGKILL while
+// its VM runs: QEMU must die with it, and what `hymn clean` does
+// (owner.RemoveRun plus RemoveRunDirs) must leave nothing behind.
+func TestVMKill9(t *testing.T) {
+	if why := vmPrereqs(); why != "" {
+		t.Skip(why)
+	}
+	if testing.Short() {
+		t.Skip("boots a second VM")
+	}
+	run := owner.NewRunID()
+	child := exec.Command(os.Args[0], "-test.run=^$")
+	child.Env = append(os.Environ(), "HYMN_VM_KILL_CHILD="+run)
+	child.Stderr = os.Stderr
+	out, err := child.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		child.Process.Kill()
+		child.Wait()
+		owner.RemoveRun(run)
+		RemoveRunDirs(owner.Prefix + run + "-")
+	}()
+	line, _ := bufio.NewReader(out).ReadString('\n')
+	var qemuPid int
+	if _, err := fmt.Sscanf(line, "READY %d", &qemuPid); err != nil {
+		t.Fatalf("child: %q", line)
+	}
+	child.Process.Signal(syscall.SIGKILL)
+	child.Wait()
+	deadline := time.Now().Add(5 * time.Second)
+	for syscall.Kill(qemuPid, 0) == nil && !isZombie(qemuPid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("qemu %d survived the kill -9 of its owner", qemuPid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, _, err := owner.RemoveRun(run); err != nil {
+		t.Fatal(err)
+	}
+	if err := RemoveRunDirs(owner.Prefix + run + "-"); err != nil {
+		t.Fatal(err)
+	}
+	ns := owner.NamespaceName(run, "k1")
+	if _, err := os.Stat(netnsx.Path(ns)); err == nil {
+		t.Errorf("namespace %s left behind", ns)
+	}
+	if _, err := os.Stat(RunBase + "/" + ns); err == nil {
+		t.Errorf("run dir of %s left behind", ns)
+	}
+}
+
+func isZombie(pid int) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	i := strings.LastIndexByte(string(data), ')')
+	return i > 0 && i+2 < len(data) && data[i+2] == 'Z'
 }
