@@ -295,3 +295,68 @@ func isZombie(pid int) bool {
 	i := strings.LastIndexByte(string(data), ')')
 	return i > 0 && i+2 < len(data) && data[i+2] == 'Z'
 }
+
+// TestVMQ35 boots a second VM on q35 (hot-plug into PCIe root ports) with
+// two vCPUs pinned through QMP, and pings through a hot-plugged NIC.
+func TestVMQ35(t *testing.T) {
+	if why := vmPrereqs(); why != "" {
+		t.Skip(why)
+	}
+	if testing.Short() {
+		t.Skip("boots a second VM")
+	}
+	cores := hostCPUs()
+	pin := []int{}
+	for c := 0; c < 4096 && len(pin) < 2; c++ {
+		if cores[c] {
+			pin = append(pin, c)
+		}
+	}
+	if len(pin) < 2 {
+		pin = append(pin, pin[0])
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	run := owner.NewRunID()
+	n, err := New(ctx, Config{Name: "q1", Namespace: owner.NamespaceName(run, "q1"), Machine: "q35", CPUs: 2, CPUPin: pin, Memory: "320M"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := n.Delete(); err != nil {
+			t.Error(err)
+		}
+		if msg := leftovers(n); msg != "" {
+			t.Errorf("left behind: %s", msg)
+		}
+	}()
+	t.Logf("q35 boot %v", n.BootTime())
+	// Each vCPU thread is pinned to its core.
+	out, err := exec.Command("sh", "-c", fmt.Sprintf("for t in /proc/%d/task/*; do grep -H Cpus_allowed_list $t/status; done", n.Pid())).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), fmt.Sprintf("Cpus_allowed_list:\t%d\n", pin[1])) {
+		t.Errorf("no thread pinned to core %d:\n%s", pin[1], out)
+	}
+	if got, _ := n.Cmd(ctx, "grep -c ^processor /proc/cpuinfo"); strings.TrimSpace(got) != "2" {
+		t.Errorf("guest sees %q CPUs, want 2", got)
+	}
+	peer, err := nodes.New(nodes.Config{Name: "p2", Kind: topo.KindHost, Namespace: owner.NamespaceName(run, "p2")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peer.Delete()
+	for i := 0; i < 2; i++ {
+		name := fmt.Sprintf("q1-eth%d", i)
+		if _, err := links.CreateVeth(links.End{NS: n, Name: name}, links.End{NS: peer, Name: fmt.Sprintf("p2-eth%d", i), IP: netip.MustParsePrefix(fmt.Sprintf("10.78.%d.2/24", i))}); err != nil {
+			t.Fatal(err)
+		}
+		if err := n.AttachIntf(ctx, name, nil, netip.MustParsePrefix(fmt.Sprintf("10.78.%d.1/24", i))); err != nil {
+			t.Fatal(err)
+		}
+		if out, _ := n.Cmd(ctx, fmt.Sprintf("ping -c1 -W3 10.78.%d.2 >/dev/null; echo $?", i)); strings.TrimSpace(out) != "0" {
+			t.Fatalf("ping over %s failed", name)
+		}
+	}
+}
