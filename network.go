@@ -19,6 +19,7 @@ import (
 	"github.com/hymn-net/hymn/internal/owner"
 	"github.com/hymn-net/hymn/links"
 	"github.com/hymn-net/hymn/nodes"
+	"github.com/hymn-net/hymn/sriov"
 	"github.com/hymn-net/hymn/topo"
 	"github.com/vishvananda/netlink"
 )
@@ -41,6 +42,12 @@ type Options struct {
 	CPU *CPUOptions
 	// Log receives Mininet's progress lines; nil prints nothing.
 	Log *mnlog.Logger
+	// Links is the link backend as --links takes it: "" or "veth", or
+	// "sriov[,pairs=A:B,vlans=400-4094,inventory=FILE,sim=auto|on|off]"
+	// for VF pairs (see sriovlink.go); a link's kind param overrides it.
+	Links string
+	// SRIOV configures SR-IOV links; its fields win over Links' options.
+	SRIOV *sriov.Config
 }
 
 // Network is a topology being built, running or stopped.
@@ -204,6 +211,9 @@ func (n *Network) createNodes(ctx context.Context, list []*topo.PlannedNode) err
 }
 
 func (n *Network) createLink(l *netLink) error {
+	if n.linkIsSRIOV(l) {
+		return n.createSRIOVLink(l)
+	}
 	if n.linkNeedsEmulator(l.plan) {
 		return n.createEmulatedLink(l)
 	}
@@ -390,6 +400,8 @@ func (n *Network) teardown(verbose bool) error {
 	var errs []error
 	// Forwarders hold sockets in the helper namespace: stop them first.
 	errs = append(errs, n.stopEmulators())
+	// VFs go home (and the simulated NIC stops) while the nodes still exist.
+	errs = append(errs, n.stopSRIOV())
 
 	// Everything running in our namespaces goes first, so no process holds
 	// a namespace alive after it is deleted.

@@ -11,7 +11,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/hymn-net/hymn/emulator/afpacket"
 	"github.com/hymn-net/hymn/links"
 	"github.com/vishvananda/netlink"
 )
@@ -59,7 +58,7 @@ type SimNIC struct {
 	pfs    []*simPF
 	byName map[string]*simPF
 	table  atomic.Pointer[simTable]
-	ports  []*afpacket.Port
+	conns  []*pktConn
 	wg     sync.WaitGroup
 	closed atomic.Bool
 	once   sync.Once
@@ -70,8 +69,7 @@ type SimNIC struct {
 type simPF struct {
 	name   string
 	index  int
-	cable  *afpacket.Port
-	cabMu  sync.Mutex // every VF of the PF sends onto the cable
+	cable  *pktConn // every VF of the PF sends onto it (writes need no lock)
 	vfs    []*simVF
 	netdev []string
 }
@@ -79,7 +77,7 @@ type simPF struct {
 type simVF struct {
 	pf    *simPF
 	index int
-	port  *afpacket.Port // the representor end, in the hidden namespace
+	conn  *pktConn // on the representor end, in the hidden namespace
 }
 
 // simTable is an immutable snapshot of every VF's settings, swapped in
@@ -158,14 +156,13 @@ func NewSimNIC(cfg SimConfig) (_ *SimNIC, err error) {
 			}
 		}
 	}
-	opts := afpacket.Options{MTU: cfg.MTU, RxFrames: 256, TxFrames: 256}
-	open := func(name string) (*afpacket.Port, error) {
-		p, err := afpacket.OpenIn(s.helper.NsHandle(), name, opts)
+	open := func(name string) (*pktConn, error) {
+		c, err := openPktConn(s.helper.NsHandle(), name)
 		if err != nil {
 			return nil, fmt.Errorf("simulated SR-IOV NIC: %w", err)
 		}
-		s.ports = append(s.ports, p)
-		return p, nil
+		s.conns = append(s.conns, c)
+		return c, nil
 	}
 	for _, pf := range s.pfs {
 		if pf.cable, err = open(pf.name); err != nil {
@@ -173,7 +170,7 @@ func NewSimNIC(cfg SimConfig) (_ *SimNIC, err error) {
 		}
 		for i := range pf.netdev {
 			vf := &simVF{pf: pf, index: i}
-			if vf.port, err = open(repName(pf.index, i)); err != nil {
+			if vf.conn, err = open(repName(pf.index, i)); err != nil {
 				return nil, err
 			}
 			pf.vfs = append(pf.vfs, vf)
@@ -294,64 +291,48 @@ func (s *SimNIC) Stats() SimStats {
 }
 
 const (
-	batch    = 32
 	tpid8021 = 0x8100
 	tpidQinQ = 0x88a8
 )
 
-func newBufs(n, size int) ([][]byte, []int) {
-	bufs := make([][]byte, n)
-	for i := range bufs {
-		bufs[i] = make([]byte, size)
-	}
-	return bufs, make([]int, n)
-}
-
-func (s *SimNIC) frameBuf() int { return s.cfg.MTU + 14 + 8 }
+// frameBuf is the buffer size for one frame: MTU, Ethernet header, two
+// tags and the 4 bytes pktConn.read needs to put a stripped tag back.
+func (s *SimNIC) frameBuf() int { return s.cfg.MTU + 14 + 8 + 4 }
 
 // fromVF is the VF's transmit path: the PF's embedded switch applies the
 // VF's settings and puts the frame on the cable tagged with the port VLAN.
 func (s *SimNIC) fromVF(vf *simVF) {
 	defer s.wg.Done()
-	bufs, lens := newBufs(batch, s.frameBuf())
-	stamps := make([]int64, batch) // the port fills them; the switch has no use for them
-	out, _ := newBufs(batch, s.frameBuf()+4)
-	send := make([][]byte, 0, batch)
-	for !s.closed.Load() {
-		if err := vf.port.Wait(-1); err != nil {
-			return
-		}
-		n, err := vf.port.RecvBatch(bufs, lens, stamps)
+	buf := make([]byte, s.frameBuf())
+	out := make([]byte, s.frameBuf()+4)
+	for {
+		f, err := vf.conn.read(buf)
 		if err != nil {
-			return
+			return // closed
 		}
-		if n == 0 {
+		if f == nil {
 			continue
 		}
 		st := s.table.Load().state[vf.pf.name][vf.index]
-		send = send[:0]
-		for i := 0; i < n; i++ {
-			f := bufs[i][:lens[i]]
-			switch {
-			case st.LinkState == LinkDisable:
-				s.dropDisabled.Add(1)
-			case st.SpoofChk && hasMAC(st.MAC) && !bytes.Equal(f[6:12], st.MAC):
-				s.dropSpoof.Add(1)
-			case st.VLAN == 0:
-				send = append(send, f)
-			case isTagged(f):
-				// A VF behind a port VLAN may not choose its own.
-				s.dropTagged.Add(1)
-			default:
-				send = append(send, tag(out[i], f, st.VLAN, st.QoS))
-				s.tagged.Add(1)
-			}
+		switch {
+		case st.LinkState == LinkDisable:
+			s.dropDisabled.Add(1)
+			continue
+		case st.SpoofChk && hasMAC(st.MAC) && !bytes.Equal(f[6:12], st.MAC):
+			s.dropSpoof.Add(1)
+			continue
+		case st.VLAN == 0:
+		case isTagged(f):
+			// A VF behind a port VLAN may not choose its own.
+			s.dropTagged.Add(1)
+			continue
+		default:
+			f = tag(out, f, st.VLAN, st.QoS)
+			s.tagged.Add(1)
 		}
-		if len(send) > 0 {
-			vf.pf.cabMu.Lock()
-			vf.pf.cable.SendBatch(send)
-			vf.pf.cabMu.Unlock()
-		}
+		// A failed send is a frame lost on the wire (cable end going
+		// away at shutdown, full socket buffer), not an error of the NIC.
+		vf.pf.cable.write(f)
 	}
 }
 
@@ -360,43 +341,28 @@ func (s *SimNIC) fromVF(vf *simVF) {
 // a port VLAN; anything else is dropped.
 func (s *SimNIC) fromCable(pf *simPF) {
 	defer s.wg.Done()
-	bufs, lens := newBufs(batch, s.frameBuf()+4)
-	stamps := make([]int64, batch)
-	perVF := make([][][]byte, len(pf.vfs))
-	for !s.closed.Load() {
-		if err := pf.cable.Wait(-1); err != nil {
-			return
-		}
-		n, err := pf.cable.RecvBatch(bufs, lens, stamps)
+	buf := make([]byte, s.frameBuf()+4)
+	for {
+		f, err := pf.cable.read(buf)
 		if err != nil {
 			return
 		}
-		if n == 0 {
+		if f == nil {
 			continue
 		}
-		t := s.table.Load()
-		for i := 0; i < n; i++ {
-			f := bufs[i][:lens[i]]
-			vlan := 0
-			if isTagged(f) {
-				vlan = int(f[14]&0x0f)<<8 | int(f[15])
-				f = untag(f)
-			}
-			targets := t.byVLAN[pf.name][vlan]
-			if len(targets) == 0 {
-				s.dropVLAN.Add(1)
-				continue
-			}
-			for _, v := range targets {
-				perVF[v] = append(perVF[v], f)
-			}
+		vlan := 0
+		if isTagged(f) {
+			vlan = int(f[14]&0x0f)<<8 | int(f[15])
+			f = untag(f)
 		}
-		for v, frames := range perVF {
-			if len(frames) > 0 {
-				pf.vfs[v].port.SendBatch(frames)
-				s.untagged.Add(uint64(len(frames)))
-				perVF[v] = frames[:0]
-			}
+		targets := s.table.Load().byVLAN[pf.name][vlan]
+		if len(targets) == 0 {
+			s.dropVLAN.Add(1)
+			continue
+		}
+		for _, v := range targets {
+			pf.vfs[v].conn.write(f)
+			s.untagged.Add(1)
 		}
 	}
 }
@@ -432,13 +398,11 @@ func (s *SimNIC) Close() error {
 	var errs []error
 	s.once.Do(func() {
 		s.closed.Store(true)
-		for _, p := range s.ports {
-			p.Interrupt()
+		// Closing a socket ends the read parked on it.
+		for _, c := range s.conns {
+			errs = append(errs, c.close())
 		}
 		s.wg.Wait()
-		for _, p := range s.ports {
-			errs = append(errs, p.Close())
-		}
 		if s.helper != nil {
 			errs = append(errs, s.helper.Delete())
 		}

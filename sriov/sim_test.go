@@ -45,7 +45,10 @@ func startCapture(t *testing.T, ns links.Namespace, ifname string) *capture {
 	go func() {
 		defer close(c.done)
 		defer p.Close()
-		bufs, lens := newBufs(16, 2048)
+		bufs, lens := make([][]byte, 16), make([]int, 16)
+		for i := range bufs {
+			bufs[i] = make([]byte, 2048)
+		}
 		stamps := make([]int64, 16)
 		for {
 			select {

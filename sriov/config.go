@@ -1,0 +1,149 @@
+package sriov
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// SimMode says when the simulated NIC stands in for hardware.
+type SimMode string
+
+// Simulation modes.
+const (
+	SimAuto   SimMode = "auto" // hardware if there is any, else the simulated NIC (with a notice)
+	SimAlways SimMode = "on"   // always the simulated NIC
+	SimNever  SimMode = "off"  // hardware or an error
+)
+
+// Config configures the SR-IOV link backend of a network.
+type Config struct {
+	Inventory string  // inventory YAML file; "" for none
+	Cables    []Cable // cables from flags; they replace the file's cables
+	VLANs     string  // VLAN range(s); "" for the file's or DefaultVLANs
+	Simulate  SimMode // "" means SimAuto
+	SysRoot   string  // sysfs root; "" means /sys
+	SimVFs    int     // VFs per simulated PF; 0 sizes the NIC to the topology
+}
+
+// ParseSpec reads a --links value: "veth", "sriov" or
+// "sriov,key=value,..." with keys pairs (A:B, several joined by '+'),
+// vlans, inventory, sim (auto|on|off), vfs and sysfs, in the style of
+// Mininet's --link tc,delay=10ms. It returns the backend name and, for
+// sriov, its configuration.
+func ParseSpec(spec string) (string, Config, error) {
+	var cfg Config
+	parts := strings.Split(spec, ",")
+	backend := strings.TrimSpace(parts[0])
+	switch backend {
+	case "", "veth", "default":
+		if len(parts) > 1 {
+			return "", cfg, fmt.Errorf("--links %s: veth links take no options", spec)
+		}
+		return "veth", cfg, nil
+	case "sriov", "hwpair":
+	default:
+		return "", cfg, fmt.Errorf("--links %q: unknown link backend (use veth or sriov)", backend)
+	}
+	for _, kv := range parts[1:] {
+		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		if !ok || v == "" {
+			return "", cfg, fmt.Errorf("--links %s: %q is not key=value", spec, kv)
+		}
+		if err := cfg.Set(k, v); err != nil {
+			return "", cfg, fmt.Errorf("--links %s: %w", spec, err)
+		}
+	}
+	return "sriov", cfg, nil
+}
+
+// Set sets one option by its spec key.
+func (c *Config) Set(k, v string) error {
+	switch k {
+	case "pairs", "pair", "cables":
+		cs, err := ParseCables(v)
+		if err != nil {
+			return err
+		}
+		c.Cables = append(c.Cables, cs...)
+	case "vlans", "vlan":
+		if _, err := ParseVLANRanges(v); err != nil {
+			return err
+		}
+		c.VLANs = v
+	case "inventory":
+		c.Inventory = v
+	case "sim", "simulate":
+		switch SimMode(v) {
+		case SimAuto, SimAlways, SimNever:
+			c.Simulate = SimMode(v)
+		default:
+			return fmt.Errorf("sim=%s: use auto, on or off", v)
+		}
+	case "vfs":
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return fmt.Errorf("vfs=%s: not a positive number", v)
+		}
+		c.SimVFs = n
+	case "sysfs":
+		c.SysRoot = v
+	default:
+		return fmt.Errorf("unknown SR-IOV option %q (use pairs, vlans, inventory, sim, vfs, sysfs)", k)
+	}
+	return nil
+}
+
+// Merge returns c with the options set in o added (o wins).
+func (c Config) Merge(o Config) Config {
+	if o.Inventory != "" {
+		c.Inventory = o.Inventory
+	}
+	if len(o.Cables) > 0 {
+		c.Cables = o.Cables
+	}
+	if o.VLANs != "" {
+		c.VLANs = o.VLANs
+	}
+	if o.Simulate != "" {
+		c.Simulate = o.Simulate
+	}
+	if o.SysRoot != "" {
+		c.SysRoot = o.SysRoot
+	}
+	if o.SimVFs != 0 {
+		c.SimVFs = o.SimVFs
+	}
+	return c
+}
+
+// Mode returns the simulation mode, SimAuto when unset.
+func (c Config) Mode() SimMode {
+	if c.Simulate == "" {
+		return SimAuto
+	}
+	return c.Simulate
+}
+
+// LoadInventory builds the inventory: the file if any, with cables and
+// VLANs from flags replacing the file's. It may have no cables (the
+// simulated NIC brings its own).
+func (c Config) LoadInventory() (*Inventory, error) {
+	inv := &Inventory{}
+	if c.Inventory != "" {
+		var err error
+		if inv, err = LoadInventory(c.Inventory); err != nil {
+			return nil, err
+		}
+	}
+	if len(c.Cables) > 0 {
+		inv.Cables = c.Cables
+	}
+	if c.VLANs != "" {
+		inv.VLANs = c.VLANs
+	}
+	if err := inv.check(); err != nil {
+		return nil, err
+	}
+	return inv, nil
+}

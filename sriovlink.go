@@ -1,0 +1,329 @@
+package hymn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hymn-net/hymn/internal/owner"
+	"github.com/hymn-net/hymn/links"
+	"github.com/hymn-net/hymn/sriov"
+	"github.com/hymn-net/hymn/topo"
+)
+
+// SR-IOV links (CIMininet's HwPair): a link is realised as a VF pair on
+// two cabled PF ports, both VFs on a VLAN of their own, instead of a veth
+// pair. Options.Links = "sriov" (or the --links flag, or kind: sriov in a
+// link's params) selects it; Options.SRIOV configures it. Without SR-IOV
+// hardware the simulated NIC of package sriov stands in.
+
+// ErrSRIOV marks SR-IOV backend errors.
+var ErrSRIOV = errors.New("SR-IOV links")
+
+// sriovNet is the SR-IOV state of one network. It lives beside the Network
+// (keyed by run id) so that network.go needs only two calls into this
+// file.
+type sriovNet struct {
+	mu    sync.Mutex
+	init  bool
+	err   error
+	sim   *sriov.SimNIC
+	alloc *sriov.Allocator
+	home  links.Namespace // where the VFs live when no node has them
+	dir   string          // /run/hymn/<run>-sriov: state file, simulated sysfs
+	links map[*netLink]*sriovLink
+}
+
+// sriovLink is a link made of a VF pair.
+type sriovLink struct {
+	pair *sriov.Pair
+	ends [2]links.End
+	vfs  [2]string // the VFs' own netdev names, to give them back
+	took [2]bool
+}
+
+var sriovNets sync.Map // run id → *sriovNet
+
+func (n *Network) sriovState() *sriovNet {
+	v, _ := sriovNets.LoadOrStore(n.run, &sriovNet{links: map[*netLink]*sriovLink{}})
+	return v.(*sriovNet)
+}
+
+// linksBackend returns the network-wide link backend and its SR-IOV
+// configuration: Options.Links parsed as a --links spec, with
+// Options.SRIOV's fields taking precedence.
+func (n *Network) linksBackend() (string, sriov.Config, error) {
+	backend, cfg, err := sriov.ParseSpec(n.opts.Links)
+	if err != nil {
+		return "", cfg, fmt.Errorf("%w: %w", ErrSRIOV, err)
+	}
+	// SR-IOV options alone do not switch the backend: links with kind
+	// sriov use them.
+	if n.opts.SRIOV != nil {
+		cfg = cfg.Merge(*n.opts.SRIOV)
+	}
+	return backend, cfg, nil
+}
+
+// linkIsSRIOV reports whether a link is to be built from a VF pair: a
+// link's own kind param wins over the network-wide backend.
+func (n *Network) linkIsSRIOV(l *netLink) bool {
+	switch strings.ToLower(l.plan.Params["kind"]) {
+	case "sriov", "hwpair":
+		return true
+	case "veth":
+		return false
+	}
+	backend, _, err := n.linksBackend()
+	// A bad spec counts as sriov so that createSRIOVLink reports it.
+	return err != nil || backend == "sriov"
+}
+
+// CheckLinks validates Options.Links (and Options.SRIOV) without touching
+// the machine, for callers that want errors before Build.
+func CheckLinks(opts Options) error {
+	n := &Network{opts: opts}
+	_, cfg, err := n.linksBackend()
+	if err != nil {
+		return err
+	}
+	if _, err := cfg.LoadInventory(); err != nil {
+		return fmt.Errorf("%w: %w", ErrSRIOV, err)
+	}
+	return nil
+}
+
+// countSRIOVLinks counts the planned links that take a VF pair, to size
+// the simulated NIC.
+func (n *Network) countSRIOVLinks() int {
+	c := 0
+	for _, pl := range n.plan.Links {
+		if n.linkIsSRIOV(&netLink{plan: pl}) {
+			c++
+		}
+	}
+	return c
+}
+
+// sriovBackend sets up the backend on first use: real PFs from the
+// inventory, or the simulated NIC.
+func (n *Network) sriovBackend() (*sriovNet, error) {
+	s := n.sriovState()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.init {
+		return s, s.err
+	}
+	s.init = true
+	s.err = n.initSRIOV(s)
+	return s, s.err
+}
+
+func (n *Network) initSRIOV(s *sriovNet) error {
+	_, cfg, err := n.linksBackend()
+	if err != nil {
+		return err
+	}
+	inv, err := cfg.LoadInventory()
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrSRIOV, err)
+	}
+	s.dir = filepath.Join(owner.StateDir, n.run+"-sriov")
+	sys := sriov.SysFS{Root: cfg.SysRoot}
+	simulate := false
+	switch cfg.Mode() {
+	case sriov.SimAlways:
+		simulate = true
+	case sriov.SimNever:
+		if !sys.HasHardware() {
+			return fmt.Errorf("%w: %w (sim=off)", ErrSRIOV, sriov.ErrNoHardware)
+		}
+	default:
+		if !sys.HasHardware() {
+			simulate = true
+			n.log().Warningf("*** No SR-IOV hardware here: using hymn's simulated SR-IOV NIC\n")
+		}
+	}
+	state := filepath.Join(s.dir, "state.json")
+	if !simulate {
+		if s.home, err = sriov.HostNamespace(); err != nil {
+			return fmt.Errorf("%w: %w", ErrSRIOV, err)
+		}
+		s.alloc, err = sriov.NewAllocator(sriov.AllocatorConfig{Inventory: inv, SysFS: sys, Conf: sriov.NetlinkConfigurator{},
+			NeedNetdev: true, StatePath: state, LockPath: filepath.Join(owner.StateDir, "sriov.lock"), Run: n.run})
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrSRIOV, err)
+		}
+		return nil
+	}
+	vfs := cfg.SimVFs
+	if vfs == 0 {
+		// Room for links added at run time too, within reason.
+		vfs = max(n.countSRIOVLinks(), 8)
+	}
+	mtu := 1500
+	for _, pl := range n.plan.Links {
+		var m int
+		if v, ok := pl.Params["mtu"]; ok {
+			fmt.Sscan(v, &m)
+		}
+		mtu = max(mtu, m)
+	}
+	sim, err := sriov.NewSimNIC(sriov.SimConfig{Namespace: owner.NamespaceName(n.run, "sriov"), Dir: s.dir,
+		Cables: inv.Cables, VFs: vfs, MTU: mtu})
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrSRIOV, err)
+	}
+	s.sim, s.home = sim, sim.Home()
+	inv.Cables = sim.Cables()
+	s.alloc, err = sriov.NewAllocator(sriov.AllocatorConfig{Inventory: inv, SysFS: sim.SysFS(), Conf: sim,
+		NeedNetdev: true, StatePath: state, Run: n.run})
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrSRIOV, err)
+	}
+	return nil
+}
+
+// createSRIOVLink builds a link from a VF pair: allocate the pair and its
+// VLAN, move each VF into its node under the topology's name and
+// configure it as a veth end would be.
+func (n *Network) createSRIOVLink(l *netLink) (err error) {
+	if NeedsEmulator(l.plan.Params) {
+		return fmt.Errorf("%w: link %s: an emulated SR-IOV link needs the DPDK port, which this build lacks (drop kind=sriov or the emulation parameters)", ErrSRIOV, l.plan)
+	}
+	s, err := n.sriovBackend()
+	if err != nil {
+		return err
+	}
+	pair, err := s.alloc.Allocate(l.plan.String())
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrSRIOV, err)
+	}
+	sl := &sriovLink{pair: pair, vfs: [2]string{pair.A.Netdev, pair.B.Netdev}}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, n.releaseSRIOVLink(s, sl))
+		}
+	}()
+	for i, intf := range []*topo.Intf{l.plan.Intf1, l.plan.Intf2} {
+		e := links.End{NS: n.nodes[intf.Node], Name: intf.Name, MAC: intf.MAC, IP: intf.IP}
+		if mtu, ok := l.plan.Params["mtu"]; ok {
+			fmt.Sscan(mtu, &e.MTU)
+		}
+		sl.ends[i] = e
+		if err := sriov.TakeVF(s.home, sl.vfs[i], e); err != nil {
+			return fmt.Errorf("link %s: %w", l.plan, err)
+		}
+		sl.took[i] = true
+		if s.sim != nil {
+			// The simulated VF is a veth end whose frames cross a
+			// user-space switch: checksums must be complete.
+			if err := links.DisableOffloads(e.NS, e.Name); err != nil {
+				return fmt.Errorf("link %s: %w", l.plan, err)
+			}
+		}
+		if node := n.nodes[intf.Node]; node.Kind() == topo.KindSwitch {
+			if err := node.AttachPort(intf.Name); err != nil {
+				return fmt.Errorf("link %s: %w", l.plan, err)
+			}
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, e := range sl.ends {
+		if err := links.WaitOperUp(ctx, e.NS, e.Name); err != nil {
+			return fmt.Errorf("link %s: %w", l.plan, err)
+		}
+	}
+	s.mu.Lock()
+	s.links[l] = sl
+	s.mu.Unlock()
+	n.log().Debugf("*** link %s: VF pair %s vf %d / %s vf %d on VLAN %d\n", l.plan, pair.Cable.A, pair.A.Index, pair.Cable.B, pair.B.Index, pair.VLAN)
+	return nil
+}
+
+// releaseSRIOVLink gives a link's VFs back to their home namespace (real
+// VFs only: simulated ones vanish with the NIC) and restores their
+// settings.
+func (n *Network) releaseSRIOVLink(s *sriovNet, sl *sriovLink) error {
+	var errs []error
+	if s.sim == nil {
+		for i, took := range sl.took {
+			if took {
+				errs = append(errs, sriov.ReturnVF(sl.ends[i].NS, sl.ends[i].Name, s.home, sl.vfs[i]))
+			}
+		}
+	}
+	errs = append(errs, s.alloc.Release(sl.pair))
+	return errors.Join(errs...)
+}
+
+// stopSRIOV releases every VF pair (VFs home, settings restored) and
+// stops the simulated NIC. It runs before the node namespaces go, so real
+// VFs are still reachable to be handed back.
+func (n *Network) stopSRIOV() error {
+	v, ok := sriovNets.LoadAndDelete(n.run)
+	if !ok {
+		return nil
+	}
+	s := v.(*sriovNet)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var errs []error
+	for _, sl := range s.links {
+		if s.sim == nil {
+			for i := range sl.ends {
+				errs = append(errs, sriov.ReturnVF(sl.ends[i].NS, sl.ends[i].Name, s.home, sl.vfs[i]))
+			}
+		}
+	}
+	if s.alloc != nil {
+		errs = append(errs, s.alloc.ReleaseAll())
+	}
+	if s.sim != nil {
+		errs = append(errs, s.sim.Close())
+	}
+	if s.dir != "" {
+		if err := os.RemoveAll(s.dir); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w: teardown: %w", ErrSRIOV, err)
+	}
+	return nil
+}
+
+// SRIOVPairs returns the VF pairs the network's links use, in allocation
+// order (nil when it has no SR-IOV links).
+func (n *Network) SRIOVPairs() []*sriov.Pair {
+	v, ok := sriovNets.Load(n.run)
+	if !ok {
+		return nil
+	}
+	s := v.(*sriovNet)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.alloc == nil {
+		return nil
+	}
+	return s.alloc.Pairs()
+}
+
+// SRIOVSimulated returns the simulated NIC the network uses, or nil when
+// it uses hardware or has no SR-IOV links.
+func (n *Network) SRIOVSimulated() *sriov.SimNIC {
+	v, ok := sriovNets.Load(n.run)
+	if !ok {
+		return nil
+	}
+	s := v.(*sriovNet)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sim
+}

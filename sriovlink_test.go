@@ -1,0 +1,171 @@
+package hymn
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hymn-net/hymn/internal/owner"
+	"github.com/hymn-net/hymn/sriov"
+	"github.com/hymn-net/hymn/topo"
+	"github.com/vishvananda/netlink"
+)
+
+func TestLinksSpecErrors(t *testing.T) {
+	for _, bad := range []string{"sriv", "veth,vlans=400-401", "sriov,vlans=400-500,foo=1", "sriov,vlans=5-1", "sriov,pairs=enp1", "sriov,sim=maybe", "sriov,vlans=400-500,450-600"} {
+		if err := CheckLinks(Options{Links: bad}); err == nil {
+			t.Errorf("--links %s accepted", bad)
+		}
+	}
+	for _, good := range []string{"", "veth", "sriov", "sriov,pairs=a:b+c:d,vlans=400-499,sim=on,vfs=4"} {
+		if err := CheckLinks(Options{Links: good}); err != nil {
+			t.Errorf("--links %s: %v", good, err)
+		}
+	}
+	err := CheckLinks(Options{Links: "sriov,inventory=/nonexistent/inv.yaml"})
+	if !errors.Is(err, sriov.ErrInventory) {
+		t.Errorf("missing inventory file: %v", err)
+	}
+}
+
+// assertSRIOVGone checks that a run left no SR-IOV state: no hidden
+// namespace, no state directory, no VF netdev in the root namespace.
+func assertSRIOVGone(t *testing.T, run string) {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(owner.StateDir, run+"-sriov")); err == nil {
+		t.Errorf("run %s left %s-sriov behind", run, run)
+	}
+	list, _ := netlink.LinkList()
+	for _, l := range list {
+		if strings.HasPrefix(l.Attrs().Name, "enp33s0f0v") || strings.HasPrefix(l.Attrs().Name, "enp100s0f0v") {
+			t.Errorf("simulated VF %s in the root namespace", l.Attrs().Name)
+		}
+	}
+}
+
+// startSRIOVNet is startNet that also checks, after Stop, that no SR-IOV
+// state is left.
+func startSRIOVNet(t *testing.T, top *topo.Topo, opts Options) *Network {
+	t.Helper()
+	var run string
+	t.Cleanup(func() {
+		if run != "" {
+			assertSRIOVGone(t, run)
+		}
+	})
+	net := startNet(t, top, opts)
+	run = net.RunID()
+	return net
+}
+
+// TestSRIOVLinearPingAll is `hymn --topo linear,4 --links sriov --test
+// pingall` through the Go API, on the simulated NIC.
+func TestSRIOVLinearPingAll(t *testing.T) {
+	requireRoot(t)
+	net := startSRIOVNet(t, mustTopo(t, "linear,4"), Options{Links: "sriov,sim=on"})
+	loss, err := net.PingAll(context.Background(), 0)
+	if err != nil || loss != 0 {
+		t.Fatalf("PingAll: %v%% lost, %v", loss, err)
+	}
+	pairs := net.SRIOVPairs()
+	if len(pairs) != 7 {
+		t.Fatalf("%d VF pairs for 7 links", len(pairs))
+	}
+	seen := map[int]bool{}
+	for _, p := range pairs {
+		if p.VLAN < 400 || p.VLAN > 406 || seen[p.VLAN] {
+			t.Fatalf("pair %+v: VLAN not unique in 400-406", p)
+		}
+		seen[p.VLAN] = true
+	}
+	// The topology's names, in the nodes, as with veth links.
+	h1, _ := net.Node("h1")
+	out, err := h1.Cmd(context.Background(), "ip -o link show h1-eth0")
+	if err != nil || !strings.Contains(out, "h1-eth0") {
+		t.Fatalf("h1-eth0 in h1: %q, %v", out, err)
+	}
+	st, err := sriov.ReadState(filepath.Join(owner.StateDir, net.RunID()+"-sriov", "state.json"))
+	if err != nil || !st.Simulated || len(st.Pairs) != 7 {
+		t.Fatalf("state file: %+v, %v", st, err)
+	}
+}
+
+// TestSRIOVPerLinkKind mixes backends: only the link with kind sriov takes
+// a VF pair; hosts still reach each other across both kinds.
+func TestSRIOVPerLinkKind(t *testing.T) {
+	requireRoot(t)
+	top := topo.New()
+	top.AddHost("h1", nil)
+	top.AddHost("h2", nil)
+	top.AddSwitch("s1", nil)
+	top.AddLink("h1", "s1", topo.Params{"kind": "sriov"})
+	top.AddLink("h2", "s1", nil)
+	net := startSRIOVNet(t, top, Options{SRIOV: &sriov.Config{Simulate: sriov.SimAlways, VLANs: "3000-3001"}})
+	if loss, err := net.PingAll(context.Background(), 0); err != nil || loss != 0 {
+		t.Fatalf("PingAll: %v%% lost, %v", loss, err)
+	}
+	pairs := net.SRIOVPairs()
+	if len(pairs) != 1 || pairs[0].VLAN != 3000 || pairs[0].Link != "h1-eth0<->s1-eth1" {
+		t.Fatalf("pairs %+v", pairs)
+	}
+}
+
+// TestSRIOVLine7 is the CIMininet line (routers, per-link /24s, no
+// switches) over VF pairs, with an iperf run across every hop when iperf3
+// is installed (TCP over the simulated cable needs complete checksums).
+func TestSRIOVLine7(t *testing.T) {
+	requireRoot(t)
+	top := line(t, 7)
+	net := startSRIOVNet(t, top, Options{Links: "sriov,sim=on"})
+	if loss, err := net.PingAll(context.Background(), 0); err != nil || loss != 0 {
+		t.Fatalf("PingAll: %v%% lost, %v", loss, err)
+	}
+	if _, err := exec.LookPath("iperf3"); err == nil {
+		r, err := net.Iperf(context.Background(), "h1", "h7", time.Second)
+		if err != nil || r.ServerBps <= 0 {
+			t.Fatalf("iperf h1->h7: %+v, %v", r, err)
+		}
+		t.Logf("iperf h1->h7 over 6 simulated VF pairs: %.0f Mbit/s", r.ServerBps/1e6)
+	}
+}
+
+// line builds examples/line7's topology (kept here so the root package
+// does not import an example).
+func line(t *testing.T, n int) *topo.Topo {
+	t.Helper()
+	top := topo.New()
+	for k := 1; k <= n; k++ {
+		p := topo.Params{}
+		if k == 1 {
+			p["ip"] = "10.0.1.1/24"
+		} else {
+			p["ip"] = "10.0." + strconv.Itoa(k-1) + ".2/24"
+		}
+		var routes []string
+		for j := 1; j < n; j++ {
+			switch {
+			case j < k-1:
+				routes = append(routes, "10.0."+strconv.Itoa(j)+".0/24 via 10.0."+strconv.Itoa(k-1)+".1")
+			case j > k:
+				routes = append(routes, "10.0."+strconv.Itoa(j)+".0/24 via 10.0."+strconv.Itoa(k)+".2")
+			}
+		}
+		p["routes"] = strings.Join(routes, ";")
+		name := "h" + strconv.Itoa(k)
+		if k > 1 && k < n {
+			top.AddRouter(name, p)
+		} else {
+			top.AddHost(name, p)
+		}
+	}
+	for k := 1; k < n; k++ {
+		top.AddLink("h"+strconv.Itoa(k), "h"+strconv.Itoa(k+1), topo.Params{"ip1": "10.0." + strconv.Itoa(k) + ".1/24"})
+	}
+	return top
+}
