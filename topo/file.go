@@ -119,6 +119,15 @@ func Load(name string, data []byte) (*Topo, FileOptions, error) {
 type doc struct {
 	file string
 	errs []error
+	// mappings caches each mapping's expanded keys: aliases and merge keys
+	// can reach one mapping many times, and expanding it again each time
+	// would take time exponential in the nesting of merges.
+	mappings map[*yaml.Node]mappingResult
+}
+
+type mappingResult struct {
+	pairs []pair
+	ok    bool
 }
 
 func (d *doc) errAt(n *yaml.Node, field, format string, args ...any) {
@@ -261,6 +270,23 @@ func (d *doc) mapping(n *yaml.Node, field string) ([]pair, bool) {
 		d.errAt(n, field, "must be a mapping (key: value), got %s", kindName(n))
 		return nil, false
 	}
+	if r, done := d.mappings[n]; done {
+		if !r.ok {
+			d.errAt(n, field, "this mapping merges itself")
+		}
+		return r.pairs, r.ok
+	}
+	if d.mappings == nil {
+		d.mappings = map[*yaml.Node]mappingResult{}
+	}
+	// A mapping that merges itself (through aliases) ends here.
+	d.mappings[n] = mappingResult{}
+	ps := d.expandMapping(n, field)
+	d.mappings[n] = mappingResult{ps, true}
+	return ps, true
+}
+
+func (d *doc) expandMapping(n *yaml.Node, field string) []pair {
 	var own, merged []pair
 	seen := map[string]int{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
@@ -292,7 +318,7 @@ func (d *doc) mapping(n *yaml.Node, field string) ([]pair, bool) {
 			own = append(own, p)
 		}
 	}
-	return own, true
+	return own
 }
 
 func mergeSources(v *yaml.Node) []*yaml.Node {

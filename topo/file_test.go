@@ -131,6 +131,17 @@ links:
 	if p := top.Links()[0].Params; p["delay"] != "10ms" || p["bw"] != "7" {
 		t.Errorf("params = %v", p)
 	}
+	// Each level merges the previous one twice: expanding merges naively
+	// would take 2^60 steps.
+	var b strings.Builder
+	b.WriteString("nodes:\n  - name: h0\n    params: &p0 {k0: v}\n")
+	for i := 1; i <= 60; i++ {
+		fmt.Fprintf(&b, "  - name: h%d\n    params: &p%d {<<: [*p%d, *p%d], k%d: v}\n", i, i, i-1, i-1, i)
+	}
+	top, _ = mustLoad(t, b.String())
+	if n := len(top.Node("h60").Params); n != 61 {
+		t.Errorf("h60 has %d params, want 61", n)
+	}
 }
 
 // Every bad input gives an error naming the file, the line and the field,
@@ -297,6 +308,7 @@ func FuzzLoad(f *testing.F) {
 		"defaults: {link: &l {delay: 1ms}}\nnodes: [h1, h2]\nlinks: [{endpoints: [h1, h2], params: {<<: [*l, *l]}}]\n",
 		"nodes:\n  - name: h1\n    routes: [\"default via 10.0.0.1\", 5]\n",
 		"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]",
+		"nodes:\n  - name: h0\n    params: &a {k: v}\n  - name: h1\n    params: &b {<<: [*a, *a]}\n  - name: h2\n    params: {<<: [*b, *b]}\n",
 	} {
 		f.Add([]byte(s))
 	}
