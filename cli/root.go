@@ -27,6 +27,7 @@ type mnFlags struct {
 	switchSpec string
 	controller []string
 	link       string
+	links      string // --links veth|sriov[,options]
 	mac        bool
 	ipbase     string
 	tests      []string
@@ -93,6 +94,7 @@ func addMNFlags(fl *pflag.FlagSet, f *mnFlags) {
 	fl.StringVar(&f.switchSpec, "switch", "lxbr", "switch: lxbr[,stp=1] (a Linux bridge in its own namespace)")
 	fl.StringArrayVar(&f.controller, "controller", nil, "controller: none (OpenFlow controllers are not supported: Linux bridges learn by themselves)")
 	fl.StringVar(&f.link, "link", "default", "link type: default (veth)")
+	fl.StringVar(&f.links, "links", "veth", "link backend: veth, or sriov[,pairs=PF:PF,vlans=400-4094,inventory=FILE,sim=auto|on|off] for SR-IOV VF pairs (simulated NIC without hardware)")
 	fl.BoolVar(&f.mac, "mac", false, "automatically set host MACs from their index (00:00:00:00:00:01, ...)")
 	fl.StringVarP(&f.ipbase, "ipbase", "i", topo.DefaultIPBase.String(), "base IP network for hosts")
 	fl.StringArrayVar(&f.tests, "test", nil, "test to run: pingall|pingpair|pingallfull|pingpairfull|iperf|all|build|none (repeatable, or joined with '+')")
@@ -262,7 +264,11 @@ func runMN(ctx context.Context, f *mnFlags, stdin *os.File, stdout, stderr io.Wr
 	if err != nil {
 		return err
 	}
-	net, err := hymn.New(t, hymn.Options{IPBase: base, AutoMAC: f.mac, STP: stp, Log: lg, CPU: hostOpts})
+	opts := hymn.Options{IPBase: base, AutoMAC: f.mac, STP: stp, Log: lg, CPU: hostOpts, Links: f.links}
+	if err := hymn.CheckLinks(opts); err != nil {
+		return fmt.Errorf("%w: %v", ErrUsage, err)
+	}
+	net, err := hymn.New(t, opts)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrUsage, err)
 	}
