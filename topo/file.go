@@ -527,15 +527,19 @@ func (l *fileLoader) nodes(n *yaml.Node) {
 				continue
 			}
 			e := nodeEntry{field: field, body: ps, at: item}
+			named, nameOK := false, false
 			for _, p := range ps {
 				if p.key == "name" {
-					e.name, _ = l.str(p.val, field+".name")
+					named = true
+					e.name, nameOK = l.str(p.val, field+".name")
 					e.at = deref(p.val)
 				}
 			}
-			if e.name == "" && !slices.ContainsFunc(ps, func(p pair) bool { return p.key == "name" }) {
+			if !named {
 				l.errAt(item, field, "a node needs a name")
-				continue
+			}
+			if !nameOK {
+				continue // already reported
 			}
 			entries = append(entries, e)
 		}

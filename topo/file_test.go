@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -323,4 +324,31 @@ func FuzzLoad(f *testing.F) {
 			}
 		}
 	})
+}
+
+// With python3's jsonschema and yaml modules at hand (CI may lack them),
+// the examples are validated against the schema itself, and a file the
+// loader refuses is refused by the schema too.
+func TestSchemaValidatesExamples(t *testing.T) {
+	const script = `
+import glob, json, sys, jsonschema, yaml
+schema = json.load(open("../schema/topology.schema.json"))
+jsonschema.Draft202012Validator.check_schema(schema)
+v = jsonschema.Draft202012Validator(schema)
+failed = False
+for f in sorted(glob.glob("../examples/*.yaml")):
+    for e in v.iter_errors(yaml.safe_load(open(f))):
+        print(f, e.message); failed = True
+bad = yaml.safe_load("nodes:\n  - name: h1\n    colour: red\n")
+if v.is_valid(bad):
+    print("the schema accepts an unknown node key"); failed = True
+sys.exit(1 if failed else 0)
+`
+	python, err := exec.LookPath("python3")
+	if err != nil || exec.Command(python, "-c", "import jsonschema, yaml").Run() != nil {
+		t.Skip("python3 with the jsonschema and yaml modules is not installed")
+	}
+	if out, err := exec.Command(python, "-c", script).CombinedOutput(); err != nil {
+		t.Errorf("schema validation: %v\n%s", err, out)
+	}
 }
