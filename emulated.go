@@ -152,14 +152,25 @@ func applyParams(c *emulator.Config, m map[string]string) error {
 			if bw <= 0 {
 				return bad(k, "bw must be greater than 0 Mbit/s")
 			}
-			args = []string{"space", strconv.FormatFloat(bw*1e6, 'f', 0, 64) + "bit"}
+			// Mininet's HTB counts the Ethernet frame without FCS,
+			// preamble and gap, so bw carries no per-packet overhead: with
+			// bw=10 iperf's TCP goodput is 10·1448/1514 = 9.56 Mbit/s, as
+			// with Mininet. An explicit overhead= key (sorted later) wins.
+			args = []string{"space", strconv.FormatFloat(bw*1e6, 'f', 0, 64) + "bit", "overhead", "0"}
 			if q, ok := m["max_queue_size"]; ok {
-				args = append(args, strings.TrimSpace(q)+"pkt")
+				args = []string{"space", strconv.FormatFloat(bw*1e6, 'f', 0, 64) + "bit", strings.TrimSpace(q) + "pkt", "overhead", "0"}
 			}
 		case "max_queue_size":
 			n, err := strconv.Atoi(v)
 			if err != nil || n <= 0 {
 				return bad(k, "must be a whole number of packets greater than 0")
+			}
+			if _, shaped := m["bw"]; shaped {
+				// With bw the queue is the spacer's backlog, limited (above)
+				// to N full-size frames in bytes; a packet limit on top
+				// would drop packets after the spacer reserved their
+				// slots and leave the link below its rate.
+				continue
 			}
 			args = []string{"limit", v}
 		case "loss":

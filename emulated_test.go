@@ -65,7 +65,7 @@ func TestEmulatedParamsUnit(t *testing.T) {
 	if ab.Delay != 10*time.Millisecond || ba.Delay != 20*time.Millisecond {
 		t.Errorf("delays %v %v", ab.Delay, ba.Delay)
 	}
-	if !ab.Space.Enabled || ab.Space.Rate != 10_000_000 || ab.Buffer != 100 || ab.Loss.Prob != 0.01 {
+	if !ab.Space.Enabled || ab.Space.Rate != 10_000_000 || ab.Space.Limit == 0 || ab.Loss.Prob != 0.01 {
 		t.Errorf("a>b config %+v", ab)
 	}
 	for _, bad := range []topo.Params{
@@ -338,5 +338,60 @@ func TestEmulatorInsertedLive(t *testing.T) {
 	t.Logf("TCP through the inserted emulator: %.1f Mbit/s", res.ServerBps/1e6)
 	if res.ServerBps < 50e6 {
 		t.Errorf("TCP %.1f Mbit/s through a zero-loss 5 ms link", res.ServerBps/1e6)
+	}
+}
+
+// TestEmulatedBandwidth: TCP through bw=100 is within ±5 % of the rate,
+// counting what Mininet's HTB counts (frames without FCS).
+func TestEmulatedBandwidth(t *testing.T) {
+	requireRoot(t)
+	if err := CheckTools("iperf3"); err != nil {
+		t.Skip(err)
+	}
+	n := pairNet(t, topo.Params{"bw": "100"})
+	res, err := n.Iperf(context.Background(), "h1", "h2", 3*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mbps := res.ServerBps / 1e6
+	t.Logf("TCP through bw=100: %.2f Mbit/s (ideal goodput 100·1448/1514 = 95.6)", mbps)
+	if mbps < 95 || mbps > 105 {
+		t.Errorf("TCP %.2f Mbit/s through bw=100, want within ±5%%", mbps)
+	}
+}
+
+// TestEmulatedOverload offers twice the spacer rate: the spacer drops the
+// excess, the queue stays within its limit, and the counters add up.
+func TestEmulatedOverload(t *testing.T) {
+	requireRoot(t)
+	n := pairNet(t, topo.Params{"bw": "10", "max_queue_size": "50"})
+	ip, _ := n.IP("h2")
+	// 1000-byte payloads at 2500/s: 21 Mbit/s of frames into 10 Mbit/s.
+	res, err := probe.Run(context.Background(), probe.Config{
+		Sender: nsOf(t, n, "h1"), Receiver: nsOf(t, n, "h2"),
+		Dst: netip.AddrPortFrom(ip, 9999), Rate: 2500, Duration: 3 * time.Second, Size: 1000, Drain: 300 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := n.LinkStats("h1", "h2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := st.Forward.Emulator
+	t.Logf("probe: %v; emulator: received %d sent %d spacer drops %d buffer full %d max queue %d",
+		res, s.Received, s.Sent, s.SpacerDropped, s.BufferFull, s.MaxQueued)
+	if s.Received != s.Sent+s.Dropped()+uint64(s.Queued) {
+		t.Errorf("counters do not add up: %+v", s)
+	}
+	// The backlog limit is 50 full-size frames in bytes (50·1538 B), 74 of
+	// these 1042-byte frames, plus a few that are due but not yet released.
+	if s.SpacerDropped == 0 || s.MaxQueued > 90 {
+		t.Errorf("overload: %d dropped by the spacer, max queue %d (limit about 74)", s.SpacerDropped, s.MaxQueued)
+	}
+	// About half gets through; the delivered rate is the spacer's.
+	got := float64(res.Received) * 1042 * 8 / 3 / 1e6
+	if got < 8.5 || got > 11 {
+		t.Errorf("delivered %.2f Mbit/s of frames through bw=10", got)
 	}
 }
