@@ -53,6 +53,11 @@ type Config struct {
 	Machine string // pc (default) or q35
 	CPUPin  []int  // host core per vCPU
 	Accel   string // auto (default), kvm or tcg
+	// HostFS is the host directory shared read-only with the guest over
+	// virtio-9p and mounted at /host, whose programs and libraries the
+	// guest then runs (iperf3, tcpdump...), as a namespace node would: ""
+	// means "/", "none" shares nothing.
+	HostFS string
 
 	// CacheDir holds built boot images; "" means DefaultCacheDir().
 	CacheDir string
@@ -105,6 +110,8 @@ func ParseParams(cfg *Config, params map[string]string) error {
 			cfg.Machine = v
 		case "accel":
 			cfg.Accel = v
+		case "hostfs":
+			cfg.HostFS = v
 		case "cpupin":
 			pins, err := parseCPUList(v)
 			if err != nil {
@@ -271,6 +278,14 @@ func (c *Config) resolve() (*resolved, error) {
 		}
 		if _, err := os.Stat(path); err != nil {
 			return nil, wrap(fmt.Errorf("%w: %s=%q: %v", ErrBadParam, name, path, errors.Unwrap(err)))
+		}
+	}
+	if r.HostFS == "" {
+		r.HostFS = "/"
+	}
+	if r.HostFS != "none" {
+		if st, err := os.Stat(r.HostFS); err != nil || !st.IsDir() {
+			return nil, wrap(fmt.Errorf("%w: hostfs=%q: not a directory (use none to share nothing)", ErrBadParam, r.HostFS))
 		}
 	}
 	if r.Initrd != "" && r.Kernel == "" {

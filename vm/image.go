@@ -42,11 +42,11 @@ type ImageOptions struct {
 
 // imageFormat changes whenever the layout of the initramfs changes, so a
 // cached image of an older hymn is never reused.
-const imageFormat = "hymn-image-v2"
+const imageFormat = "hymn-image-v3"
 
 // bootModules are the drivers the boot image loads; their dependencies
 // (virtio, virtio_ring, failover, ...) come from modules.dep.
-var bootModules = []string{"virtio_pci", "virtio_console", "virtio_net", "virtio_blk"}
+var bootModules = []string{"virtio_pci", "virtio_console", "virtio_net", "virtio_blk", "9pnet_virtio", "9p"}
 
 // DefaultCacheDir is where built images are kept.
 func DefaultCacheDir() string {

@@ -63,6 +63,11 @@ func qemuArgs(r *resolved, kernel, initrd string, p paths) []string {
 	if r.Image != "" {
 		args = append(args, "-drive", driveSpec(r.Image))
 	}
+	if r.HostFS != "none" {
+		args = append(args,
+			"-fsdev", "local,id=hostfs,path="+strings.ReplaceAll(r.HostFS, ",", ",,")+",security_model=none,readonly=on",
+			"-device", "virtio-9p-pci,fsdev=hostfs,mount_tag="+agent.HostFSTag)
+	}
 	if r.Machine == "q35" {
 		for i := 1; i <= q35RootPorts; i++ {
 			args = append(args, "-device", fmt.Sprintf("pcie-root-port,id=rp%d,bus=pcie.0,chassis=%d,slot=%d", i, i, i))

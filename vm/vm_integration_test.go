@@ -113,9 +113,11 @@ func TestVMBootAndCmd(t *testing.T) {
 	if got := strings.TrimSpace(string(res.Stdout)); got != n.KernelRelease() || got == "" {
 		t.Fatalf("uname -r = %q, want %q", got, n.KernelRelease())
 	}
+	t0 := time.Now()
 	if _, err := n.Cmd(ctx, "cd /tmp; V=7; sleep 60 &"); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("first Cmd took %v", time.Since(t0))
 	out, err := n.Cmd(ctx, "pwd; echo $V; jobs")
 	if err != nil {
 		t.Fatal(err)
@@ -212,6 +214,35 @@ func TestVMLink(t *testing.T) {
 	}
 	if !ping("vm") {
 		t.Fatal("ping from the VM failed after link up")
+	}
+	// The host's iperf3 runs in the guest through the shared host file
+	// system; TCG makes it slow, but it must move data.
+	if _, err := exec.LookPath("iperf3"); err == nil {
+		if out, err := n.Cmd(ctx, "iperf3 -s -1 -D; sleep 0.5; echo started"); err != nil || !strings.Contains(out, "started") {
+			t.Fatalf("iperf3 server in the VM: %q %v", out, err)
+		}
+		out, err := peer.Cmd(ctx, "iperf3 -c 10.77.0.1 -t 1 -f m | grep receiver")
+		t.Logf("iperf3 peer->vm: %s", strings.TrimSpace(out))
+		if err != nil || !strings.Contains(out, "Mbits/sec") {
+			t.Errorf("iperf3 into the VM: %q %v", out, err)
+		}
+	}
+}
+
+func TestVMHostTools(t *testing.T) {
+	n := bootShared(t)
+	ctx := context.Background()
+	out, err := n.Cmd(ctx, "ls /host/etc/hostname >/dev/null && echo mounted; command -v ping")
+	if err != nil || !strings.HasPrefix(out, "mounted\n") {
+		t.Fatalf("host file system not shared: %q %v", out, err)
+	}
+	if _, err := os.Stat("/usr/bin/ping"); err == nil && !strings.Contains(out, "/usr/local/bin/ping") {
+		t.Errorf("ping is not the host's: %q", out)
+	}
+	if _, err := os.Stat("/usr/bin/ping"); err == nil {
+		if out, err := n.Cmd(ctx, "ping -c1 127.0.0.1"); err != nil || !strings.Contains(out, "1 received") {
+			t.Errorf("host ping in the guest: %q %v", out, err)
+		}
 	}
 }
 

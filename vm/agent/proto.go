@@ -14,6 +14,10 @@ package agent
 // guest it appears under /sys/class/virtio-ports/*/name.
 const PortName = "org.hymn.agent.0"
 
+// HostFSTag is the 9p mount tag under which hymn shares a host directory
+// (by default /) with the guest; the agent mounts it read-only at /host.
+const HostFSTag = "hymn.hostfs"
+
 // Operations.
 const (
 	OpPing     = "ping"     // is the agent up? Response.Info holds the kernel release

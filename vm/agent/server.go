@@ -24,8 +24,10 @@ import (
 // as the agent process, across reconnections of the host, so the persistent
 // shell (its cwd, variables and background jobs) survives a host restart.
 type Server struct {
-	// Shell is the program of the persistent shell (default "sh").
-	Shell string
+	// Shell is the persistent shell's command line (default: bash as the
+	// namespace nodes run it when there is one, else sh). Busybox's sh
+	// would run its own applets before the host's tools on PATH.
+	Shell []string
 	// Poweroff powers the machine off; nil means the operation fails.
 	Poweroff func() error
 
@@ -40,7 +42,11 @@ type Server struct {
 
 // NewServer returns a Server with its defaults.
 func NewServer() *Server {
-	return &Server{Shell: "sh", running: map[uint64]context.CancelFunc{}}
+	sh := []string{"sh"}
+	if _, err := exec.LookPath("bash"); err == nil {
+		sh = []string{"bash", "--norc", "--noprofile", "-s"}
+	}
+	return &Server{Shell: sh, running: map[uint64]context.CancelFunc{}}
 }
 
 // Serve reads Requests from r and writes Responses to w until r ends. Each
@@ -248,8 +254,8 @@ type shell struct {
 	done    chan struct{}
 }
 
-func startShell(prog string) (*shell, error) {
-	cmd := exec.Command(prog)
+func startShell(argv []string) (*shell, error) {
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), "PS1=", "PS2=")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdin, err := cmd.StdinPipe()

@@ -66,6 +66,7 @@ func initSystem() {
 		}
 	}
 	loadModules()
+	mountHostFS()
 	if lo, err := netlink.LinkByName("lo"); err == nil {
 		netlink.LinkSetUp(lo)
 	}
@@ -73,6 +74,52 @@ func initSystem() {
 		unix.Sethostname([]byte(name))
 	}
 	os.MkdirAll("/root", 0o700)
+}
+
+// hostTools are the host programs the guest prefers to busybox's applets,
+// so commands print what they print in namespace nodes (iputils ping,
+// iproute2) and tools busybox lacks (iperf3, tc, ethtool) exist.
+var hostTools = []string{"ping", "ping6", "ip", "tc", "bridge", "ss", "iperf", "iperf3", "ethtool", "tcpdump", "bash", "arping", "traceroute", "nc", "python3"}
+
+// mountHostFS mounts the host directory hymn shares over virtio-9p at
+// /host and makes its programs runnable: every top-level name and every
+// entry of /lib, /usr/lib, /etc and /usr/share that the image lacks
+// becomes a symlink into /host (the dynamic loader and the libraries
+// among them), and the host's bin directories go on PATH after the
+// image's own.
+func mountHostFS() {
+	os.MkdirAll("/host", 0o755)
+	err := unix.Mount(agent.HostFSTag, "/host", "9p", unix.MS_RDONLY, "trans=virtio,version=9p2000.L,cache=loose,msize=262144")
+	if err != nil {
+		if !errors.Is(err, unix.ENOENT) {
+			logf("hymn-agent: mounting the host file system: %v", err)
+		}
+		return
+	}
+	for _, dir := range []string{"/", "/lib", "/usr/lib", "/etc", "/usr/share"} {
+		entries, err := os.ReadDir(filepath.Join("/host", dir))
+		if err != nil {
+			continue
+		}
+		os.MkdirAll(dir, 0o755)
+		for _, e := range entries {
+			p := filepath.Join(dir, e.Name())
+			if _, err := os.Lstat(p); err == nil {
+				continue
+			}
+			os.Symlink(filepath.Join("/host", p), p)
+		}
+	}
+	os.MkdirAll("/usr/local/bin", 0o755)
+	for _, tool := range hostTools {
+		for _, d := range []string{"/host/usr/local/bin", "/host/usr/sbin", "/host/usr/bin", "/host/sbin", "/host/bin"} {
+			if st, err := os.Stat(filepath.Join(d, tool)); err == nil && st.Mode().IsRegular() {
+				os.Symlink(filepath.Join(d, tool), filepath.Join("/usr/local/bin", tool))
+				break
+			}
+		}
+	}
+	os.Setenv("PATH", "/usr/local/bin:/bin:/sbin:/usr/bin:/usr/sbin:/host/usr/local/sbin:/host/usr/local/bin:/host/usr/sbin:/host/usr/bin:/host/sbin:/host/bin")
 }
 
 func loadModules() {
