@@ -8,4 +8,11 @@
 // deploy. Everything is validated here, before the first netlink call, so a
 // bad topology fails with a message that names the problem and nothing is
 // built.
+//
+// Topologies also come from files: hymn's YAML/JSON format (LoadFile; every
+// error names file:line:column and the field, unknown keys are errors;
+// schema/topology.schema.json), MiniEdit .mn files (LoadMiniEdit), and
+// Mininet custom Python topologies (LoadCustom), which run unchanged with
+// python3 against a small embedded stand-in for the mininet package that
+// records addHost/addSwitch/addLink. DOT renders a topology for Graphviz.
 package topo
