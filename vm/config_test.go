@@ -27,6 +27,7 @@ func TestParseParamsAndValidate(t *testing.T) {
 		{map[string]string{"image": "/no/such/image.squashfs"}, "image"},
 		{map[string]string{"machine": "virt"}, "machine"},
 		{map[string]string{"accel": "hvf"}, "accel"},
+		{map[string]string{"hostfs": "/no/such/dir"}, "hostfs"},
 	}
 	for _, c := range bad {
 		cfg := Config{Name: "h1", Namespace: "hymn-abcdef-h1"}
@@ -121,6 +122,7 @@ func TestQEMUArgs(t *testing.T) {
 	check("-append", baseCmdline+" hymn.name=h1 idle=poll")
 	check("-qmp", "unix:"+filepath.Join(RunBase, "hymn-abcdef-h1", "qmp.sock")+",server=on,wait=off")
 	check("-serial", "file:"+filepath.Join(RunBase, "hymn-abcdef-h1", "console.log"))
+	check("-fsdev", "local,id=hostfs,path=/,security_model=none,readonly=on")
 	if !slices.Contains(args, "-nodefaults") || !slices.Contains(args, "-no-reboot") {
 		t.Errorf("missing -nodefaults or -no-reboot: %q", args)
 	}

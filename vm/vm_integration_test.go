@@ -391,3 +391,70 @@ func TestVMQ35(t *testing.T) {
 		}
 	}
 }
+
+// TestVMPairViaSwitch is `--topo single,2 --nodes vm` by hand: two VMs
+// booted concurrently, each linked to a switch namespace (a Linux
+// bridge), pinging each other.
+func TestVMPairViaSwitch(t *testing.T) {
+	if why := vmPrereqs(); why != "" {
+		t.Skip(why)
+	}
+	if testing.Short() {
+		t.Skip("boots two more VMs")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	run := owner.NewRunID()
+	sw, err := nodes.New(nodes.Config{Name: "s1", Kind: topo.KindSwitch, Namespace: owner.NamespaceName(run, "s1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sw.Delete()
+	vms := make([]*Node, 2)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	t0 := time.Now()
+	for i := range vms {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			name := fmt.Sprintf("h%d", i+1)
+			vms[i], errs[i] = New(ctx, Config{Name: name, Namespace: owner.NamespaceName(run, name)})
+		}()
+	}
+	wg.Wait()
+	t.Logf("two concurrent boots took %v", time.Since(t0))
+	for i, n := range vms {
+		if n != nil {
+			defer func() {
+				if err := n.Delete(); err != nil {
+					t.Error(err)
+				}
+				if msg := leftovers(n); msg != "" {
+					t.Errorf("left behind: %s", msg)
+				}
+			}()
+		}
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+	}
+	for i, n := range vms {
+		intf, port := fmt.Sprintf("h%d-eth0", i+1), fmt.Sprintf("s1-eth%d", i+1)
+		if _, err := links.CreateVeth(links.End{NS: n, Name: intf}, links.End{NS: sw, Name: port}); err != nil {
+			t.Fatal(err)
+		}
+		if err := sw.AttachPort(port); err != nil {
+			t.Fatal(err)
+		}
+		if err := n.AttachIntf(ctx, intf, nil, netip.MustParsePrefix(fmt.Sprintf("10.0.0.%d/8", i+1))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, n := range vms {
+		out, err := n.Cmd(ctx, fmt.Sprintf("ping -c1 -W3 10.0.0.%d", 2-i))
+		if err != nil || !strings.Contains(out, "1 received") {
+			t.Fatalf("h%d ping: %q %v", i+1, out, err)
+		}
+	}
+}
