@@ -458,3 +458,32 @@ func TestVMPairViaSwitch(t *testing.T) {
 		}
 	}
 }
+
+// TestVMBootFailureLeavesNothing boots a "kernel" QEMU refuses: New must
+// report QEMU's message and leave no process, namespace or run directory.
+func TestVMBootFailureLeavesNothing(t *testing.T) {
+	if why := vmPrereqs(); why != "" {
+		t.Skip(why)
+	}
+	run := owner.NewRunID()
+	ns := owner.NamespaceName(run, "bad")
+	bogus := t.TempDir() + "/vmlinuz"
+	os.WriteFile(bogus, []byte("not a kernel"), 0o644)
+	_, err := New(context.Background(), Config{Name: "bad", Namespace: ns, Kernel: bogus, BootTimeout: 20 * time.Second})
+	if err == nil {
+		t.Fatal("a bogus kernel booted")
+	}
+	t.Logf("error: %v", err)
+	if !strings.Contains(err.Error(), "qemu exited") {
+		t.Errorf("error does not say QEMU failed: %v", err)
+	}
+	if _, err := os.Stat(netnsx.Path(ns)); err == nil {
+		t.Errorf("namespace %s left behind", ns)
+	}
+	if _, err := os.Stat(RunBase + "/" + ns); err == nil {
+		t.Errorf("run dir left behind")
+	}
+	if out, _ := exec.Command("pgrep", "-f", "hymn:bad").Output(); len(out) > 0 {
+		t.Errorf("qemu left running: %s", out)
+	}
+}
