@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/hymn-net/hymn/internal/netnsx"
 	"github.com/hymn-net/hymn/internal/owner"
 	"github.com/hymn-net/hymn/sriov"
 	"github.com/spf13/cobra"
@@ -32,10 +34,11 @@ Networks running on hymn's simulated SR-IOV NIC are listed too.
   hymn sriov list [--json]
   hymn sriov pairs [--json]
   hymn sriov setup --pairs enp33s0f0:enp100s0f0 --vfs 14
-  hymn sriov setup --simulate --vfs 4      run a simulated NIC until Ctrl-C`,
+  hymn sriov setup --simulate --vfs 4      run a simulated NIC until Ctrl-C
+  hymn sriov clean                         restore VFs of crashed runs`,
 		SilenceUsage: true,
 	}
-	cmd.AddCommand(newSRIOVListCmd(), newSRIOVPairsCmd(), newSRIOVSetupCmd())
+	cmd.AddCommand(newSRIOVListCmd(), newSRIOVPairsCmd(), newSRIOVSetupCmd(), newSRIOVCleanCmd())
 	return cmd
 }
 
@@ -480,4 +483,41 @@ func runSimulated(cmd *cobra.Command, inv *sriov.Inventory, vfs int) error {
 	defer stop()
 	<-ctx.Done()
 	return nil
+}
+
+func newSRIOVCleanCmd() *cobra.Command {
+	var all bool
+	cmd := &cobra.Command{
+		Use:   "clean",
+		Short: "Restore the VFs of crashed runs and remove their SR-IOV state",
+		Long: `clean finds runs whose owner is gone that still have SR-IOV state, gives
+their real VFs back their original settings (from the run's state file),
+deletes a simulated NIC's hidden namespace and removes the state. With --all,
+running networks are cleaned too.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var errs []error
+			n := 0
+			for _, run := range sriov.Runs(owner.StateDir) {
+				if !all && owner.Alive(run) {
+					continue
+				}
+				if err := netnsx.Delete(owner.NamespaceName(run, "sriov")); err != nil {
+					errs = append(errs, err)
+				}
+				if err := sriov.RemoveRun(owner.StateDir, run, nil); err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "run %s: SR-IOV state removed\n", run)
+				n++
+			}
+			if n == 0 && len(errs) == 0 {
+				fmt.Fprintln(cmd.OutOrStdout(), "Nothing to clean.")
+			}
+			return errors.Join(errs...)
+		},
+	}
+	cmd.Flags().BoolVar(&all, "all", false, "also clean runs whose owner is alive")
+	return cmd
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/hymn-net/hymn"
+	"github.com/hymn-net/hymn/internal/owner"
 	"github.com/hymn-net/hymn/sriov"
 	"github.com/hymn-net/hymn/topo"
 )
@@ -111,4 +112,23 @@ func mustSpec(t *testing.T, s string) *topo.Topo {
 		t.Fatal(err)
 	}
 	return top
+}
+
+func TestSRIOVCleanStaleRun(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (writes /run/hymn)")
+	}
+	run := "ffee01" // never claimed, so its owner counts as gone
+	dir := sriov.RunDir(owner.StateDir, run)
+	if err := sriov.WriteState(filepath.Join(dir, "state.json"), &sriov.State{Run: run, Simulated: true}); err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	out, err := runSRIOV(t, "clean")
+	if err != nil || !strings.Contains(out, "run ffee01: SR-IOV state removed") {
+		t.Fatalf("clean: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("%s still there", dir)
+	}
 }

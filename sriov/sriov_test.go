@@ -337,3 +337,53 @@ func TestRestoreState(t *testing.T) {
 		t.Fatalf("second restore: %v", err)
 	}
 }
+
+func TestVFIOPassthroughArgs(t *testing.T) {
+	got := VFIODevice("0000:21:02.3", "vf-h1-eth0", "rp1")
+	if got["driver"] != "vfio-pci" || got["host"] != "0000:21:02.3" || got["id"] != "vf-h1-eth0" || got["bus"] != "rp1" {
+		t.Fatalf("device_add args %v", got)
+	}
+	if _, ok := VFIODevice("0000:21:02.3", "x", "")["bus"]; ok {
+		t.Fatal("empty bus passed to QEMU")
+	}
+	if s := VFIODeviceArg("0000:21:02.3", "x", ""); s != "vfio-pci,host=0000:21:02.3,id=x" {
+		t.Fatalf("-device %s", s)
+	}
+	sys := fakeSys(t, 2)
+	vf, err := sys.VF("enp33s0f0", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := sys.PassthroughVF(vf, "x", ""); !errors.Is(err, ErrVFIOUnavailable) || !strings.Contains(err.Error(), "enp33s0f0 vf 1") {
+		t.Fatalf("passthrough without vfio: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(sys.Root, "bus/pci/devices", vf.PCI, "driver_override")); string(b) != "(null)\n" {
+		t.Fatalf("a refused passthrough changed driver_override to %q", b)
+	}
+}
+
+func TestRemoveRun(t *testing.T) {
+	dir := t.TempDir()
+	conf := NewMemConfigurator()
+	conf.SetVF("p", 2, VFState{VLAN: 401, Trust: true, LinkState: LinkEnable})
+	st := &State{Run: "aa11bb", Pairs: []*Pair{{Cable: Cable{A: "p", B: "q"}, A: VF{Index: 2}, B: VF{Index: 2}, VLAN: 401,
+		OrigA: DefaultVFState(), OrigB: DefaultVFState()}}}
+	if err := WriteState(filepath.Join(RunDir(dir, "aa11bb"), "state.json"), st); err != nil {
+		t.Fatal(err)
+	}
+	if r := Runs(dir); len(r) != 1 || r[0] != "aa11bb" {
+		t.Fatalf("Runs = %v", r)
+	}
+	if err := RemoveRun(dir, "aa11bb", conf); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := conf.GetVF("p", 2); !equalState(got, DefaultVFState()) {
+		t.Fatalf("VF not restored: %+v", got)
+	}
+	if len(Runs(dir)) != 0 {
+		t.Fatal("run directory left")
+	}
+	if err := RemoveRun(dir, "aa11bb", conf); err != nil {
+		t.Fatalf("second RemoveRun: %v", err)
+	}
+}
