@@ -169,3 +169,34 @@ func line(t *testing.T, n int) *topo.Topo {
 	}
 	return top
 }
+
+// TestSRIOVYAMLKind: a hymn YAML file asks for a VF pair per link with
+// params {kind: sriov}, or for every link through defaults.
+func TestSRIOVYAMLKind(t *testing.T) {
+	requireRoot(t)
+	data := []byte(`nodes:
+  - {name: s1, kind: switch}
+  - h1
+  - h2
+  - h3
+defaults:
+  link:
+    kind: sriov
+links:
+  - endpoints: [h1, s1]
+  - endpoints: [h2, s1]
+  - endpoints: [h3, s1]
+    params: {kind: veth}
+`)
+	top, _, err := topo.Load("sriov.yaml", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	net := startSRIOVNet(t, top, Options{Links: "veth", SRIOV: &sriov.Config{Simulate: sriov.SimAlways}})
+	if loss, err := net.PingAll(context.Background(), 0); err != nil || loss != 0 {
+		t.Fatalf("PingAll: %v%% lost, %v", loss, err)
+	}
+	if p := net.SRIOVPairs(); len(p) != 2 || p[0].VLAN != 400 || p[1].VLAN != 401 {
+		t.Fatalf("pairs %+v", p)
+	}
+}
