@@ -193,6 +193,9 @@ func (n *Network) initSRIOV(s *sriovNet) error {
 // VLAN, move each VF into its node under the topology's name and
 // configure it as a veth end would be.
 func (n *Network) createSRIOVLink(l *netLink) (err error) {
+	if _, _, err := n.linksBackend(); err != nil {
+		return err
+	}
 	if NeedsEmulator(l.plan.Params) {
 		return fmt.Errorf("%w: link %s: an emulated SR-IOV link needs the DPDK port, which this build lacks (drop kind=sriov or the emulation parameters)", ErrSRIOV, l.plan)
 	}

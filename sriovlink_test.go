@@ -200,3 +200,23 @@ links:
 		t.Fatalf("pairs %+v", p)
 	}
 }
+
+// TestSRIOVRefusesEmulation: emulation on a VF pair needs the DPDK port;
+// asking for it is a clear error and the failed build leaves nothing.
+func TestSRIOVRefusesEmulation(t *testing.T) {
+	requireRoot(t)
+	top := topo.New()
+	top.AddHost("h1", nil)
+	top.AddHost("h2", nil)
+	top.AddLink("h1", "h2", topo.Params{"kind": "sriov", "delay": "10ms"})
+	net, err := New(top, Options{SRIOV: &sriov.Config{Simulate: sriov.SimAlways}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = net.Build(context.Background())
+	if !errors.Is(err, ErrSRIOV) || !strings.Contains(err.Error(), "DPDK") {
+		t.Fatalf("Build = %v, want ErrSRIOV about DPDK", err)
+	}
+	assertRunGone(t, net.RunID())
+	assertSRIOVGone(t, net.RunID())
+}
