@@ -305,12 +305,9 @@ func newDirection(f *Forwarder, dir Direction, c Config, fc ForwarderConfig) (*d
 
 func (d *direction) now() int64 { return int64(time.Since(d.f.start)) }
 
-// realtimeNow reads CLOCK_REALTIME, the clock of kernel receive stamps.
-func realtimeNow() int64 {
-	var ts unix.Timespec
-	unix.ClockGettime(unix.CLOCK_REALTIME, &ts)
-	return ts.Nano()
-}
+// realtimeNow reads CLOCK_REALTIME, the clock of kernel receive stamps,
+// through the vDSO (x/sys's ClockGettime is a real system call, 6× slower).
+func realtimeNow() int64 { return time.Now().UnixNano() }
 
 func (d *direction) slot(i uint32) []byte {
 	c := d.chunks[i/chunkSlots]
