@@ -52,6 +52,11 @@ func bootShared(t *testing.T) *Node {
 		t.Skip(why)
 	}
 	sharedOnce.Do(func() {
+		// Claimed, so a `hymn clean` run by other tests on this machine
+		// does not take the shared VM for a crashed run's leftover.
+		if sharedErr = owner.Claim(sharedRun); sharedErr != nil {
+			return
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
 		sharedVM, sharedErr = New(ctx, Config{
@@ -84,6 +89,7 @@ func TestMain(m *testing.M) {
 			code = 1
 		}
 	}
+	owner.Release(sharedRun)
 	os.Exit(code)
 }
 
@@ -348,7 +354,7 @@ func TestVMQ35(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	run := owner.NewRunID()
+	run := claimRun(t)
 	n, err := New(ctx, Config{Name: "q1", Namespace: owner.NamespaceName(run, "q1"), Machine: "q35", CPUs: 2, CPUPin: pin, Memory: "320M"})
 	if err != nil {
 		t.Fatal(err)
@@ -404,7 +410,7 @@ func TestVMPairViaSwitch(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	run := owner.NewRunID()
+	run := claimRun(t)
 	sw, err := nodes.New(nodes.Config{Name: "s1", Kind: topo.KindSwitch, Namespace: owner.NamespaceName(run, "s1")})
 	if err != nil {
 		t.Fatal(err)
@@ -486,4 +492,15 @@ func TestVMBootFailureLeavesNothing(t *testing.T) {
 	if out, _ := exec.Command("pgrep", "-f", "hymn:bad").Output(); len(out) > 0 {
 		t.Errorf("qemu left running: %s", out)
 	}
+}
+
+// claimRun returns a run id claimed for the test's lifetime (see
+// bootShared).
+func claimRun(t *testing.T) string {
+	run := owner.NewRunID()
+	if err := owner.Claim(run); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { owner.Release(run) })
+	return run
 }
