@@ -187,6 +187,7 @@ func BuildImageWith(ctx context.Context, cacheDir string, opts ImageOptions) (*I
 	if err != nil {
 		return nil, fmt.Errorf("boot image: writing the initramfs: %w", err)
 	}
+	os.Chmod(tmp, 0o755) // MkdirTemp's 0700 would hide the image from users
 	if err := os.Rename(tmp, dir); err != nil {
 		if fileExists(img.Kernel) && fileExists(img.Initrd) {
 			img.Cached = true // another builder won the race
@@ -196,7 +197,42 @@ func BuildImageWith(ctx context.Context, cacheDir string, opts ImageOptions) (*I
 		return nil, fmt.Errorf("boot image: %w", err)
 	}
 	usePVH()
+	pruneCache(cacheDir, key)
 	return img, nil
+}
+
+// imagesKept is how many images the cache keeps besides the current one
+// (an image is about 80 MB with its uncompressed kernel).
+const imagesKept = 1
+
+// pruneCache removes all but the newest imagesKept images other than
+// current: every kernel or agent update makes a new image, and running
+// VMs of an older hymn may still use the previous one.
+func pruneCache(cacheDir, current string) {
+	entries, err := os.ReadDir(cacheDir)
+	if err != nil {
+		return
+	}
+	type image struct {
+		name string
+		mod  time.Time
+	}
+	var old []image
+	for _, e := range entries {
+		if !e.IsDir() || e.Name() == current || len(e.Name()) != len(current) {
+			continue
+		}
+		if _, err := hex.DecodeString(e.Name()); err != nil {
+			continue
+		}
+		if info, err := e.Info(); err == nil {
+			old = append(old, image{e.Name(), info.ModTime()})
+		}
+	}
+	sort.Slice(old, func(i, j int) bool { return old[i].mod.After(old[j].mod) })
+	for i := imagesKept; i < len(old); i++ {
+		os.RemoveAll(filepath.Join(cacheDir, old[i].name))
+	}
 }
 
 // extractPVHKernel returns the uncompressed kernel inside a bzImage if it

@@ -79,3 +79,23 @@ func TestModuleOrder(t *testing.T) {
 		t.Fatalf("order %v", names)
 	}
 }
+
+func TestPruneCache(t *testing.T) {
+	dir := t.TempDir()
+	names := []string{"aaaaaaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbbbbbb", "cccccccccccccccccccc", "dddddddddddddddddddd"}
+	for i, n := range names {
+		os.Mkdir(dir+"/"+n, 0o755)
+		ts := time.Now().Add(time.Duration(i) * time.Minute)
+		os.Chtimes(dir+"/"+n, ts, ts)
+	}
+	os.Mkdir(dir+"/agent", 0o755)
+	pruneCache(dir, "aaaaaaaaaaaaaaaaaaaa")
+	var left []string
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		left = append(left, e.Name())
+	}
+	if strings.Join(left, " ") != "aaaaaaaaaaaaaaaaaaaa agent dddddddddddddddddddd" {
+		t.Fatalf("left %v", left)
+	}
+}
