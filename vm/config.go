@@ -58,6 +58,11 @@ type Config struct {
 	// guest then runs (iperf3, tcpdump...), as a namespace node would: ""
 	// means "/", "none" shares nothing.
 	HostFS string
+	// Offload lets hot-plugged NICs hand partially checksummed and TSO
+	// frames to the host (fast, but hymn's user-space link emulator would
+	// forward them with bad checksums, see platform notes); off by default,
+	// so the guest sends finished frames. Parameter offload=on.
+	Offload bool
 
 	// CacheDir holds built boot images; "" means DefaultCacheDir().
 	CacheDir string
@@ -112,6 +117,15 @@ func ParseParams(cfg *Config, params map[string]string) error {
 			cfg.Accel = v
 		case "hostfs":
 			cfg.HostFS = v
+		case "offload":
+			switch strings.ToLower(v) {
+			case "1", "on", "true", "yes":
+				cfg.Offload = true
+			case "0", "off", "false", "no":
+				cfg.Offload = false
+			default:
+				return fmt.Errorf("%w: offload=%q: use on or off", ErrBadParam, v)
+			}
 		case "cpupin":
 			pins, err := parseCPUList(v)
 			if err != nil {

@@ -385,6 +385,11 @@ func (n *Node) AttachIntf(ctx context.Context, name string, mac net.HardwareAddr
 		return wrap(err)
 	}
 	dev := map[string]any{"driver": "virtio-net-pci", "id": gi.devID, "netdev": gi.netdev, "mac": mac.String()}
+	if !n.cfg.Offload {
+		// Without the CSUM feature the guest checksums every frame itself
+		// (and cannot use TSO), so frames survive any forwarder.
+		dev["csum"] = false
+	}
 	if n.cfg.Machine == "q35" {
 		dev["bus"] = fmt.Sprintf("rp%d", id+1)
 	}

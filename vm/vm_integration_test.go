@@ -192,6 +192,13 @@ func TestVMLink(t *testing.T) {
 	if err != nil || !strings.Contains(out, "10.77.0.1/24") || !strings.Contains(out, "52:54:00:aa:00:01") {
 		t.Fatalf("guest interface: %q %v", out, err)
 	}
+	// No checksum offload towards the host by default (see Config.Offload).
+	if out, err := n.Cmd(ctx, "ethtool -k vm1-eth0 | grep tx-checksumming"); err == nil && strings.Contains(out, "tx-checksumming") {
+		t.Logf("guest: %s", strings.TrimSpace(out))
+		if !strings.Contains(out, ": off") {
+			t.Errorf("guest NIC offloads TX checksums: %q", out)
+		}
+	}
 	ping := func(from string) bool {
 		if from == "vm" {
 			out, _ := n.Cmd(ctx, "ping -c1 -W2 10.77.0.2 >/dev/null; echo $?")
