@@ -67,9 +67,9 @@ func (n *Network) pingOnce(ctx context.Context, src, dst string, timeout time.Du
 		args = append(args, "-W", strconv.FormatFloat(math.Max(timeout.Seconds(), 0.001), 'f', -1, 64))
 	} else {
 		// Mininet leaves ping's own wait (10 s for an unanswered probe);
-		// one second is plenty on a local network and keeps a broken
-		// topology from stalling a test run.
-		args = append(args, "-W", "1")
+		// two seconds cover ARP on every hop of a routed path on a busy
+		// machine and keep a broken topology from stalling a test run.
+		args = append(args, "-W", "2")
 	}
 	args = append(args, ip.String())
 	res, err := node.Exec(ctx, "ping", args...)
