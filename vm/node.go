@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -201,11 +202,17 @@ func (n *Node) KernelRelease() string { return n.release }
 // Agent returns the guest agent client (file copies, raw requests).
 func (n *Node) Agent() *Agent { return n.agent }
 
-// ConsoleLog returns the path of the guest's serial console log.
-func (n *Node) ConsoleLog() string { return n.m.paths.Console }
+// ConsoleLog returns the path of the guest's serial console log (removed
+// by Close).
+func (n *Node) ConsoleLog() string { return runPaths(n.cfg.RunDir).Console }
 
-// Pid returns the QEMU process id.
-func (n *Node) Pid() int { return n.m.cmd.Process.Pid }
+// Pid returns the QEMU process id (0 before QEMU started).
+func (n *Node) Pid() int {
+	if n.m == nil || n.m.cmd.Process == nil {
+		return 0
+	}
+	return n.m.cmd.Process.Pid
+}
 
 func (n *Node) live() (*Agent, error) {
 	n.mu.Lock()
@@ -424,6 +431,7 @@ func (n *Node) Intfs() []string {
 	for name := range n.intfs {
 		out = append(out, name)
 	}
+	sort.Strings(out)
 	return out
 }
 
