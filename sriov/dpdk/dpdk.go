@@ -117,6 +117,9 @@ import (
 	"unsafe"
 
 	"github.com/hymn-net/hymn/emulator"
+	"github.com/hymn-net/hymn/internal/netnsx"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 )
 
 var (
@@ -287,6 +290,7 @@ type Port struct {
 	burst  int
 	stride int
 	idle   time.Duration
+	ns     netns.NsHandle // where the PMD's kernel interface lives; -1: here
 
 	rxStage, txStage *C.uchar
 	rxLens, txLens   *C.uint32_t
@@ -326,7 +330,7 @@ func Open(name string, o Options) (*Port, error) {
 	if rc := C.hymn_port_setup(id, pool, C.uint16_t(o.RxDesc), C.uint16_t(o.TxDesc)); rc < 0 {
 		return nil, fmt.Errorf("DPDK port %s: setup: %s", name, C.GoString(C.rte_strerror(-rc)))
 	}
-	p := &Port{name: name, id: id, burst: o.Burst, stride: o.MaxFrame, idle: o.IdleSleep}
+	p := &Port{name: name, id: id, burst: o.Burst, stride: o.MaxFrame, idle: o.IdleSleep, ns: -1}
 	cmalloc := func(n int) unsafe.Pointer { return C.calloc(C.size_t(n), 1) }
 	p.rxStage = (*C.uchar)(cmalloc(o.Burst * o.MaxFrame))
 	p.txStage = (*C.uchar)(cmalloc(o.Burst * o.MaxFrame))
@@ -336,6 +340,36 @@ func Open(name string, o Options) (*Port, error) {
 	p.txTmp = (**C.struct_rte_mbuf)(cmalloc(o.Burst * 8))
 	p.rxTrunc = (*C.uint32_t)(cmalloc(4))
 	return p, nil
+}
+
+// OpenIn opens a port whose driver works on a kernel interface of another
+// network namespace (net_af_packet, net_af_xdp): such drivers set flags
+// with ioctls in the namespace of the calling thread when the port starts
+// and stops, so those calls run inside ns. Create the vdev there too
+// (CreateVdevIn).
+func OpenIn(ns netns.NsHandle, name string, o Options) (*Port, error) {
+	var p *Port
+	err := netnsx.Do(ns, func() error {
+		var err error
+		p, err = Open(name, o)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	dup, err := unix.Dup(int(ns))
+	if err != nil {
+		p.Close()
+		return nil, err
+	}
+	p.ns = netns.NsHandle(dup)
+	return p, nil
+}
+
+// CreateVdevIn creates a vdev from inside ns, where a driver that opens
+// kernel sockets (net_af_packet's iface=) finds its interface.
+func CreateVdevIn(ns netns.NsHandle, name, args string) error {
+	return netnsx.Do(ns, func() error { return CreateVdev(name, args) })
 }
 
 // Name implements emulator.Port.
@@ -457,11 +491,21 @@ func (p *Port) Close() error {
 	if p.closed.Swap(true) {
 		return nil
 	}
-	var err error
-	if rc := C.rte_eth_dev_stop(p.id); rc < 0 {
-		err = fmt.Errorf("DPDK port %s: stop: %s", p.name, C.GoString(C.rte_strerror(-rc)))
+	stop := func() error {
+		var err error
+		if rc := C.rte_eth_dev_stop(p.id); rc < 0 {
+			err = fmt.Errorf("DPDK port %s: stop: %s", p.name, C.GoString(C.rte_strerror(-rc)))
+		}
+		C.rte_eth_dev_close(p.id)
+		return err
 	}
-	C.rte_eth_dev_close(p.id)
+	var err error
+	if p.ns >= 0 {
+		err = netnsx.Do(p.ns, stop)
+		p.ns.Close()
+	} else {
+		err = stop()
+	}
 	for _, m := range []unsafe.Pointer{unsafe.Pointer(p.rxStage), unsafe.Pointer(p.txStage), unsafe.Pointer(p.rxLens),
 		unsafe.Pointer(p.txLens), unsafe.Pointer(p.rxTmp), unsafe.Pointer(p.txTmp), unsafe.Pointer(p.rxTrunc)} {
 		C.free(m)

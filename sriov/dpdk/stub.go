@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hymn-net/hymn/emulator"
+	"github.com/vishvananda/netns"
 )
 
 // Init reports ErrNotBuilt.
@@ -30,6 +31,12 @@ var _ emulator.Port = (*Port)(nil)
 
 // Open reports ErrNotBuilt.
 func Open(name string, o Options) (*Port, error) { return nil, ErrNotBuilt }
+
+// OpenIn reports ErrNotBuilt.
+func OpenIn(ns netns.NsHandle, name string, o Options) (*Port, error) { return nil, ErrNotBuilt }
+
+// CreateVdevIn reports ErrNotBuilt.
+func CreateVdevIn(ns netns.NsHandle, name, args string) error { return ErrNotBuilt }
 
 // Name implements emulator.Port.
 func (*Port) Name() string { return "" }
