@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/netip"
 	"os"
@@ -411,6 +412,52 @@ func (n *Node) AttachIntf(ctx context.Context, name string, mac net.HardwareAddr
 	n.mu.Lock()
 	n.intfs[name] = gi
 	n.mu.Unlock()
+	return nil
+}
+
+// AttachDevice hot-plugs a ready-made device (a VF passed through with
+// vfio-pci, from sriov.PassthroughVF) whose guest interface has the MAC
+// mac, then names that interface name in the guest, adds ip and sets it
+// up. On q35 a free root port is chosen when dev has no "bus". dev must
+// have an "id"; DetachDevice removes it again.
+func (n *Node) AttachDevice(ctx context.Context, name string, dev map[string]any, mac net.HardwareAddr, ip netip.Prefix) error {
+	a, err := n.live()
+	if err != nil {
+		return err
+	}
+	id, _ := dev["id"].(string)
+	if id == "" || len(mac) == 0 {
+		return fmt.Errorf("vm %s: attaching %s: the device needs an id and the interface's MAC", n.cfg.Name, name)
+	}
+	if _, ok := dev["bus"]; !ok && n.cfg.Machine == "q35" {
+		n.mu.Lock()
+		port := n.nextID
+		n.nextID++
+		n.mu.Unlock()
+		if port >= q35RootPorts {
+			return fmt.Errorf("vm %s: attaching %s: no free PCIe root port", n.cfg.Name, name)
+		}
+		dev = maps.Clone(dev)
+		dev["bus"] = fmt.Sprintf("rp%d", port+1)
+	}
+	if _, err := n.m.qmpRun(ctx, "device_add", dev); err != nil {
+		return fmt.Errorf("vm %s: attaching %s: %w", n.cfg.Name, name, err)
+	}
+	if err := a.ConfigureIntf(ctx, mac, name, 0, ip); err != nil {
+		n.DetachDevice(context.Background(), id)
+		return fmt.Errorf("vm %s: attaching %s: %w", n.cfg.Name, name, err)
+	}
+	return nil
+}
+
+// DetachDevice unplugs a device added by AttachDevice.
+func (n *Node) DetachDevice(ctx context.Context, id string) error {
+	if _, err := n.live(); err != nil {
+		return err
+	}
+	if _, err := n.m.qmpRun(ctx, "device_del", map[string]any{"id": id}); err != nil {
+		return fmt.Errorf("vm %s: %w", n.cfg.Name, err)
+	}
 	return nil
 }
 
