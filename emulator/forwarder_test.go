@@ -176,7 +176,7 @@ func TestForwarderCountersAndReconfigure(t *testing.T) {
 	if err := f.Reconfigure(AtoB, bad); err == nil {
 		t.Error("negative delay accepted")
 	}
-	if err := f.Reconfigure(AtoB, mustParse(t, "delay 2ms seed 3")); err != nil {
+	if err := f.Reconfigure(AtoB, mustParse(t, "delay 2ms loss 30% seed 3")); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(50 * time.Millisecond)
