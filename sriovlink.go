@@ -154,7 +154,11 @@ func (n *Network) initSRIOV(s *sriovNet) error {
 		if s.home, err = sriov.HostNamespace(); err != nil {
 			return fmt.Errorf("%w: %w", ErrSRIOV, err)
 		}
-		s.alloc, err = sriov.NewAllocator(sriov.AllocatorConfig{Inventory: inv, SysFS: sys, Conf: sriov.NetlinkConfigurator{},
+		var conf sriov.Configurator = sriov.NetlinkConfigurator{}
+		if cfg.Conf != nil {
+			conf = cfg.Conf
+		}
+		s.alloc, err = sriov.NewAllocator(sriov.AllocatorConfig{Inventory: inv, SysFS: sys, Conf: conf,
 			NeedNetdev: true, StatePath: state, LockPath: filepath.Join(owner.StateDir, "sriov.lock"), Run: n.run})
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrSRIOV, err)

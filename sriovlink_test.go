@@ -220,3 +220,86 @@ func TestSRIOVRefusesEmulation(t *testing.T) {
 	assertRunGone(t, net.RunID())
 	assertSRIOVGone(t, net.RunID())
 }
+
+// TestSRIOVHardwarePath runs the hardware path (host-namespace VFs found
+// through sysfs, settings through a Configurator, VFs moved into the
+// nodes and back) on stand-ins: a fake sysfs whose VF netdevs are veth
+// ends in the root namespace, VF i of one PF wired to VF i of the other,
+// and in-memory VF settings in place of the PF driver.
+func TestSRIOVHardwarePath(t *testing.T) {
+	requireRoot(t)
+	tag := owner.NewRunID()[:4]
+	pfA, pfB := "pf"+tag+"a", "pf"+tag+"b"
+	vf := func(side string, i int) string { return "hv" + tag + side + strconv.Itoa(i) }
+	for i := 0; i < 2; i++ {
+		v := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: vf("a", i)}, PeerName: vf("b", i)}
+		if err := netlink.LinkAdd(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer func() {
+		for i := 0; i < 2; i++ {
+			if l, err := netlink.LinkByName(vf("a", i)); err == nil {
+				netlink.LinkDel(l)
+			}
+		}
+	}()
+	root := filepath.Join(t.TempDir(), "sys")
+	err := sriov.WriteFakeTree(root, []sriov.FakePF{
+		{Name: pfA, TotalVFs: 8, NumVFs: 2, VFNames: []string{vf("a", 0), vf("a", 1)}},
+		{Name: pfB, TotalVFs: 8, NumVFs: 2, VFNames: []string{vf("b", 0), vf("b", 1)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := sriov.NewMemConfigurator()
+	orig := sriov.VFState{SpoofChk: true, LinkState: sriov.LinkAuto}
+	for _, pf := range []string{pfA, pfB} {
+		for i := 0; i < 2; i++ {
+			conf.SetVF(pf, i, orig)
+		}
+	}
+	net, err := New(mustTopo(t, "single,2"), Options{Links: "sriov,sim=off,vlans=700-799,sysfs=" + root + ",pairs=" + pfA + ":" + pfB,
+		SRIOV: &sriov.Config{Conf: conf}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer net.Stop()
+	if err := net.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if loss, err := net.PingAll(context.Background(), 0); err != nil || loss != 0 {
+		t.Fatalf("PingAll: %v%% lost, %v", loss, err)
+	}
+	if st, _ := conf.GetVF(pfB, 1); st.VLAN != 701 || st.SpoofChk || !st.Trust || st.LinkState != sriov.LinkEnable {
+		t.Fatalf("%s vf 1 while running: %+v", pfB, st)
+	}
+	if _, err := netlink.LinkByName(vf("a", 0)); err == nil {
+		t.Fatalf("%s is still in the root namespace while h1 uses it", vf("a", 0))
+	}
+	if err := net.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	for _, side := range []string{"a", "b"} {
+		for i := 0; i < 2; i++ {
+			l, err := netlink.LinkByName(vf(side, i))
+			if err != nil {
+				t.Fatalf("VF %s did not come home: %v", vf(side, i), err)
+			}
+			if l.Attrs().Flags&(1<<0) != 0 {
+				t.Errorf("VF %s came home up", vf(side, i))
+			}
+			addrs, _ := netlink.AddrList(l, netlink.FAMILY_V4)
+			if len(addrs) != 0 {
+				t.Errorf("VF %s came home with addresses %v", vf(side, i), addrs)
+			}
+		}
+	}
+	for _, pf := range []string{pfA, pfB} {
+		for i := 0; i < 2; i++ {
+			if st, _ := conf.GetVF(pf, i); st.VLAN != 0 || !st.SpoofChk || st.Trust || st.LinkState != sriov.LinkAuto {
+				t.Errorf("%s vf %d not restored: %+v", pf, i, st)
+			}
+		}
+	}
+	assertSRIOVGone(t, net.RunID())
+}

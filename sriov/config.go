@@ -24,6 +24,9 @@ type Config struct {
 	Simulate  SimMode // "" means SimAuto
 	SysRoot   string  // sysfs root; "" means /sys
 	SimVFs    int     // VFs per simulated PF; 0 sizes the NIC to the topology
+	// Conf replaces netlink for the settings of real VFs (tests that
+	// run the hardware path on a fake sysfs; drivers with quirks).
+	Conf Configurator `json:"-"`
 }
 
 // ParseSpec reads a --links value: "veth", "sriov" or
@@ -113,6 +116,9 @@ func (c Config) Merge(o Config) Config {
 	}
 	if o.SimVFs != 0 {
 		c.SimVFs = o.SimVFs
+	}
+	if o.Conf != nil {
+		c.Conf = o.Conf
 	}
 	return c
 }
