@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/hymn-net/hymn/internal/owner"
 	"github.com/hymn-net/hymn/links"
+	"github.com/hymn-net/hymn/nodes"
 	"github.com/hymn-net/hymn/sriov"
 	"github.com/hymn-net/hymn/topo"
 )
@@ -37,6 +39,10 @@ type sriovNet struct {
 	home  links.Namespace // where the VFs live when no node has them
 	dir   string          // /run/hymn/<run>-sriov: state file, simulated sysfs
 	links map[*netLink]*sriovLink
+	// reserved holds the pairs taken at start for the planned links, in
+	// plan order: links are then built in parallel, and reserving first
+	// keeps which link gets which pair and VLAN reproducible.
+	reserved map[*topo.PlannedLink]*sriov.Pair
 }
 
 // sriovLink is a link made of a VF pair.
@@ -121,7 +127,27 @@ func (n *Network) sriovBackend() (*sriovNet, error) {
 	}
 	s.init = true
 	s.err = n.initSRIOV(s)
+	if s.err == nil {
+		s.err = n.reserveSRIOV(s)
+	}
 	return s, s.err
+}
+
+// reserveSRIOV allocates the pairs of every planned SR-IOV link in plan
+// order.
+func (n *Network) reserveSRIOV(s *sriovNet) error {
+	s.reserved = map[*topo.PlannedLink]*sriov.Pair{}
+	for _, pl := range n.plan.Links {
+		if !n.linkIsSRIOV(&netLink{plan: pl}) || NeedsEmulator(pl.Params) {
+			continue
+		}
+		p, err := s.alloc.Allocate(pl.String())
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrSRIOV, err)
+		}
+		s.reserved[pl] = p
+	}
+	return nil
 }
 
 func (n *Network) initSRIOV(s *sriovNet) error {
@@ -207,9 +233,15 @@ func (n *Network) createSRIOVLink(l *netLink) (err error) {
 	if err != nil {
 		return err
 	}
-	pair, err := s.alloc.Allocate(l.plan.String())
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrSRIOV, err)
+	s.mu.Lock()
+	pair, ok := s.reserved[l.plan]
+	delete(s.reserved, l.plan)
+	s.mu.Unlock()
+	if !ok {
+		// A link added while the network runs.
+		if pair, err = s.alloc.Allocate(l.plan.String()); err != nil {
+			return fmt.Errorf("%w: %w", ErrSRIOV, err)
+		}
 	}
 	sl := &sriovLink{pair: pair, vfs: [2]string{pair.A.Netdev, pair.B.Netdev}}
 	defer func() {
@@ -217,8 +249,16 @@ func (n *Network) createSRIOVLink(l *netLink) (err error) {
 			err = errors.Join(err, n.releaseSRIOVLink(s, sl))
 		}
 	}()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	for i, intf := range []*topo.Intf{l.plan.Intf1, l.plan.Intf2} {
 		e := links.End{NS: n.nodes[intf.Node], Name: intf.Name, MAC: intf.MAC, IP: intf.IP}
+		// A VM node's VF stays bare in its helper namespace, like a veth
+		// end: the guest's interface gets MAC and address (AttachIntf).
+		guest, _ := any(n.nodes[intf.Node]).(nodes.GuestNode)
+		if guest != nil {
+			e.MAC, e.IP = nil, netip.Prefix{}
+		}
 		if mtu, ok := l.plan.Params["mtu"]; ok {
 			fmt.Sscan(mtu, &e.MTU)
 		}
@@ -227,6 +267,11 @@ func (n *Network) createSRIOVLink(l *netLink) (err error) {
 			return fmt.Errorf("link %s: %w", l.plan, err)
 		}
 		sl.took[i] = true
+		if guest != nil {
+			if err := guest.AttachIntf(ctx, intf.Name, intf.MAC, intf.IP); err != nil {
+				return fmt.Errorf("link %s: %w", l.plan, err)
+			}
+		}
 		if s.sim != nil {
 			// The simulated VF is a veth end whose frames cross a
 			// user-space switch: checksums must be complete.
@@ -240,8 +285,6 @@ func (n *Network) createSRIOVLink(l *netLink) (err error) {
 			}
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	for _, e := range sl.ends {
 		if err := links.WaitOperUp(ctx, e.NS, e.Name); err != nil {
 			return fmt.Errorf("link %s: %w", l.plan, err)
