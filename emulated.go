@@ -327,10 +327,8 @@ func (n *Network) buildEmulated(l *netLink, ab, ba emulator.Config, macs []net.H
 	e.links[l] = el
 	e.mu.Unlock()
 	for _, i := range []*topo.Intf{l.plan.Intf1, l.plan.Intf2} {
-		if node := n.nodes[i.Node]; node.Kind() == topo.KindSwitch {
-			if err := node.AttachPort(i.Name); err != nil {
-				return fmt.Errorf("link %s: %w", l.plan, err)
-			}
+		if err := n.attachToSwitch(i.Node, i.Name); err != nil {
+			return fmt.Errorf("link %s: %w", l.plan, err)
 		}
 	}
 	for _, i := range []*topo.Intf{l.plan.Intf1, l.plan.Intf2} {

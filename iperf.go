@@ -6,12 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
-
-	"github.com/hymn-net/hymn/internal/netnsx"
-	"github.com/hymn-net/hymn/nodes"
 )
 
 // IperfResult is the outcome of an iperf run: the rate the server measured
@@ -76,18 +72,18 @@ func (n *Network) iperf(ctx context.Context, client, server string, seconds time
 	}
 	n.log().Output("*** Iperf: testing", l4, "bandwidth between", client, "and", server, "\n")
 
-	srvCtx, stopServer := context.WithCancel(ctx)
-	defer stopServer()
-	srv := sn.Command(srvCtx, "iperf3", "-s", "-1", "-p", fmt.Sprint(IperfPort))
-	var srvOut bytes.Buffer
-	srv.Stdout, srv.Stderr = &srvOut, &srvOut
-	if err := sn.Start(srv); err != nil {
+	// The server runs as a background job of the node's persistent shell
+	// (as Mininet runs it), so the same steps work in a namespace and in a
+	// VM through its agent.
+	out, err := sn.Cmd(ctx, fmt.Sprintf("iperf3 -s -1 -p %d >/dev/null 2>&1 & echo $!", IperfPort))
+	if err != nil {
 		return IperfResult{}, fmt.Errorf("starting the iperf3 server on %s: %w", server, err)
 	}
-	defer srv.Wait()
+	srvPid := strings.TrimSpace(out)
+	// Gone already after its one test; this covers failures.
+	defer sn.Cmd(context.Background(), "kill "+srvPid+" 2>/dev/null; wait "+srvPid+" 2>/dev/null")
 	if err := waitListening(ctx, sn, IperfPort, 5*time.Second); err != nil {
-		stopServer()
-		return IperfResult{}, fmt.Errorf("iperf3 server on %s: %w (%s)", server, err, strings.TrimSpace(srvOut.String()))
+		return IperfResult{}, fmt.Errorf("iperf3 server on %s: %w", server, err)
 	}
 	args := []string{"-J", "-c", ip.String(), "-p", fmt.Sprint(IperfPort), "-t", fmt.Sprintf("%.3f", seconds.Seconds())}
 	if udpBw != "" {
@@ -153,32 +149,20 @@ func FormatBps(bps float64) string {
 
 // waitListening polls the node's TCP tables until something listens on
 // port. Connecting to probe would use up iperf3's one-off (-1) session.
-func waitListening(ctx context.Context, node *nodes.NsNode, port int, limit time.Duration) error {
+func waitListening(ctx context.Context, node Node, port int, limit time.Duration) error {
 	want := fmt.Sprintf(":%04X ", port)
 	deadline := time.Now().Add(limit)
 	for {
-		listening := false
-		err := netnsx.Do(node.NsHandle(), func() error {
-			for _, f := range []string{"/proc/thread-self/net/tcp", "/proc/thread-self/net/tcp6"} {
-				data, err := os.ReadFile(f)
-				if err != nil {
-					continue
-				}
-				for _, line := range strings.Split(string(data), "\n") {
-					fields := strings.Fields(line)
-					// local_address is field 1, st is field 3; 0A is LISTEN.
-					if len(fields) > 3 && strings.HasSuffix(fields[1]+" ", want) && fields[3] == "0A" {
-						listening = true
-					}
-				}
-			}
-			return nil
-		})
+		res, err := node.Exec(ctx, "cat", "/proc/net/tcp", "/proc/net/tcp6")
 		if err != nil {
 			return err
 		}
-		if listening {
-			return nil
+		for _, line := range strings.Split(string(res.Stdout), "\n") {
+			fields := strings.Fields(line)
+			// local_address is field 1, st is field 3; 0A is LISTEN.
+			if len(fields) > 3 && strings.HasSuffix(fields[1]+" ", want) && fields[3] == "0A" {
+				return nil
+			}
 		}
 		if time.Now().After(deadline) {
 			return errors.New("not listening after " + limit.String())

@@ -21,6 +21,7 @@ import (
 	"github.com/hymn-net/hymn/nodes"
 	"github.com/hymn-net/hymn/sriov"
 	"github.com/hymn-net/hymn/topo"
+	"github.com/hymn-net/hymn/vm"
 	"github.com/vishvananda/netlink"
 )
 
@@ -42,6 +43,9 @@ type Options struct {
 	CPU *CPUOptions
 	// Log receives Mininet's progress lines; nil prints nothing.
 	Log *mnlog.Logger
+	// Nodes is the backend of hosts without a backend parameter: "netns"
+	// (the default) or "vm" (QEMU/KVM, TCG without KVM).
+	Nodes string
 	// Links is the link backend as --links takes it: "" or "veth", or
 	// "sriov[,pairs=A:B,vlans=400-4094,inventory=FILE,sim=auto|on|off]"
 	// for VF pairs (see sriovlink.go); a link's kind param overrides it.
@@ -57,7 +61,7 @@ type Network struct {
 	run  string
 
 	mu      sync.Mutex
-	nodes   map[string]*nodes.NsNode
+	nodes   map[string]Node
 	links   []*netLink
 	claimed bool
 	built   bool
@@ -83,7 +87,20 @@ func New(t *topo.Topo, opts Options) (*Network, error) {
 	if opts.Workers <= 0 {
 		opts.Workers = defaultWorkers()
 	}
-	return &Network{opts: opts, plan: plan, run: owner.NewRunID(), nodes: map[string]*nodes.NsNode{}}, nil
+	n := &Network{opts: opts, plan: plan, run: owner.NewRunID(), nodes: map[string]Node{}}
+	// Backends and VM parameters are checked here, before anything exists.
+	var errs []error
+	for _, p := range plan.Nodes {
+		backend, err := n.backendOf(p)
+		if err == nil && backend == BackendVM {
+			_, err = n.vmConfig(p, owner.NamespaceName(n.run, p.Name))
+		}
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return n, nil
 }
 
 // RunID returns the id that marks everything this network creates.
@@ -191,11 +208,28 @@ func names(ns []*topo.PlannedNode) string {
 }
 
 func (n *Network) createNodes(ctx context.Context, list []*topo.PlannedNode) error {
-	made := make([]*nodes.NsNode, len(list))
+	made := make([]Node, len(list))
 	err := forEach(ctx, n.opts.Workers, len(list), func(i int) error {
 		p := list[i]
+		ns := owner.NamespaceName(n.run, p.Name)
+		backend, err := n.backendOf(p)
+		if err != nil {
+			return err
+		}
+		if backend == BackendVM {
+			cfg, err := n.vmConfig(p, ns)
+			if err != nil {
+				return err
+			}
+			node, err := vm.New(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			made[i] = node
+			return nil
+		}
 		stp := p.IsSwitch() && (n.opts.STP || truthy(p.Params["stp"]))
-		node, err := nodes.New(nodes.Config{Name: p.Name, Kind: p.Kind, Namespace: owner.NamespaceName(n.run, p.Name), STP: stp, CPU: n.cpuLimit(p)})
+		node, err := nodes.New(nodes.Config{Name: p.Name, Kind: p.Kind, Namespace: ns, STP: stp, CPU: n.cpuLimit(p)})
 		if err != nil {
 			return err
 		}
@@ -211,14 +245,17 @@ func (n *Network) createNodes(ctx context.Context, list []*topo.PlannedNode) err
 }
 
 func (n *Network) createLink(l *netLink) error {
-	if n.linkIsSRIOV(l) {
-		return n.createSRIOVLink(l)
-	}
-	if n.linkNeedsEmulator(l.plan) {
-		return n.createEmulatedLink(l)
+	guest := func(i *topo.Intf) nodes.GuestNode {
+		g, _ := n.nodes[i.Node].(nodes.GuestNode)
+		return g
 	}
 	end := func(i *topo.Intf) links.End {
 		e := links.End{NS: n.nodes[i.Node], Name: i.Name, MAC: i.MAC, IP: i.IP}
+		if guest(i) != nil {
+			// A VM's end stays bare in its helper namespace; the guest's
+			// interface gets the MAC and the address (AttachIntf below).
+			e.MAC, e.IP = nil, netip.Prefix{}
+		}
 		if mtu, ok := l.plan.Params["mtu"]; ok {
 			fmt.Sscan(mtu, &e.MTU)
 		}
@@ -229,15 +266,18 @@ func (n *Network) createLink(l *netLink) error {
 		return err
 	}
 	l.veth = v
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	for _, i := range []*topo.Intf{l.plan.Intf1, l.plan.Intf2} {
-		if node := n.nodes[i.Node]; node.Kind() == topo.KindSwitch {
-			if err := node.AttachPort(i.Name); err != nil {
+		if err := n.attachToSwitch(i.Node, i.Name); err != nil {
+			return fmt.Errorf("link %s: %w", l.plan, err)
+		}
+		if g := guest(i); g != nil {
+			if err := g.AttachIntf(ctx, i.Name, i.MAC, i.IP); err != nil {
 				return fmt.Errorf("link %s: %w", l.plan, err)
 			}
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	for _, i := range []*topo.Intf{l.plan.Intf1, l.plan.Intf2} {
 		if err := links.WaitOperUp(ctx, n.nodes[i.Node], i.Name); err != nil {
 			return fmt.Errorf("link %s: %w", l.plan, err)
@@ -407,7 +447,12 @@ func (n *Network) teardown(verbose bool) error {
 	// a namespace alive after it is deleted.
 	inodes := map[uint64]bool{}
 	for _, node := range n.nodes {
-		node.StopShell()
+		switch node := node.(type) {
+		case *nodes.NsNode:
+			node.StopShell()
+		case *vm.Node:
+			node.Close() // a clean guest poweroff before the sweep below
+		}
 		if ino, err := netnsx.Inode(node.Namespace()); err == nil {
 			inodes[ino] = true
 		}
@@ -441,6 +486,7 @@ func (n *Network) teardown(verbose bool) error {
 		if _, _, err := owner.RemoveRun(n.run); err != nil {
 			errs = append(errs, err)
 		}
+		errs = append(errs, vm.RemoveRunDirs(owner.Prefix+n.run+"-"))
 	}
 	lg.Info("*** Done\n")
 	return errors.Join(errs...)
@@ -457,7 +503,7 @@ func (n *Network) deleteNodes(ctx context.Context, list []*topo.PlannedNode) err
 }
 
 // Node returns a node by name.
-func (n *Network) Node(name string) (*nodes.NsNode, error) {
+func (n *Network) Node(name string) (Node, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	node, ok := n.nodes[name]
@@ -509,6 +555,12 @@ func (n *Network) ConfigLinkStatus(src, dst, status string) error {
 	}
 	for _, l := range found {
 		for _, i := range []*topo.Intf{l.Intf1, l.Intf2} {
+			if g, ok := n.nodes[i.Node].(nodes.GuestNode); ok {
+				if err := g.SetIntfUp(context.Background(), i.Name, status == "up"); err != nil {
+					return fmt.Errorf("link %s: %w", l, err)
+				}
+				continue
+			}
 			if err := links.SetUp(n.nodes[i.Node], i.Name, status == "up"); err != nil {
 				return fmt.Errorf("link %s: %w", l, err)
 			}

@@ -279,10 +279,8 @@ func (n *Network) createSRIOVLink(l *netLink) (err error) {
 				return fmt.Errorf("link %s: %w", l.plan, err)
 			}
 		}
-		if node := n.nodes[intf.Node]; node.Kind() == topo.KindSwitch {
-			if err := node.AttachPort(intf.Name); err != nil {
-				return fmt.Errorf("link %s: %w", l.plan, err)
-			}
+		if err := n.attachToSwitch(intf.Node, intf.Name); err != nil {
+			return fmt.Errorf("link %s: %w", l.plan, err)
 		}
 	}
 	for _, e := range sl.ends {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/hymn-net/hymn/internal/mnlog"
 	"github.com/hymn-net/hymn/internal/owner"
+	"github.com/hymn-net/hymn/vm"
 	"github.com/spf13/cobra"
 )
 
@@ -32,6 +33,12 @@ process is gone, so networks that are still running are left alone.
 func runClean(lg *mnlog.Logger, all bool) error {
 	lg.Info("*** Removing what crashed hymn runs left behind\n")
 	rep, err := owner.Clean(all)
+	for _, run := range rep.Runs {
+		// VM sockets and console logs live outside the namespaces.
+		if vmErr := vm.RemoveRunDirs(owner.Prefix + run + "-"); vmErr != nil && err == nil {
+			err = vmErr
+		}
+	}
 	for _, r := range rep.Skipped {
 		lg.Infof("*** Run %s is still running; left alone (use hymn clean --all to stop it)\n", r)
 	}

@@ -236,9 +236,9 @@ func (s *shell) waitListening(ctx context.Context, rawArgs string) error {
 		}
 		timeout = time.Duration(secs * float64(time.Second))
 	}
-	node, err := s.net.Node(client)
+	node, err := s.net.NsNode(client)
 	if err != nil {
-		return fmt.Errorf("waitListening: client %s not in network", client)
+		return fmt.Errorf("waitListening: client %s: %v", client, err)
 	}
 	if ip, err := s.net.IP(server); err == nil {
 		server = ip.String()

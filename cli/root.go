@@ -46,6 +46,7 @@ type mnFlags struct {
 	listenPort int
 	noListen   bool
 	nat        string
+	nodes      string
 	custom     string                 // --custom FILE
 	file       string                 // hymn run FILE
 	changed    func(name string) bool // whether a flag was given
@@ -110,6 +111,7 @@ func addMNFlags(fl *pflag.FlagSet, f *mnFlags) {
 	fl.BoolVarP(&f.xterms, "xterms", "x", false, "open a terminal (tmux window) per node")
 	fl.StringVar(&f.host, "host", "proc", "host: proc, or cfs|rt[,cpu=F] for CPU-limited hosts (cgroups)")
 	fl.BoolVar(&f.pin, "pin", false, "pin hosts to CPU cores round robin (needs --host cfs or rt)")
+	fl.StringVar(&f.nodes, "nodes", "netns", "backend of the hosts: netns (network namespaces) or vm (QEMU VMs; KVM when usable, else TCG)")
 	fl.StringVar(&f.nat, "nat", "", "add a NAT node (nat0) on the first switch, toward the root namespace; hosts route through it")
 	fl.Lookup("nat").NoOptDefVal = "nat0"
 	fl.BoolVar(&f.inNS, "innamespace", false, "accepted for compatibility: hymn's switches always run in their own namespace")
@@ -263,7 +265,10 @@ func runMN(ctx context.Context, f *mnFlags, stdin *os.File, stdout, stderr io.Wr
 	if err != nil {
 		return err
 	}
-	opts := hymn.Options{IPBase: base, AutoMAC: f.mac, STP: stp, Log: lg, CPU: hostOpts, Links: f.links}
+	if f.nodes != hymn.BackendNetns && f.nodes != hymn.BackendVM {
+		return fmt.Errorf("%w: --nodes %s: use netns or vm", ErrUsage, f.nodes)
+	}
+	opts := hymn.Options{IPBase: base, AutoMAC: f.mac, STP: stp, Log: lg, CPU: hostOpts, Links: f.links, Nodes: f.nodes}
 	if err := hymn.CheckLinks(opts); err != nil {
 		return fmt.Errorf("%w: %v", ErrUsage, err)
 	}

@@ -404,7 +404,12 @@ func (s *shell) nodeRepr(n *topo.PlannedNode) string {
 	}
 	pid := 0
 	if node, err := s.net.Node(n.Name); err == nil {
-		pid, _ = node.ShellPid()
+		switch node := node.(type) {
+		case interface{ ShellPid() (int, error) }: // namespace nodes: their shell
+			pid, _ = node.ShellPid()
+		case interface{ Pid() int }: // VMs: their QEMU
+			pid = node.Pid()
+		}
 	}
 	return fmt.Sprintf("<%s %s: %s pid=%d> ", className(n), n.Name, strings.Join(intfs, ","), pid)
 }

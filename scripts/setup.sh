@@ -19,7 +19,10 @@ fi
 
 echo "*** Installing Debian packages"
 export DEBIAN_FRONTEND=noninteractive
-packages=(iproute2 iputils-ping iperf3 ethtool net-tools iptables procps util-linux bash mininet)
+# mininet: the compatibility check runs the real Mininet beside hymn;
+# qemu-system-x86, linux-image-amd64, busybox-static, xz-utils: VM nodes.
+packages=(iproute2 iputils-ping iperf3 ethtool net-tools iptables procps util-linux bash mininet
+  qemu-system-x86 linux-image-amd64 busybox-static xz-utils)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -33,6 +36,8 @@ echo "*** Fetching Go modules and building hymn"
 go mod download
 mkdir -p bin
 go build -o bin/hymn ./cmd/hymn
+# The VM guest agent, static, next to hymn: VM boot images pick it up there.
+CGO_ENABLED=0 go build -o bin/hymn-agent ./vm/agent/cmd/hymn-agent
 
 echo "*** Running: bin/hymn --topo linear,4 --test pingall"
 bin/hymn --topo linear,4 --test pingall

@@ -37,7 +37,7 @@ func TestServiceAcrossTheNetwork(t *testing.T) {
 	t.Cleanup(func() { network.Stop() })
 
 	// The service: an HTTP server listening inside h1.
-	h1, _ := network.Node("h1")
+	h1, _ := network.NsNode("h1")
 	ln, err := h1.Listen("tcp", ":8080")
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +49,7 @@ func TestServiceAcrossTheNetwork(t *testing.T) {
 	t.Cleanup(func() { srv.Close() })
 
 	// The client: requests made from inside h2.
-	h2, _ := network.Node("h2")
+	h2, _ := network.NsNode("h2")
 	client := &http.Client{Transport: &http.Transport{DialContext: h2.DialContext}, Timeout: 10 * time.Second}
 	ip, _ := network.IP("h1")
 	resp, err := client.Get("http://" + net.JoinHostPort(ip.String(), "8080") + "/")

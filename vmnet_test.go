@@ -1,0 +1,79 @@
+package hymn
+
+import (
+	"context"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hymn-net/hymn/topo"
+)
+
+// A mixed network: h1 is a VM, h2 a namespace, joined by a switch. Ping,
+// iperf, a shell command in the guest and link down/up must behave as on
+// namespaces only.
+func TestMixedVMAndNamespaceHosts(t *testing.T) {
+	requireRoot(t)
+	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
+		t.Skip("qemu-system-x86 is not installed")
+	}
+	if testing.Short() {
+		t.Skip("boots a VM")
+	}
+	top := topo.New()
+	s1 := top.AddSwitch("s1")
+	top.AddLink(top.AddHost("h1", topo.Params{"backend": "vm", "memory": "256M"}), s1)
+	top.AddLink(top.AddHost("h2"), s1)
+	net := startNet(t, top, Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	if loss, err := net.PingAll(ctx, 0); err != nil || loss != 0 {
+		t.Fatalf("pingall: %v%% %v", loss, err)
+	}
+	h1, _ := net.Node("h1")
+	out, err := h1.Cmd(ctx, "ip -o addr show h1-eth0")
+	if err != nil || !strings.Contains(out, "10.0.0.1/8") {
+		t.Errorf("h1 ip addr in the guest: %q %v", out, err)
+	}
+	if r, err := net.Iperf(ctx, "h2", "h1", time.Second); err != nil || r.ServerBps <= 0 {
+		t.Errorf("iperf h2 -> h1 (VM): %+v %v", r, err)
+	}
+	if err := net.ConfigLinkStatus("s1", "h1", "down"); err != nil {
+		t.Fatal(err)
+	}
+	if loss, _ := net.Ping(ctx, []string{"h2", "h1"}, time.Second); loss != 100 {
+		t.Errorf("ping over the VM's downed link: %v%% lost, want 100", loss)
+	}
+	if err := net.ConfigLinkStatus("s1", "h1", "up"); err != nil {
+		t.Fatal(err)
+	}
+	var loss float64
+	for try := 0; try < 10; try++ {
+		if loss, _ = net.Ping(ctx, []string{"h2", "h1"}, time.Second); loss == 0 {
+			break
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	if loss != 0 {
+		t.Errorf("after link up: %v%% lost", loss)
+	}
+}
+
+func TestBadVMParametersRejectedBeforeBuild(t *testing.T) {
+	for params, want := range map[string]string{
+		"memory=4X":     "memory",
+		"cpus=0":        "cpus",
+		"backend=cloud": "unknown backend",
+	} {
+		k, v, _ := strings.Cut(params, "=")
+		p := topo.Params{"backend": "vm", k: v}
+		top := topo.New()
+		top.AddLink(top.AddHost("h1", p), top.AddSwitch("s1"))
+		_, err := New(top, Options{})
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: New = %v, want an error naming %q", params, err, want)
+		}
+	}
+}
