@@ -226,6 +226,13 @@ func (n *Network) createNodes(ctx context.Context, list []*topo.PlannedNode) err
 				return err
 			}
 			made[i] = node
+			if p.Kind == topo.KindRouter {
+				res, err := node.Exec(ctx, "sh", "-c", "echo 1 > /proc/sys/net/ipv4/ip_forward")
+				if err == nil && res.ExitCode != 0 {
+					err = fmt.Errorf("router %s: enabling IPv4 forwarding in the guest: %s", p.Name, res.Stderr)
+				}
+				return err
+			}
 			return nil
 		}
 		stp := p.IsSwitch() && (n.opts.STP || truthy(p.Params["stp"]))

@@ -37,15 +37,15 @@ const (
 // are always namespaces.
 func (n *Network) backendOf(p *topo.PlannedNode) (string, error) {
 	b := p.Params["backend"]
-	if b == "" && p.Kind == topo.KindHost {
+	if b == "" && !p.IsSwitch() {
 		b = n.opts.Nodes
 	}
 	switch b {
 	case "", BackendNetns:
 		return BackendNetns, nil
 	case BackendVM:
-		if p.Kind != topo.KindHost {
-			return "", fmt.Errorf("node %s: only hosts can be VMs (it is a %s)", p.Name, p.Kind)
+		if p.IsSwitch() {
+			return "", fmt.Errorf("node %s: switches cannot be VMs (they are bridges in namespaces)", p.Name)
 		}
 		return BackendVM, nil
 	}

@@ -4,6 +4,7 @@
 // test (pingall by default) and tears the network down.
 //
 //	go run ./examples/line7 --test pingall
+//	go run ./examples/line7 --nodes vm --links sriov   # the same line on VMs and VF pairs
 package main
 
 import (
@@ -69,6 +70,8 @@ func join(parts []string) string {
 func main() {
 	test := flag.String("test", "pingall", "test to run: pingall, pingallfull, iperf or none")
 	verbosity := flag.String("v", "info", "verbosity: debug, info, output, warning, error")
+	nodes := flag.String("nodes", "netns", "backend of the hosts: netns or vm")
+	links := flag.String("links", "veth", "backend of the links: veth or sriov")
 	flag.Parse()
 	level, err := mnlog.ParseLevel(*verbosity)
 	if err != nil {
@@ -77,14 +80,15 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx, *test, mnlog.New(os.Stderr, level)); err != nil {
+	opts := hymn.Options{Log: mnlog.New(os.Stderr, level), Nodes: *nodes, Links: *links}
+	if err := run(ctx, *test, opts); err != nil {
 		fmt.Fprintln(os.Stderr, "line7:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, test string, lg *mnlog.Logger) (err error) {
-	net, err := hymn.New(Line(Hosts), hymn.Options{Log: lg})
+func run(ctx context.Context, test string, opts hymn.Options) (err error) {
+	net, err := hymn.New(Line(Hosts), opts)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hymn-net/hymn"
 	"github.com/hymn-net/hymn/internal/mnlog"
 )
 
@@ -14,7 +15,7 @@ func TestLine7ReachesEveryHost(t *testing.T) {
 		t.Skip("needs root to build the line")
 	}
 	var out strings.Builder
-	if err := run(context.Background(), "pingall", mnlog.New(&out, mnlog.Output)); err != nil {
+	if err := run(context.Background(), "pingall", hymn.Options{Log: mnlog.New(&out, mnlog.Output)}); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
 	if !strings.Contains(out.String(), "*** Results: 0% dropped (42/42 received)") {
