@@ -355,10 +355,23 @@ func (n *Network) stopEmulators() error {
 	e := v.(*emuNet)
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	// In parallel: closing a packet socket with a ring waits for an RCU
+	// grace period (tens of ms), four sockets per link, which adds up to
+	// seconds for a hundred links when done one after another.
+	var wg sync.WaitGroup
+	var emu sync.Mutex
 	var errs []error
 	for _, el := range e.links {
-		errs = append(errs, el.Stop())
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := el.Stop()
+			emu.Lock()
+			errs = append(errs, err)
+			emu.Unlock()
+		}()
 	}
+	wg.Wait()
 	if e.helper != nil {
 		errs = append(errs, e.helper.Delete())
 	}

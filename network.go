@@ -252,6 +252,9 @@ func (n *Network) createNodes(ctx context.Context, list []*topo.PlannedNode) err
 }
 
 func (n *Network) createLink(l *netLink) error {
+	if n.linkNeedsEmulator(l.plan) {
+		return n.createEmulatedLink(l)
+	}
 	guest := func(i *topo.Intf) nodes.GuestNode {
 		g, _ := n.nodes[i.Node].(nodes.GuestNode)
 		return g
