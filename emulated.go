@@ -15,6 +15,7 @@ import (
 	"github.com/hymn-net/hymn/emulator"
 	"github.com/hymn-net/hymn/internal/owner"
 	"github.com/hymn-net/hymn/links"
+	"github.com/hymn-net/hymn/nodes"
 	"github.com/hymn-net/hymn/topo"
 	"github.com/vishvananda/netlink"
 )
@@ -301,6 +302,13 @@ func (n *Network) createEmulatedLink(l *netLink) error {
 }
 
 func (n *Network) buildEmulated(l *netLink, ab, ba emulator.Config, macs []net.HardwareAddr) error {
+	for _, i := range []*topo.Intf{l.plan.Intf1, l.plan.Intf2} {
+		if _, vm := n.nodes[i.Node].(nodes.GuestNode); vm {
+			// A VM's end must be handed to the guest through its agent,
+			// which the emulated-link builder does not do yet.
+			return fmt.Errorf("link %s: emulated links (delay, bw, loss...) to VM node %s are not supported yet; emulate a link between namespace nodes instead", l.plan, i.Node)
+		}
+	}
 	e := n.emu()
 	helper, err := e.helperNamespace(n.run)
 	if err != nil {
