@@ -34,6 +34,9 @@ const (
 	tpacket2HdrLen = 32
 	blockSize      = 1 << 16
 	vlanHdrLen     = 4
+	// rawWaitMax is the longest Wait done as a raw system call; below the
+	// runtime's 10 ms preemption period.
+	rawWaitMax = 5 * time.Millisecond
 )
 
 // Port is an AF_PACKET port with TPACKET_V2 RX and TX rings. See the
@@ -374,16 +377,21 @@ func (p *Port) Wait(timeout time.Duration) error {
 	}
 	p.pollFDs[0].Revents, p.pollFDs[1].Revents = 0, 0
 	p.wakeups.Add(1)
-	// A raw system call, so the Go scheduler is not involved: a normal
-	// Syscall hands the thread's P back while it sleeps, and on every
-	// wake-up the forwarder's locked thread must win a P again through
-	// the scheduler, which costs tens of µs and, on a loaded machine, a
-	// share of a core in the runtime's own threads. The forwarder gives
-	// each of its threads a P of its own (emulator.Forwarder), so keeping
-	// it here takes nothing from other goroutines. Garbage-collection
-	// stops still work: their preemption signal interrupts ppoll (EINTR).
-	_, _, e := unix.RawSyscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&p.pollFDs[0])), uintptr(len(p.pollFDs)),
-		uintptr(unsafe.Pointer(ts)), 0, 0, 0)
+	// Short waits (a departure is due soon) use a raw system call: the
+	// thread keeps its P, so waking up never waits for the Go scheduler to
+	// find a P (on a loaded machine, or while idle GC workers hold every
+	// spare P, that wait reached tens of ms). Long waits (an idle link)
+	// go through the runtime, which releases the P; a raw wait that long
+	// would be interrupted by the runtime's preemption signal every 10 ms,
+	// which for a hundred idle links costs a good part of a core.
+	var e unix.Errno
+	if timeout >= 0 && timeout <= rawWaitMax {
+		_, _, e = unix.RawSyscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&p.pollFDs[0])), uintptr(len(p.pollFDs)),
+			uintptr(unsafe.Pointer(ts)), 0, 0, 0)
+	} else {
+		_, _, e = unix.Syscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&p.pollFDs[0])), uintptr(len(p.pollFDs)),
+			uintptr(unsafe.Pointer(ts)), 0, 0, 0)
+	}
 	if e != 0 && e != unix.EINTR {
 		return fmt.Errorf("afpacket: %s: ppoll: %w", p.name, e)
 	}
