@@ -252,6 +252,9 @@ func (n *Network) createNodes(ctx context.Context, list []*topo.PlannedNode) err
 }
 
 func (n *Network) createLink(l *netLink) error {
+	if n.linkIsSRIOV(l) {
+		return n.createSRIOVLink(l)
+	}
 	if n.linkNeedsEmulator(l.plan) {
 		return n.createEmulatedLink(l)
 	}
