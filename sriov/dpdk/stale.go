@@ -27,8 +27,10 @@ func FilePrefix() string { return prefixBase + strconv.Itoa(os.Getpid()) }
 // RemoveStale removes the EAL runtime directories of hymn processes that
 // are gone, and returns how many it removed. Directories of other DPDK
 // programs are not touched.
-func RemoveStale() (int, error) {
-	entries, err := os.ReadDir(RunDir)
+func RemoveStale() (int, error) { return removeStaleIn(RunDir) }
+
+func removeStaleIn(dir string) (int, error) {
+	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, nil
 	}
@@ -49,7 +51,7 @@ func RemoveStale() (int, error) {
 		if syscall.Kill(pid, 0) == nil || errors.Is(syscall.Kill(pid, 0), syscall.EPERM) {
 			continue // alive
 		}
-		if err := os.RemoveAll(filepath.Join(RunDir, e.Name())); err != nil {
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
 			errs = append(errs, err)
 			continue
 		}
