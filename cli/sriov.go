@@ -359,14 +359,16 @@ func newSRIOVSetupCmd() *cobra.Command {
 	var sysRoot, invPath string
 	var cables []string
 	var vfs int
-	var simulate bool
+	var simulate, force bool
 	cmd := &cobra.Command{
 		Use:   "setup",
 		Short: "Enable VFs on the cabled PFs (or run a simulated NIC)",
 		Long: `setup enables --vfs VFs on every PF port of the inventory (--pairs or
 --inventory) and sets each VF that nobody configured to spoofchk off, trust on,
 state enable, as the CIMininet scripts do; VLANs are set per link when a
-network starts. VFs with a VLAN or MAC already set are left alone.
+network starts. VFs with a VLAN or MAC already set are left alone, and a VF
+count that differs from the current one is refused while such VFs exist
+(changing it destroys every VF of the PF) unless --force.
 
 With --simulate it runs hymn's simulated SR-IOV NIC in the foreground until
 interrupted: its fake sysfs and hidden namespace are printed, so the NIC can
@@ -388,7 +390,7 @@ be inspected with hymn sriov list --sysfs DIR and ip netns exec NS ...`,
 			if simulate {
 				return runSimulated(cmd, inv, vfs)
 			}
-			return setupHardware(cmd.OutOrStdout(), inv, sriov.SysFS{Root: sysRoot}, vfs)
+			return setupHardware(cmd.OutOrStdout(), inv, sriov.SysFS{Root: sysRoot}, vfs, force)
 		},
 	}
 	cmd.Flags().StringVar(&sysRoot, "sysfs", "", "sysfs root (default /sys)")
@@ -396,10 +398,11 @@ be inspected with hymn sriov list --sysfs DIR and ip netns exec NS ...`,
 	cmd.Flags().StringArrayVar(&cables, "pairs", nil, "cabled PF ports A:B (repeatable, or joined with '+')")
 	cmd.Flags().IntVar(&vfs, "vfs", 8, "VFs to enable per PF")
 	cmd.Flags().BoolVar(&simulate, "simulate", false, "run a simulated SR-IOV NIC until interrupted")
+	cmd.Flags().BoolVar(&force, "force", false, "change the VF count even if that destroys VFs someone configured")
 	return cmd
 }
 
-func setupHardware(w io.Writer, inv *sriov.Inventory, sys sriov.SysFS, vfs int) error {
+func setupHardware(w io.Writer, inv *sriov.Inventory, sys sriov.SysFS, vfs int, force bool) error {
 	pfs, err := sys.PFs()
 	if err != nil {
 		return err
@@ -410,7 +413,7 @@ func setupHardware(w io.Writer, inv *sriov.Inventory, sys sriov.SysFS, vfs int) 
 	conf := sriov.NetlinkConfigurator{}
 	for _, c := range inv.Cables {
 		for _, name := range []string{c.A, c.B} {
-			if err := sys.EnableVFs(name, vfs); err != nil {
+			if err := sys.EnableVFsSafely(conf, name, vfs, force); err != nil {
 				return err
 			}
 			pf, err := sys.PF(name)

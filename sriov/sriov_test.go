@@ -387,3 +387,25 @@ func TestRemoveRun(t *testing.T) {
 		t.Fatalf("second RemoveRun: %v", err)
 	}
 }
+
+func TestEnableVFsSafely(t *testing.T) {
+	sys := fakeSys(t, 4)
+	conf := NewMemConfigurator()
+	conf.SetVF("enp33s0f0", 2, VFState{VLAN: 9})
+	err := sys.EnableVFsSafely(conf, "enp33s0f0", 8, false)
+	if !errors.Is(err, ErrVFsInUse) || !strings.Contains(err.Error(), "would destroy VFs 2") {
+		t.Fatalf("got %v", err)
+	}
+	if p, _ := sys.PF("enp33s0f0"); p.NumVFs != 4 {
+		t.Fatalf("count changed to %d", p.NumVFs)
+	}
+	if err := sys.EnableVFsSafely(conf, "enp33s0f0", 4, false); err != nil {
+		t.Fatalf("same count: %v", err)
+	}
+	if err := sys.EnableVFsSafely(conf, "enp100s0f0", 8, false); err != nil {
+		t.Fatalf("PF without foreign VFs: %v", err)
+	}
+	if err := sys.EnableVFsSafely(conf, "enp33s0f0", 8, true); err != nil {
+		t.Fatalf("forced: %v", err)
+	}
+}

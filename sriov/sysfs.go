@@ -284,3 +284,33 @@ func (s SysFS) HasHardware() bool {
 	}
 	return false
 }
+
+// ErrVFsInUse marks a VF count change refused because it would destroy
+// VFs someone configured.
+var ErrVFsInUse = errors.New("VFs in use")
+
+// EnableVFsSafely is EnableVFs for shared machines: changing a non-zero
+// VF count destroys every VF of the PF, so it is refused (ErrVFsInUse)
+// while any of them carries a VLAN or MAC that someone set, unless force.
+func (s SysFS) EnableVFsSafely(conf Configurator, pf string, n int, force bool) error {
+	p, err := s.PF(pf)
+	if err != nil {
+		return err
+	}
+	if n > p.TotalVFs {
+		return fmt.Errorf("%s: %d VFs asked for, sriov_totalvfs is %d: %w", pf, n, p.TotalVFs, ErrTooManyVFs)
+	}
+	if p.NumVFs != 0 && p.NumVFs != n && !force {
+		var used []string
+		for _, vf := range p.VFs {
+			if st, err := conf.GetVF(pf, vf.Index); err == nil && st.Foreign() {
+				used = append(used, strconv.Itoa(vf.Index))
+			}
+		}
+		if len(used) > 0 {
+			return fmt.Errorf("%s: changing %d VFs to %d would destroy VFs %s, configured by someone else (force to do it anyway): %w",
+				pf, p.NumVFs, n, strings.Join(used, ", "), ErrVFsInUse)
+		}
+	}
+	return s.EnableVFs(pf, n)
+}
