@@ -6,12 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/hymn-net/hymn/internal/shellproc"
 	"io"
 	"net"
 	"os"
 	"os/exec"
-	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -37,7 +36,7 @@ type Server struct {
 	running map[uint64]context.CancelFunc
 
 	shMu sync.Mutex // one shell line at a time, as on a terminal
-	sh   *shell
+	sh   *shellproc.Shell
 }
 
 // NewServer returns a Server with its defaults.
@@ -115,7 +114,7 @@ func (s *Server) Close() {
 	s.shMu.Lock()
 	defer s.shMu.Unlock()
 	if s.sh != nil {
-		s.sh.close()
+		s.sh.Close()
 		s.sh = nil
 	}
 }
@@ -216,16 +215,23 @@ func runExec(ctx context.Context, req *Request) Response {
 func (s *Server) runShell(ctx context.Context, line string, emit func([]byte)) Response {
 	s.shMu.Lock()
 	defer s.shMu.Unlock()
-	if s.sh == nil || s.sh.exited() {
+	if s.sh == nil || s.sh.Exited() {
 		sh, err := startShell(s.Shell)
 		if err != nil {
 			return fail("starting the shell: %v", err)
 		}
 		s.sh = sh
 	}
-	out, status, err := s.sh.run(ctx, line, emit)
+	// Streamed output goes out as it comes; otherwise it is collected.
+	var collected bytes.Buffer
+	var w io.Writer = &collected
+	if emit != nil {
+		w = emitWriter(emit)
+	}
+	status, err := s.sh.RunStream(ctx, line, w)
+	out := collected.String()
 	if err != nil {
-		if s.sh.exited() {
+		if s.sh.Exited() {
 			s.sh = nil
 		}
 		return Response{Exit: status, Stdout: []byte(out), Error: errString(err, ctx)}
@@ -242,193 +248,21 @@ func errString(err error, ctx context.Context) string {
 	return err.Error()
 }
 
-// shell is the persistent shell: command lines go to its stdin, and a
-// marker printed after each line delimits the output and carries the exit
-// status (the same scheme as the namespace nodes' shell).
-type shell struct {
-	cmd     *exec.Cmd
-	stdin   io.WriteCloser
-	seq     int
-	pending []byte
-	chunks  chan []byte
-	done    chan struct{}
-}
-
-func startShell(argv []string) (*shell, error) {
+// startShell starts the persistent shell (the same scheme as namespace
+// nodes': see package shellproc).
+func startShell(argv []string) (*shellproc.Shell, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), "PS1=", "PS2=")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	r, w, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	cmd.Stdout, cmd.Stderr = w, w
-	if err := cmd.Start(); err != nil {
-		r.Close()
-		w.Close()
-		return nil, err
-	}
-	w.Close()
-	sh := &shell{cmd: cmd, stdin: stdin, chunks: make(chan []byte, 64), done: make(chan struct{})}
-	go func() {
-		defer close(sh.chunks)
-		defer r.Close()
-		buf := make([]byte, 64<<10)
-		for {
-			n, err := r.Read(buf)
-			if n > 0 {
-				sh.chunks <- bytes.Clone(buf[:n])
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	go func() { cmd.Wait(); close(sh.done) }()
-	return sh, nil
+	return shellproc.Start(cmd, (*exec.Cmd).Start)
 }
 
-func (sh *shell) exited() bool {
-	select {
-	case <-sh.done:
-		return true
-	default:
-		return false
-	}
-}
+// emitWriter hands streamed shell output to the protocol.
+type emitWriter func([]byte)
 
-// run runs one line. With emit, output is handed over as it arrives,
-// except from the first \x01 on (it may start the end marker), and the
-// returned output is only the part not yet emitted.
-func (sh *shell) run(ctx context.Context, line string, emit func([]byte)) (string, int, error) {
-	before := childrenOf(sh.cmd.Process.Pid)
-	sh.seq++
-	marker := []byte(fmt.Sprintf("\x01hymn-%d:", sh.seq))
-	script := strings.TrimRight(line, "\n") + fmt.Sprintf("\nprintf '\\001hymn-%d:%%d\\001' $?\n", sh.seq)
-	if _, err := io.WriteString(sh.stdin, script); err != nil {
-		return "", -1, fmt.Errorf("writing to the shell: %w", err)
-	}
-	var killDeadline <-chan time.Time
-	done := ctx.Done()
-	for {
-		if out, status, ok := sh.cut(marker); ok {
-			if killDeadline != nil {
-				return out, status, ctx.Err()
-			}
-			return out, status, nil
-		}
-		select {
-		case c, ok := <-sh.chunks:
-			if !ok {
-				return string(sh.pending), -1, errors.New("shell exited")
-			}
-			sh.pending = append(sh.pending, c...)
-			if emit != nil {
-				n := bytes.IndexByte(sh.pending, '\x01')
-				if n < 0 {
-					n = len(sh.pending)
-				}
-				if n > 0 {
-					emit(bytes.Clone(sh.pending[:n]))
-					sh.pending = append(sh.pending[:0], sh.pending[n:]...)
-				}
-			}
-		case <-done:
-			// Kill what this line started, sparing earlier background jobs.
-			killTree(sh.cmd.Process.Pid, before)
-			done = nil
-			killDeadline = time.After(2 * time.Second)
-		case <-killDeadline:
-			sh.close()
-			return string(sh.pending), -1, ctx.Err()
-		}
-	}
-}
-
-func (sh *shell) cut(marker []byte) (string, int, bool) {
-	i := bytes.Index(sh.pending, marker)
-	if i < 0 {
-		return "", 0, false
-	}
-	rest := sh.pending[i+len(marker):]
-	j := bytes.IndexByte(rest, '\x01')
-	if j < 0 {
-		return "", 0, false
-	}
-	status, _ := strconv.Atoi(string(rest[:j]))
-	out := string(sh.pending[:i])
-	sh.pending = append(sh.pending[:0], rest[j+1:]...)
-	return out, status, true
-}
-
-func (sh *shell) close() {
-	sh.stdin.Close()
-	syscall.Kill(-sh.cmd.Process.Pid, syscall.SIGKILL)
-	select {
-	case <-sh.done:
-	case <-time.After(2 * time.Second):
-	}
-}
-
-func childrenOf(pid int) map[int]bool {
-	kids := map[int]bool{}
-	for p, parent := range parents() {
-		if parent == pid {
-			kids[p] = true
-		}
-	}
-	return kids
-}
-
-func killTree(pid int, spare map[int]bool) {
-	pp := parents()
-	var victims []int
-	var walk func(p int)
-	walk = func(p int) {
-		victims = append(victims, p)
-		for c, parent := range pp {
-			if parent == p {
-				walk(c)
-			}
-		}
-	}
-	for c, parent := range pp {
-		if parent == pid && !spare[c] {
-			walk(c)
-		}
-	}
-	for _, v := range victims {
-		syscall.Kill(v, syscall.SIGKILL)
-	}
-}
-
-func parents() map[int]int {
-	out := map[int]int{}
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		data, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		i := bytes.LastIndexByte(data, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(data[i+1:]))
-		if len(f) > 1 {
-			ppid, _ := strconv.Atoi(f[1])
-			out[pid] = ppid
-		}
-	}
-	return out
+func (e emitWriter) Write(p []byte) (int, error) {
+	e(bytes.Clone(p))
+	return len(p), nil
 }
 
 // configureIntf waits for the interface with the requested MAC (a NIC
