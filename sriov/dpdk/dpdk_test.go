@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/hymn-net/hymn/emulator"
+	"github.com/hymn-net/hymn/emulator/afpacket"
 	"github.com/hymn-net/hymn/internal/owner"
 	"github.com/hymn-net/hymn/links"
 )
@@ -444,4 +445,118 @@ func BenchmarkForwarderRing(b *testing.B) {
 	el := time.Since(start)
 	b.ReportMetric(float64(n)/el.Seconds()/1e6, "Mpps")
 	b.ReportMetric(100*float64(b.N-n)/float64(b.N), "%lost")
+}
+
+// TestCompareWithAFPacket forwards the same traffic over the same veth
+// pair through hymn's emulator twice, once on the pure-Go AF_PACKET port
+// and once on this DPDK port (net_af_packet vdevs), and logs both rates
+// and their ratio. It takes a few seconds, so it runs only with
+// HYMN_BENCH=1:
+//
+//	HYMN_BENCH=1 go test -tags dpdk -run CompareWithAFPacket -v ./sriov/dpdk
+func TestCompareWithAFPacket(t *testing.T) {
+	needEAL(t)
+	if os.Getenv("HYMN_BENCH") == "" {
+		t.Skip("set HYMN_BENCH=1 to run the side-by-side benchmark")
+	}
+	run := owner.NewRunID()
+	ns := map[string]*links.HelperNS{}
+	for _, n := range []string{"a", "dp", "b"} {
+		h, err := links.CreateHelperNS(owner.NamespaceName(run, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.Delete()
+		ns[n] = h
+	}
+	for _, v := range [][3]string{{"a", "a0", "d1"}, {"b", "b0", "d2"}} {
+		if _, err := links.CreateVeth(links.End{NS: ns[v[0]], Name: v[1]}, links.End{NS: ns["dp"], Name: v[2]}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send, err := afpacket.OpenIn(ns["a"].NsHandle(), "a0", afpacket.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer send.Close()
+	recv, err := afpacket.OpenIn(ns["b"].NsHandle(), "b0", afpacket.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer recv.Close()
+	const total = 300000
+	measure := func(a, b emulator.Port) float64 {
+		fwd, err := emulator.NewForwarder(a, b, emulator.ForwarderConfig{AtoB: emulator.DefaultConfig(), BtoA: emulator.DefaultConfig()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fwd.Start()
+		defer fwd.Stop()
+		var out [][]byte
+		for i := 0; i < 32; i++ {
+			out = append(out, frame(i, 64))
+		}
+		in, l, s := bufs(64, 2048)
+		sent, got := 0, 0
+		start := time.Now()
+		last := start
+		for got < total && time.Since(last) < time.Second {
+			if sent-got < 1024 && sent < total {
+				k, _ := send.SendBatch(out)
+				sent += k
+			}
+			recv.Wait(100 * time.Microsecond)
+			n, _ := recv.RecvBatch(in, l, s)
+			for i := 0; i < n; i++ {
+				if f := in[i][:l[i]]; len(f) >= 14 && f[12] == 0x88 && f[13] == 0xb5 {
+					got++
+				}
+			}
+			if n > 0 {
+				last = time.Now()
+			}
+			if sent-got >= 1024 && time.Since(last) > 20*time.Millisecond {
+				sent = got // frames lost on the way: stop waiting for them
+			}
+		}
+		return float64(got) / time.Since(start).Seconds()
+	}
+	var afp []*afpacket.Port
+	for _, n := range []string{"d1", "d2"} {
+		p, err := afpacket.OpenIn(ns["dp"].NsHandle(), n, afpacket.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		afp = append(afp, p)
+	}
+	rateAF := measure(afp[0], afp[1])
+	// HYMN_BENCH_IDLE (a duration) sets the DPDK ports' IdleSleep; 0
+	// polls, which on two shared cores competes with sender and receiver.
+	idle := 10 * time.Microsecond
+	if v := os.Getenv("HYMN_BENCH_IDLE"); v != "" {
+		if d, err := time.ParseDuration(v); err == nil {
+			idle = d
+		}
+	}
+	afp[0].Close()
+	afp[1].Close()
+	for i, iface := range []string{"d1", "d2"} {
+		if err := CreateVdevIn(ns["dp"].NsHandle(), fmt.Sprintf("net_af_packet%d", 10+i), "iface="+iface); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer RemoveVdev("net_af_packet11")
+	defer RemoveVdev("net_af_packet10")
+	var dp []*Port
+	for i := 0; i < 2; i++ {
+		p, err := OpenIn(ns["dp"].NsHandle(), fmt.Sprintf("net_af_packet%d", 10+i), Options{IdleSleep: idle})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		dp = append(dp, p)
+	}
+	rateDPDK := measure(dp[0], dp[1])
+	t.Logf("same veth pair, 64-byte frames, closed loop of 1024: AF_PACKET port %.0f kpps, DPDK net_af_packet port (IdleSleep %v) %.0f kpps, DPDK/AF_PACKET %.2f",
+		rateAF/1e3, idle, rateDPDK/1e3, rateDPDK/rateAF)
 }
