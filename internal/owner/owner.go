@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/hymn-net/hymn/internal/proctree"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -144,20 +145,10 @@ func Namespaces(run string) ([]string, error) {
 
 // processStartTime reads field 22 of /proc/<pid>/stat (0 if unreadable).
 func processStartTime(pid int) uint64 {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
+	f := proctree.StatFields(pid)
+	if len(f) < 20 {
 		return 0
 	}
-	// The command name (field 2) may hold spaces; fields count from its ')'.
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0
-	}
-	fields := strings.Fields(s[i+1:])
-	if len(fields) < 20 {
-		return 0
-	}
-	v, _ := strconv.ParseUint(fields[19], 10, 64)
+	v, _ := strconv.ParseUint(f[19], 10, 64)
 	return v
 }

@@ -1,6 +1,7 @@
 package owner
 
 import (
+	"github.com/hymn-net/hymn/internal/proctree"
 	"os"
 	"strconv"
 	"syscall"
@@ -63,15 +64,6 @@ func KillAll(pids []int) {
 }
 
 func isZombie(pid int) bool {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true
-	}
-	s := string(data)
-	for i := len(s) - 1; i >= 0; i-- {
-		if s[i] == ')' && i+2 < len(s) {
-			return s[i+2] == 'Z'
-		}
-	}
-	return false
+	f := proctree.StatFields(pid)
+	return len(f) == 0 || f[0] == "Z"
 }
