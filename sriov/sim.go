@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -41,7 +40,7 @@ type SimConfig struct {
 // SimStats counts what the simulated cable did.
 type SimStats struct {
 	Tagged       uint64 // frames a VF sent that went onto the cable tagged
-	Untagged     uint64 // frames delivered from the cable to a VF, tag removed
+	Untagged     uint64 // frames delivered from the cable to a VF (its tag removed)
 	DropVLAN     uint64 // frames from the cable no VF's VLAN matched
 	DropTagged   uint64 // tagged frames a VF with a port VLAN tried to send
 	DropSpoof    uint64 // spoofchk: source MAC not the VF's
@@ -60,7 +59,6 @@ type SimNIC struct {
 	table  atomic.Pointer[simTable]
 	conns  []*pktConn
 	wg     sync.WaitGroup
-	closed atomic.Bool
 	once   sync.Once
 
 	tagged, untagged, dropVLAN, dropTagged, dropSpoof, dropDisabled atomic.Uint64
@@ -397,7 +395,6 @@ func untag(f []byte) []byte {
 func (s *SimNIC) Close() error {
 	var errs []error
 	s.once.Do(func() {
-		s.closed.Store(true)
 		// Closing a socket ends the read parked on it.
 		for _, c := range s.conns {
 			errs = append(errs, c.close())
@@ -417,18 +414,4 @@ func (s *SimNIC) VFNetdev(pf string, i int) (string, error) {
 		return "", err
 	}
 	return s.byName[pf].netdev[i], nil
-}
-
-// MACOf is a helper for tests and tools: the MAC of a VF netdev as the
-// namespace holding it reports it.
-func MACOf(ns links.Namespace, name string) (net.HardwareAddr, error) {
-	var mac net.HardwareAddr
-	err := ns.Netlink(func(h *netlink.Handle) error {
-		l, err := h.LinkByName(name)
-		if err == nil {
-			mac = l.Attrs().HardwareAddr
-		}
-		return err
-	})
-	return mac, err
 }

@@ -409,3 +409,22 @@ func TestEnableVFsSafely(t *testing.T) {
 		t.Fatalf("forced: %v", err)
 	}
 }
+
+func TestTagUntag(t *testing.T) {
+	f := []byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 0x08, 0x00, 0x45, 0, 0, 0, 0xaa}
+	out := make([]byte, 64)
+	tagged := tag(out, f, 402, 5)
+	if !isTagged(tagged) || len(tagged) != len(f)+4 {
+		t.Fatalf("tag: % x", tagged)
+	}
+	if vid := int(tagged[14]&0x0f)<<8 | int(tagged[15]); vid != 402 || tagged[14]>>5 != 5 {
+		t.Fatalf("TCI % x: want VLAN 402 priority 5", tagged[14:16])
+	}
+	back := untag(tagged)
+	if string(back) != string(f) {
+		t.Fatalf("untag: % x, want % x", back, f)
+	}
+	if isTagged(f) || isTagged(f[:10]) {
+		t.Fatal("untagged or runt frame seen as tagged")
+	}
+}
