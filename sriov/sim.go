@@ -395,10 +395,22 @@ func untag(f []byte) []byte {
 func (s *SimNIC) Close() error {
 	var errs []error
 	s.once.Do(func() {
-		// Closing a socket ends the read parked on it.
+		// Closing a socket ends the read parked on it. Each close waits
+		// for an RCU grace period in the kernel, so they run in parallel.
+		var mu sync.Mutex
+		var closing sync.WaitGroup
 		for _, c := range s.conns {
-			errs = append(errs, c.close())
+			closing.Add(1)
+			go func() {
+				defer closing.Done()
+				if err := c.close(); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			}()
 		}
+		closing.Wait()
 		s.wg.Wait()
 		if s.helper != nil {
 			errs = append(errs, s.helper.Delete())
