@@ -1,11 +1,14 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 
 	"github.com/hymn-net/hymn/internal/mnlog"
 	"github.com/hymn-net/hymn/internal/owner"
+	"github.com/hymn-net/hymn/sriov"
+	"github.com/hymn-net/hymn/sriov/dpdk"
 	"github.com/hymn-net/hymn/vm"
 	"github.com/spf13/cobra"
 )
@@ -34,10 +37,13 @@ func runClean(lg *mnlog.Logger, all bool) error {
 	lg.Info("*** Removing what crashed hymn runs left behind\n")
 	rep, err := owner.Clean(all)
 	for _, run := range rep.Runs {
-		// VM sockets and console logs live outside the namespaces.
-		if vmErr := vm.RemoveRunDirs(owner.Prefix + run + "-"); vmErr != nil && err == nil {
-			err = vmErr
-		}
+		// Outside the namespaces: VM sockets and console logs, and real
+		// SR-IOV VFs, which go back to the root namespace with their
+		// original settings.
+		err = errors.Join(err, vm.RemoveRunDirs(owner.Prefix+run+"-"), sriov.RemoveRun(owner.StateDir, run, nil))
+	}
+	if _, dpdkErr := dpdk.RemoveStale(); dpdkErr != nil {
+		err = errors.Join(err, dpdkErr)
 	}
 	for _, r := range rep.Skipped {
 		lg.Infof("*** Run %s is still running; left alone (use hymn clean --all to stop it)\n", r)

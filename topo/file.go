@@ -74,7 +74,7 @@ var (
 	optionKeys     = []string{"ipbase", "mac"}
 	defaultKeys    = []string{"node", "host", "switch", "router", "link"}
 	nodeKeys       = []string{"name", "kind", "backend", "ip", "mac", "routes", "params"}
-	linkKeys       = []string{"endpoints", "a", "b", "params", "a>b", "b>a"}
+	linkKeys       = []string{"endpoints", "a", "b", "kind", "params", "a>b", "b>a"}
 	endpointKeys   = []string{"node", "port", "intf", "ip", "mac"}
 	nodeKinds      = []string{string(KindHost), string(KindSwitch), string(KindRouter)}
 	nodeBackends   = []string{"netns", "vm"}
@@ -890,6 +890,18 @@ func (l *fileLoader) link(n *yaml.Node, field string) {
 	for _, dir := range directionKeys {
 		if p, ok := byKey[dir]; ok {
 			l.params(p.val, field+"."+dir, dir+".", own)
+		}
+	}
+	if p, ok := byKey["kind"]; ok {
+		// The link backend (veth or sriov), as --links chooses it for all.
+		k := deref(p.val)
+		switch {
+		case k == nil || k.Kind != yaml.ScalarNode:
+			l.errAt(p.val, field+".kind", "must be veth or sriov")
+		case k.Value != "veth" && k.Value != "sriov":
+			l.errAt(k, field+".kind", "%q is not a link kind (use veth or sriov)", k.Value)
+		default:
+			own["kind"] = k.Value
 		}
 	}
 	for k, v := range own {
