@@ -20,9 +20,11 @@ fi
 echo "*** Installing Debian packages"
 export DEBIAN_FRONTEND=noninteractive
 # mininet: the compatibility check runs the real Mininet beside hymn;
-# qemu-system-x86, linux-image-amd64, busybox-static, xz-utils: VM nodes.
+# qemu-system-x86, linux-image-amd64, busybox-static, xz-utils: VM nodes;
+# libdpdk-dev, dpdk-dev, pkg-config, libnuma-dev: the DPDK port (build tag dpdk).
 packages=(iproute2 iputils-ping iperf3 ethtool net-tools iptables procps util-linux bash mininet
-  qemu-system-x86 linux-image-amd64 busybox-static xz-utils)
+  qemu-system-x86 linux-image-amd64 busybox-static xz-utils
+  libdpdk-dev dpdk-dev pkg-config libnuma-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -11,7 +11,10 @@ if [ -n "$unformatted" ]; then
   exit 1
 fi
 go vet ./...
+go vet -tags dpdk ./...
 # -p 1: one package at a time. Several tests measure real time (delay through
 # an emulated link, VM boots under TCG); on a 2-core machine packages
 # running side by side would make them measure each other.
 go test -race -p 1 -count=1 -timeout 40m ./...
+# The DPDK port (cgo over Debian's libdpdk) against DPDK's virtual devices.
+go test -tags dpdk -count=1 ./sriov/dpdk/
