@@ -22,6 +22,7 @@ func NewEmulateLinkCmd() *cobra.Command {
 		ab, ba   string
 		every    time.Duration
 		duration time.Duration
+		useDPDK  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "link --a IF --b IF [params...]",
@@ -35,7 +36,13 @@ with params (the emulator's text form, NetEm-like) in both directions and
 
 The interfaces must be up. Frames must be complete when they reach the
 ports: turn off TX checksum offload and TSO/GSO on the interfaces that send
-into them (ethtool -K IF tx off tso off gso off).`,
+into them (ethtool -K IF tx off tso off gso off).
+
+With --dpdk the ports are DPDK devices instead (hymn built with -tags dpdk
+and libdpdk-dev installed): a VF's PCI address bound to vfio-pci, or a
+virtual device given as NAME,ARGS:
+
+  hymn emulate --dpdk --a net_af_packet0,iface=veth1 --b net_af_packet1,iface=veth2 delay 10ms`,
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if ifA == "" || ifB == "" || ifA == ifB {
@@ -44,6 +51,9 @@ into them (ethtool -K IF tx off tso off gso off).`,
 			cfgs, err := emulateLinkConfigs(args, ab, ba)
 			if err != nil {
 				return err
+			}
+			if useDPDK {
+				return runEmulateDPDK(cmd.Context(), cmd.OutOrStdout(), ifA, ifB, cfgs[0], cfgs[1], every, duration)
 			}
 			return RunEmulateLink(cmd.Context(), cmd.OutOrStdout(), ifA, ifB, cfgs[0], cfgs[1], every, duration)
 		},
@@ -55,6 +65,7 @@ into them (ethtool -K IF tx off tso off gso off).`,
 	fl.StringVar(&ba, "ba", "", "extra params for the direction B→A")
 	fl.DurationVar(&every, "stats-every", 0, "print statistics at this interval (0: only at the end)")
 	fl.DurationVar(&duration, "duration", 0, "stop after this long (0: run until interrupted)")
+	fl.BoolVar(&useDPDK, "dpdk", false, "the ports are DPDK devices (PCI address or NAME,ARGS vdev); needs a build with -tags dpdk")
 	return cmd
 }
 
@@ -86,6 +97,12 @@ func RunEmulateLink(ctx context.Context, w io.Writer, ifA, ifB string, ab, ba em
 		return err
 	}
 	defer pb.Close()
+	return forwardUntilDone(ctx, w, ifA, ifB, pa, pb, ab, ba, every, duration)
+}
+
+// forwardUntilDone runs an emulator between two open ports until ctx ends
+// or duration passes, printing statistics every interval and at the end.
+func forwardUntilDone(ctx context.Context, w io.Writer, ifA, ifB string, pa, pb emulator.Port, ab, ba emulator.Config, every, duration time.Duration) error {
 	f, err := emulator.NewForwarder(pa, pb, emulator.ForwarderConfig{AtoB: ab, BtoA: ba, RealTime: true})
 	if err != nil {
 		return err

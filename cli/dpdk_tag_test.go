@@ -1,0 +1,5 @@
+//go:build dpdk
+
+package cli
+
+const dpdkBuilt = true
