@@ -283,10 +283,10 @@ func TestMNCustomTopologyAndFiles(t *testing.T) {
 
 // DPDK asked for in a build without the dpdk tag is a usage error.
 func TestEmulateDPDKWithoutTheTag(t *testing.T) {
-	code, _, stderr := run(t, "emulate", "--dpdk", "--a", "net_null0,", "--b", "net_null1,", "delay", "1ms")
 	if dpdkBuilt {
 		t.Skip("this build has DPDK")
 	}
+	code, _, stderr := run(t, "emulate", "--dpdk", "--a", "net_null0,", "--b", "net_null1,", "delay", "1ms")
 	if code != 2 || !strings.Contains(stderr, "rebuild with -tags dpdk") {
 		t.Errorf("exit %d: %s", code, stderr)
 	}
