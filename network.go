@@ -38,7 +38,10 @@ type Options struct {
 	IPBase  netip.Prefix // --ipbase; zero means 10.0.0.0/8
 	AutoMAC bool         // --mac
 	STP     bool         // STP on every switch (torus switches have it anyway)
-	Workers int          // setup concurrency; 0 chooses from the CPU count
+	// Switch is the switch kind: "lxbr" (default, a Linux bridge) or
+	// "ovsbr" (Open vSwitch in userspace mode, standalone).
+	Switch  string
+	Workers int // setup concurrency; 0 chooses from the CPU count
 	// CPU makes every host CPU-limited (mn --host cfs,cpu=F); nil for none.
 	CPU *CPUOptions
 	// Log receives Mininet's progress lines; nil prints nothing.
@@ -236,7 +239,8 @@ func (n *Network) createNodes(ctx context.Context, list []*topo.PlannedNode) err
 			return nil
 		}
 		stp := p.IsSwitch() && (n.opts.STP || truthy(p.Params["stp"]))
-		node, err := nodes.New(nodes.Config{Name: p.Name, Kind: p.Kind, Namespace: ns, STP: stp, CPU: n.cpuLimit(p)})
+		node, err := nodes.New(nodes.Config{Name: p.Name, Kind: p.Kind, Namespace: ns, STP: stp, CPU: n.cpuLimit(p),
+			OVS: p.IsSwitch() && n.opts.Switch == "ovsbr"})
 		if err != nil {
 			return err
 		}
@@ -279,6 +283,15 @@ func (n *Network) createLink(l *netLink) error {
 		return err
 	}
 	l.veth = v
+	if n.opts.Switch == "ovsbr" && (n.plan.Node(l.plan.Intf1.Node).IsSwitch() || n.plan.Node(l.plan.Intf2.Node).IsSwitch()) {
+		// Open vSwitch's userspace datapath forwards frames as they are:
+		// checksums must be complete when they leave the senders.
+		for _, i := range []*topo.Intf{l.plan.Intf1, l.plan.Intf2} {
+			if err := links.DisableOffloads(n.nodes[i.Node], i.Name); err != nil {
+				return fmt.Errorf("link %s: %w", l.plan, err)
+			}
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for _, i := range []*topo.Intf{l.plan.Intf1, l.plan.Intf2} {

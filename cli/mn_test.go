@@ -128,7 +128,7 @@ func TestMNBadInput(t *testing.T) {
 		{[]string{"--topo", "linear,abc", "--test", "pingall"}, `k must be an integer, got "abc"`},
 		{[]string{"--test", "bogus"}, "test bogus is unknown - please specify one of"},
 		{[]string{"--controller", "ref", "--test", "pingall"}, "OpenFlow controllers are not supported"},
-		{[]string{"--switch", "ovsk", "--test", "pingall"}, "not supported yet"},
+		{[]string{"--switch", "ovsk", "--test", "pingall"}, "OpenFlow switches need a controller"},
 		{[]string{"--ipbase", "10.0.0/8", "--test", "pingall"}, "not an IPv4 network"},
 		{[]string{"-v", "loud"}, `unknown verbosity "loud"`},
 		{[]string{"--no-such-flag"}, "unknown flag: --no-such-flag"},
@@ -289,5 +289,23 @@ func TestEmulateDPDKWithoutTheTag(t *testing.T) {
 	code, _, stderr := run(t, "emulate", "--dpdk", "--a", "net_null0,", "--b", "net_null1,", "delay", "1ms")
 	if code != 2 || !strings.Contains(stderr, "rebuild with -tags dpdk") {
 		t.Errorf("exit %d: %s", code, stderr)
+	}
+}
+
+// --switch ovsbr: Open vSwitch in userspace mode, where it is installed.
+func TestMNOVSBridge(t *testing.T) {
+	requireRoot(t)
+	if _, err := exec.LookPath("ovs-vswitchd"); err != nil {
+		t.Skip("Open vSwitch is not installed")
+	}
+	code, _, stderr := run(t, "--switch", "ovsbr", "--topo", "linear,3", "--test", "pingall")
+	if code != 0 || !strings.Contains(stderr, "*** Results: 0% dropped (6/6 received)") {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	entries, _ := os.ReadDir("/run/hymn/ovs")
+	for _, e := range entries {
+		if run, ok := owner.RunOfNamespace(e.Name()); ok && !owner.Alive(run) {
+			t.Errorf("left behind: /run/hymn/ovs/%s", e.Name())
+		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hymn-net/hymn"
 	"github.com/hymn-net/hymn/internal/mnlog"
+	"github.com/hymn-net/hymn/nodes"
 	"github.com/hymn-net/hymn/topo"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -93,7 +94,7 @@ Progress goes to stderr, as Mininet's does. hymn must run as root.`,
 func addMNFlags(fl *pflag.FlagSet, f *mnFlags) {
 	f.changed = fl.Changed
 	fl.StringVar(&f.topo, "topo", "minimal", "topology spec: "+strings.Join(topo.BuiltinNames(), "|")+"[,arg...][,key=value...]")
-	fl.StringVar(&f.switchSpec, "switch", "lxbr", "switch: lxbr[,stp=1] (a Linux bridge in its own namespace)")
+	fl.StringVar(&f.switchSpec, "switch", "lxbr", "switch: lxbr[,stp=1] (a Linux bridge in its own namespace) or ovsbr[,stp=1] (Open vSwitch in userspace mode, standalone)")
 	fl.StringArrayVar(&f.controller, "controller", nil, "controller: none (OpenFlow controllers are not supported: Linux bridges learn by themselves)")
 	fl.StringVar(&f.link, "link", "default", "link type: default (veth)")
 	fl.StringVar(&f.links, "links", "veth", "link backend: veth, or sriov[,pairs=PF:PF,vlans=400-4094,inventory=FILE,sim=auto|on|off] for SR-IOV VF pairs (simulated NIC without hardware)")
@@ -146,29 +147,37 @@ func parseTests(values []string) ([]string, error) {
 	return out, nil
 }
 
-// parseSwitch accepts lxbr with its stp option.
-func parseSwitch(spec string) (stp bool, err error) {
+// parseSwitch accepts lxbr (a Linux bridge) and, when Open vSwitch is
+// installed, ovsbr (OVS in userspace mode, standalone), with their stp
+// option.
+func parseSwitch(spec string) (kind string, stp bool, err error) {
 	s, err := topo.ParseSpec(spec)
 	if err != nil {
-		return false, fmt.Errorf("%w: --switch: %v", ErrUsage, err)
+		return "", false, fmt.Errorf("%w: --switch: %v", ErrUsage, err)
 	}
 	switch s.Name {
 	case "lxbr", "default":
-	case "ovs", "ovsk", "ovsbr", "user", "ivs":
-		return false, fmt.Errorf("%w: --switch %s: Open vSwitch and user-space OpenFlow switches are not supported yet; use --switch lxbr (a Linux bridge)", ErrUsage, s.Name)
+		kind = "lxbr"
+	case "ovsbr":
+		if err := nodes.OVSAvailable(); err != nil {
+			return "", false, fmt.Errorf("%w: --switch ovsbr: %v", ErrUsage, err)
+		}
+		kind = "ovsbr"
+	case "ovs", "ovsk", "user", "ivs":
+		return "", false, fmt.Errorf("%w: --switch %s: OpenFlow switches need a controller, which hymn does not run; use --switch ovsbr (Open vSwitch, standalone) or lxbr (a Linux bridge)", ErrUsage, s.Name)
 	default:
-		return false, fmt.Errorf("%w: --switch %s: unknown switch; use lxbr", ErrUsage, s.Name)
+		return "", false, fmt.Errorf("%w: --switch %s: unknown switch; use lxbr or ovsbr", ErrUsage, s.Name)
 	}
 	if len(s.Args) > 0 {
-		return false, fmt.Errorf("%w: --switch %s: unexpected argument %q", ErrUsage, spec, s.Args[0])
+		return "", false, fmt.Errorf("%w: --switch %s: unexpected argument %q", ErrUsage, spec, s.Args[0])
 	}
 	for _, kv := range s.Kwargs {
 		if kv.Key != "stp" {
-			return false, fmt.Errorf("%w: --switch %s: unknown option %q (lxbr takes stp)", ErrUsage, spec, kv.Key)
+			return "", false, fmt.Errorf("%w: --switch %s: unknown option %q (it takes stp)", ErrUsage, spec, kv.Key)
 		}
 		stp = kv.Value == "1" || strings.EqualFold(kv.Value, "true")
 	}
-	return stp, nil
+	return kind, stp, nil
 }
 
 func checkControllers(cs []string) error {
@@ -202,7 +211,7 @@ func runMN(ctx context.Context, f *mnFlags, stdin *os.File, stdout, stderr io.Wr
 	if err != nil {
 		return err
 	}
-	stp, err := parseSwitch(f.switchSpec)
+	switchKind, stp, err := parseSwitch(f.switchSpec)
 	if err != nil {
 		return err
 	}
@@ -268,7 +277,7 @@ func runMN(ctx context.Context, f *mnFlags, stdin *os.File, stdout, stderr io.Wr
 	if f.nodes != hymn.BackendNetns && f.nodes != hymn.BackendVM {
 		return fmt.Errorf("%w: --nodes %s: use netns or vm", ErrUsage, f.nodes)
 	}
-	opts := hymn.Options{IPBase: base, AutoMAC: f.mac, STP: stp, Log: lg, CPU: hostOpts, Links: f.links, Nodes: f.nodes}
+	opts := hymn.Options{IPBase: base, AutoMAC: f.mac, STP: stp, Log: lg, CPU: hostOpts, Links: f.links, Nodes: f.nodes, Switch: switchKind}
 	if err := hymn.CheckLinks(opts); err != nil {
 		return fmt.Errorf("%w: %v", ErrUsage, err)
 	}

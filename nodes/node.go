@@ -56,7 +56,8 @@ type NsNode struct {
 	shell   *Shell
 	closed  bool
 
-	cg *cgroup // CPU limits; nil for an unlimited node
+	cg  *cgroup    // CPU limits; nil for an unlimited node
+	ovs *ovsSwitch // an Open vSwitch switch's daemons; nil for a Linux bridge
 }
 
 // Config says how to create a namespace node.
@@ -65,6 +66,7 @@ type Config struct {
 	Kind      topo.Kind // host, switch or router
 	Namespace string    // namespace name (hymn-<run>-h1)
 	STP       bool      // switches: run the kernel's spanning tree
+	OVS       bool      // switches: Open vSwitch in userspace mode instead of a Linux bridge
 	CPU       *CPULimit // hosts: Mininet's CPULimitedHost; nil for none
 }
 
@@ -105,6 +107,12 @@ func New(cfg Config) (_ *NsNode, err error) {
 	}
 	switch cfg.Kind {
 	case topo.KindSwitch:
+		if cfg.OVS {
+			if err := n.makeOVS(cfg.STP); err != nil {
+				return nil, fmt.Errorf("switch %s: %w", cfg.Name, err)
+			}
+			break
+		}
 		if err := n.makeBridge(cfg.STP); err != nil {
 			return nil, fmt.Errorf("switch %s: %w", cfg.Name, err)
 		}
@@ -277,6 +285,7 @@ func (n *NsNode) Close() error {
 // processes inside must be gone already.
 func (n *NsNode) Delete() error {
 	n.Close()
+	n.ovs.stop()
 	return errors.Join(n.cg.remove(), netnsx.Delete(n.nsName))
 }
 

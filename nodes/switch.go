@@ -35,6 +35,18 @@ func (n *NsNode) makeBridge(stp bool) error {
 // AttachPort makes an interface of the switch a port of its bridge and
 // brings it up.
 func (n *NsNode) AttachPort(intf string) error {
+	if n.ovs != nil {
+		if err := n.ovs.vsctl("add-port", n.name, intf); err != nil {
+			return err
+		}
+		return n.Netlink(func(h *netlink.Handle) error {
+			link, err := h.LinkByName(intf)
+			if err != nil {
+				return err
+			}
+			return h.LinkSetUp(link)
+		})
+	}
 	return n.Netlink(func(h *netlink.Handle) error {
 		link, err := h.LinkByName(intf)
 		if err != nil {

@@ -71,6 +71,7 @@ func RemoveRun(run string) (namespaces, processes int, err error) {
 		}
 	}
 	removeCgroups(Prefix + run + "-")
+	removeDirs("/run/hymn/ovs", Prefix+run+"-")
 	removeRootLinks("hymn" + run)
 	if err := Release(run); err != nil {
 		errs = append(errs, err)
@@ -102,6 +103,17 @@ func removeRootLinks(prefix string) {
 	for _, l := range list {
 		if strings.HasPrefix(l.Attrs().Name, prefix) {
 			netlink.LinkDel(l)
+		}
+	}
+}
+
+// removeDirs deletes the directories under base named with prefix (the
+// Open vSwitch switches' databases and sockets).
+func removeDirs(base, prefix string) {
+	entries, _ := os.ReadDir(base)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), prefix) {
+			os.RemoveAll(filepath.Join(base, e.Name()))
 		}
 	}
 }

@@ -1,0 +1,127 @@
+package nodes
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// OVSRunDir holds each Open vSwitch switch's private database, sockets and
+// logs, one directory per switch namespace (hymn clean removes them).
+const OVSRunDir = "/run/hymn/ovs"
+
+// ovsSwitch is an Open vSwitch bridge in userspace mode (datapath_type
+// netdev, no kernel module needed) with its own ovsdb-server and
+// ovs-vswitchd running inside the switch's namespace, where its ports are.
+type ovsSwitch struct {
+	dir   string
+	procs []*exec.Cmd
+}
+
+// OVSAvailable reports whether Open vSwitch's programs are installed.
+func OVSAvailable() error {
+	for _, p := range []string{"ovsdb-tool", "ovsdb-server", "ovs-vswitchd", "ovs-vsctl"} {
+		if _, err := exec.LookPath(p); err != nil {
+			return fmt.Errorf("%s is not installed (apt-get install openvswitch-switch)", p)
+		}
+	}
+	return nil
+}
+
+func ovsSchema() string {
+	for _, p := range []string{"/usr/share/openvswitch/vswitch.ovsschema", "/usr/local/share/openvswitch/vswitch.ovsschema"} {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	return "/usr/share/openvswitch/vswitch.ovsschema"
+}
+
+func (o *ovsSwitch) vsctl(args ...string) error {
+	args = append([]string{"--db=unix:" + filepath.Join(o.dir, "db.sock"), "--timeout=10"}, args...)
+	out, err := exec.Command("ovs-vsctl", args...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("ovs-vsctl %s: %v: %s", strings.Join(args[2:], " "), err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// makeOVS starts the switch's Open vSwitch and creates its bridge.
+func (n *NsNode) makeOVS(stp bool) (err error) {
+	if err := OVSAvailable(); err != nil {
+		return err
+	}
+	o := &ovsSwitch{dir: filepath.Join(OVSRunDir, n.nsName)}
+	n.ovs = o
+	if err := os.MkdirAll(o.dir, 0o755); err != nil {
+		return err
+	}
+	db := filepath.Join(o.dir, "conf.db")
+	if out, err := exec.Command("ovsdb-tool", "create", db, ovsSchema()).CombinedOutput(); err != nil {
+		return fmt.Errorf("ovsdb-tool create: %v: %s", err, out)
+	}
+	env := append(os.Environ(), "OVS_RUNDIR="+o.dir, "OVS_LOGDIR="+o.dir, "OVS_DBDIR="+o.dir, "OVS_SYSCONFDIR="+o.dir)
+	start := func(name string, args ...string) error {
+		cmd := exec.Command(name, args...)
+		cmd.Env = env
+		// They die with hymn (and are swept with the namespace anyway).
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		if err := n.Start(cmd); err != nil {
+			return fmt.Errorf("starting %s: %w", name, err)
+		}
+		o.procs = append(o.procs, cmd)
+		return nil
+	}
+	sock := filepath.Join(o.dir, "db.sock")
+	if err := start("ovsdb-server", db, "--remote=punix:"+sock, "--pidfile="+filepath.Join(o.dir, "ovsdb-server.pid"),
+		"--unixctl="+filepath.Join(o.dir, "ovsdb-server.ctl"), "--log-file="+filepath.Join(o.dir, "ovsdb-server.log")); err != nil {
+		return err
+	}
+	if err := waitForFile(sock, 10*time.Second); err != nil {
+		return fmt.Errorf("ovsdb-server: %w", err)
+	}
+	if err := o.vsctl("--no-wait", "init"); err != nil {
+		return err
+	}
+	if err := start("ovs-vswitchd", "unix:"+sock, "--pidfile="+filepath.Join(o.dir, "ovs-vswitchd.pid"),
+		"--unixctl="+filepath.Join(o.dir, "ovs-vswitchd.ctl"), "--log-file="+filepath.Join(o.dir, "ovs-vswitchd.log")); err != nil {
+		return err
+	}
+	// Standalone: without a controller the bridge learns like a switch,
+	// as Mininet's OVSBridge.
+	args := []string{"add-br", n.name, "--", "set", "bridge", n.name, "datapath_type=netdev", "fail_mode=standalone"}
+	if stp {
+		args = append(args, "stp_enable=true")
+	}
+	return o.vsctl(args...)
+}
+
+func waitForFile(path string, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return errors.New(path + " did not appear")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// stop ends the switch's daemons and removes its directory.
+func (o *ovsSwitch) stop() {
+	if o == nil {
+		return
+	}
+	for _, p := range o.procs {
+		p.Process.Kill()
+		p.Wait()
+	}
+	os.RemoveAll(o.dir)
+}
