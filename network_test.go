@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -381,5 +382,39 @@ func TestNATReachesTheRootNamespace(t *testing.T) {
 	root, _ := exec.Command("ip", "-o", "link", "show", net.rootLinkName()).CombinedOutput()
 	if !strings.Contains(string(root), net.rootLinkName()) {
 		t.Errorf("root end %s missing: %s", net.rootLinkName(), root)
+	}
+}
+
+// mn --host cfs,cpu=0.1: every host in a CPU cgroup with CFS quota
+// 0.1 x period x cores, gone with the network.
+func TestCPULimitedHosts(t *testing.T) {
+	requireRoot(t)
+	var cg string
+	// Registered first, so it runs after the network's Stop.
+	t.Cleanup(func() {
+		for _, dir := range []string{"/sys/fs/cgroup/cpu/", "/sys/fs/cgroup/"} {
+			if _, err := os.Stat(dir + cg); cg != "" && err == nil {
+				t.Errorf("cgroup %s left behind", dir+cg)
+			}
+		}
+	})
+	net := startNet(t, mustTopo(t, "single,2"), Options{CPU: &CPUOptions{Fraction: 0.1}})
+	cg = owner.NamespaceName(net.RunID(), "h1")
+	h1, _ := net.Node("h1")
+	out, err := h1.Cmd(context.Background(), "cat /proc/self/cgroup")
+	if err != nil || !strings.Contains(out, owner.NamespaceName(net.RunID(), "h1")) {
+		t.Fatalf("h1's shell is not in its cgroup: %q %v", out, err)
+	}
+	quota := "/sys/fs/cgroup/cpu/" + owner.NamespaceName(net.RunID(), "h1") + "/cpu.cfs_quota_us"
+	want := strconv.Itoa(int(0.1 * 100000 * float64(runtime.NumCPU())))
+	if data, err := os.ReadFile("/sys/fs/cgroup/" + owner.NamespaceName(net.RunID(), "h1") + "/cpu.max"); err == nil {
+		if !strings.HasPrefix(string(data), want+" 100000") {
+			t.Errorf("cpu.max = %q, want %s 100000", data, want)
+		}
+	} else if data, err := os.ReadFile(quota); err != nil || strings.TrimSpace(string(data)) != want {
+		t.Errorf("%s = %q %v, want %s", quota, data, err, want)
+	}
+	if loss, err := net.PingAll(context.Background(), 0); err != nil || loss != 0 {
+		t.Errorf("pingall with CPU-limited hosts: %v%% %v", loss, err)
 	}
 }

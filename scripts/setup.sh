@@ -21,10 +21,11 @@ echo "*** Installing Debian packages"
 export DEBIAN_FRONTEND=noninteractive
 # mininet: the compatibility check runs the real Mininet beside hymn;
 # qemu-system-x86, linux-image-amd64, busybox-static, xz-utils: VM nodes;
-# libdpdk-dev, dpdk-dev, pkg-config, libnuma-dev: the DPDK port (build tag dpdk).
+# libdpdk-dev, dpdk-dev, pkg-config, libnuma-dev: the DPDK port (build tag dpdk);
+# openvswitch-switch: --switch ovsbr.
 packages=(iproute2 iputils-ping iperf3 ethtool net-tools iptables procps util-linux bash mininet
   qemu-system-x86 linux-image-amd64 busybox-static xz-utils
-  libdpdk-dev dpdk-dev pkg-config libnuma-dev)
+  libdpdk-dev dpdk-dev pkg-config libnuma-dev openvswitch-switch)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
