@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"net/netip"
 	"sort"
 	"strconv"
 	"strings"
@@ -302,11 +303,16 @@ func (n *Network) createEmulatedLink(l *netLink) error {
 }
 
 func (n *Network) buildEmulated(l *netLink, ab, ba emulator.Config, macs []net.HardwareAddr) error {
+	guest := func(i *topo.Intf) nodes.GuestNode {
+		g, _ := n.nodes[i.Node].(nodes.GuestNode)
+		return g
+	}
 	for _, i := range []*topo.Intf{l.plan.Intf1, l.plan.Intf2} {
-		if _, vm := n.nodes[i.Node].(nodes.GuestNode); vm {
-			// A VM's end must be handed to the guest through its agent,
-			// which the emulated-link builder does not do yet.
-			return fmt.Errorf("link %s: emulated links (delay, bw, loss...) to VM node %s are not supported yet; emulate a link between namespace nodes instead", l.plan, i.Node)
+		if guest(i) != nil && macs != nil {
+			// Inserting an emulator live re-creates the link's ends; a
+			// VM's end is a NIC hot-plugged into the guest, which would
+			// have to be re-plugged too.
+			return fmt.Errorf("link %s: an emulator cannot be inserted live into a link to VM node %s; give the link its parameters when the network is built", l.plan, i.Node)
 		}
 	}
 	e := n.emu()
@@ -318,6 +324,10 @@ func (n *Network) buildEmulated(l *netLink, ab, ba emulator.Config, macs []net.H
 		le := links.End{NS: n.nodes[i.Node], Name: i.Name, MAC: i.MAC, IP: i.IP}
 		if macs != nil && macs[k] != nil {
 			le.MAC = macs[k]
+		}
+		if guest(i) != nil {
+			// The guest's NIC gets the MAC and address (AttachIntf below).
+			le.MAC, le.IP = nil, netip.Prefix{}
 		}
 		if mtu, ok := l.plan.Params["mtu"]; ok {
 			fmt.Sscan(mtu, &le.MTU)
@@ -337,6 +347,14 @@ func (n *Network) buildEmulated(l *netLink, ab, ba emulator.Config, macs []net.H
 	for _, i := range []*topo.Intf{l.plan.Intf1, l.plan.Intf2} {
 		if err := n.attachToSwitch(i.Node, i.Name); err != nil {
 			return fmt.Errorf("link %s: %w", l.plan, err)
+		}
+		if g := guest(i); g != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			err := g.AttachIntf(ctx, i.Name, i.MAC, i.IP)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("link %s: %w", l.plan, err)
+			}
 		}
 	}
 	for _, i := range []*topo.Intf{l.plan.Intf1, l.plan.Intf2} {

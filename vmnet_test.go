@@ -10,9 +10,9 @@ import (
 	"github.com/hymn-net/hymn/topo"
 )
 
-// A mixed network: h1 is a VM, h2 a namespace, joined by a switch. Ping,
-// iperf, a shell command in the guest and link down/up must behave as on
-// namespaces only.
+// A mixed network: h1 is a VM, h2 a namespace, joined by a switch, the
+// VM's link emulated (2 ms each way). Ping, iperf, a shell command in the
+// guest and link down/up must behave as on namespaces only.
 func TestMixedVMAndNamespaceHosts(t *testing.T) {
 	requireRoot(t)
 	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
@@ -23,7 +23,7 @@ func TestMixedVMAndNamespaceHosts(t *testing.T) {
 	}
 	top := topo.New()
 	s1 := top.AddSwitch("s1")
-	top.AddLink(top.AddHost("h1", topo.Params{"backend": "vm", "memory": "256M"}), s1)
+	top.AddLink(top.AddHost("h1", topo.Params{"backend": "vm", "memory": "256M"}), s1, topo.Params{"delay": "2ms"})
 	top.AddLink(top.AddHost("h2"), s1)
 	net := startNet(t, top, Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -31,6 +31,10 @@ func TestMixedVMAndNamespaceHosts(t *testing.T) {
 
 	if loss, err := net.PingAll(ctx, 0); err != nil || loss != 0 {
 		t.Fatalf("pingall: %v%% %v", loss, err)
+	}
+	res, err := net.PingFull(ctx, []string{"h2", "h1"}, 0)
+	if err != nil || len(res) == 0 || res[0].RTTMin < 4 {
+		t.Errorf("rtt through the VM's emulated link (2 ms each way): %+v %v, want at least 4 ms", res, err)
 	}
 	h1, _ := net.Node("h1")
 	out, err := h1.Cmd(ctx, "ip -o addr show h1-eth0")
