@@ -96,7 +96,7 @@ func addMNFlags(fl *pflag.FlagSet, f *mnFlags) {
 	fl.StringVar(&f.topo, "topo", "minimal", "topology spec: "+strings.Join(topo.BuiltinNames(), "|")+"[,arg...][,key=value...]")
 	fl.StringVar(&f.switchSpec, "switch", "lxbr", "switch: lxbr[,stp=1] (a Linux bridge in its own namespace) or ovsbr[,stp=1] (Open vSwitch in userspace mode, standalone)")
 	fl.StringArrayVar(&f.controller, "controller", nil, "controller: none (OpenFlow controllers are not supported: Linux bridges learn by themselves)")
-	fl.StringVar(&f.link, "link", "default", "link type: default (veth)")
+	fl.StringVar(&f.link, "link", "default", "link type: default (veth), tc[,bw=MBIT,delay=T,jitter=T,loss=PCT,max_queue_size=N] or emu[,emulator params] (hymn's emulator on every link)")
 	fl.StringVar(&f.links, "links", "veth", "link backend: veth, or sriov[,pairs=PF:PF,vlans=400-4094,inventory=FILE,sim=auto|on|off] for SR-IOV VF pairs (simulated NIC without hardware)")
 	fl.BoolVar(&f.mac, "mac", false, "automatically set host MACs from their index (00:00:00:00:00:01, ...)")
 	fl.StringVarP(&f.ipbase, "ipbase", "i", topo.DefaultIPBase.String(), "base IP network for hosts")
