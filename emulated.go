@@ -238,21 +238,18 @@ type emuNet struct {
 	links  map[*netLink]*links.EmulatedLink
 }
 
-var emuNets sync.Map // run id → *emuNet
-
 func (n *Network) emu() *emuNet {
-	v, _ := emuNets.LoadOrStore(n.run, &emuNet{links: map[*netLink]*links.EmulatedLink{}})
-	return v.(*emuNet)
+	n.emuState.CompareAndSwap(nil, &emuNet{links: map[*netLink]*links.EmulatedLink{}})
+	return n.emuState.Load()
 }
 
 // emulatedLink returns the emulator of a link, or nil, without creating
 // any state.
 func (n *Network) emulatedLink(l *netLink) *links.EmulatedLink {
-	v, ok := emuNets.Load(n.run)
-	if !ok {
+	e := n.emuState.Load()
+	if e == nil {
 		return nil
 	}
-	e := v.(*emuNet)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.links[l]
@@ -374,11 +371,10 @@ func (n *Network) buildEmulated(l *netLink, ab, ba emulator.Config, macs []net.H
 // stopEmulators is the hook teardown calls before namespaces are deleted:
 // it stops every forwarder and removes the helper namespace.
 func (n *Network) stopEmulators() error {
-	v, ok := emuNets.LoadAndDelete(n.run)
-	if !ok {
+	e := n.emuState.Swap(nil)
+	if e == nil {
 		return nil
 	}
-	e := v.(*emuNet)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	// In parallel: closing a packet socket with a ring waits for an RCU

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hymn-net/hymn/internal/mnlog"
@@ -69,6 +70,10 @@ type Network struct {
 	claimed bool
 	built   bool
 	stopped bool
+
+	// Backend state made on first use (emulated.go, sriovlink.go).
+	emuState atomic.Pointer[emuNet]
+	sriov    atomic.Pointer[sriovNet]
 }
 
 // netLink is a planned link and, once created, its veth pair.

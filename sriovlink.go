@@ -53,11 +53,9 @@ type sriovLink struct {
 	took [2]bool
 }
 
-var sriovNets sync.Map // run id → *sriovNet
-
 func (n *Network) sriovState() *sriovNet {
-	v, _ := sriovNets.LoadOrStore(n.run, &sriovNet{links: map[*netLink]*sriovLink{}})
-	return v.(*sriovNet)
+	n.sriov.CompareAndSwap(nil, &sriovNet{links: map[*netLink]*sriovLink{}})
+	return n.sriov.Load()
 }
 
 // linksBackend returns the network-wide link backend and its SR-IOV
@@ -315,11 +313,10 @@ func (n *Network) releaseSRIOVLink(s *sriovNet, sl *sriovLink) error {
 // stops the simulated NIC. It runs before the node namespaces go, so real
 // VFs are still reachable to be handed back.
 func (n *Network) stopSRIOV() error {
-	v, ok := sriovNets.LoadAndDelete(n.run)
-	if !ok {
+	s := n.sriov.Swap(nil)
+	if s == nil {
 		return nil
 	}
-	s := v.(*sriovNet)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var errs []error
@@ -350,11 +347,10 @@ func (n *Network) stopSRIOV() error {
 // SRIOVPairs returns the VF pairs the network's links use, in allocation
 // order (nil when it has no SR-IOV links).
 func (n *Network) SRIOVPairs() []*sriov.Pair {
-	v, ok := sriovNets.Load(n.run)
-	if !ok {
+	s := n.sriov.Load()
+	if s == nil {
 		return nil
 	}
-	s := v.(*sriovNet)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.alloc == nil {
@@ -366,11 +362,10 @@ func (n *Network) SRIOVPairs() []*sriov.Pair {
 // SRIOVSimulated returns the simulated NIC the network uses, or nil when
 // it uses hardware or has no SR-IOV links.
 func (n *Network) SRIOVSimulated() *sriov.SimNIC {
-	v, ok := sriovNets.Load(n.run)
-	if !ok {
+	s := n.sriov.Load()
+	if s == nil {
 		return nil
 	}
-	s := v.(*sriovNet)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.sim
