@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/hymn-net/hymn/emulator"
-	"github.com/hymn-net/hymn/sriov/dpdk"
+	"github.com/hymn-net/hymn/emulator/dpdk"
 )
 
 // runEmulateDPDK is the standalone emulator on DPDK ports. In a build

@@ -453,7 +453,7 @@ func BenchmarkForwarderRing(b *testing.B) {
 // and their ratio. It takes a few seconds, so it runs only with
 // HYMN_BENCH=1:
 //
-//	HYMN_BENCH=1 go test -tags dpdk -run CompareWithAFPacket -v ./sriov/dpdk
+//	HYMN_BENCH=1 go test -tags dpdk -run CompareWithAFPacket -v ./emulator/dpdk
 func TestCompareWithAFPacket(t *testing.T) {
 	needEAL(t)
 	if os.Getenv("HYMN_BENCH") == "" {
