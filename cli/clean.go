@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/hymn-net/hymn/emulator/dpdk"
 	"github.com/hymn-net/hymn/internal/mnlog"
 	"github.com/hymn-net/hymn/internal/owner"
 	"github.com/hymn-net/hymn/sriov"
-	"github.com/hymn-net/hymn/emulator/dpdk"
 	"github.com/hymn-net/hymn/vm"
 	"github.com/spf13/cobra"
 )
