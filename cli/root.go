@@ -59,18 +59,22 @@ func NewRootCmd(stdin *os.File, stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "hymn [mn flags]",
 		Short: "hymn: a Mininet-compatible network emulator",
-		Long: `hymn builds Mininet topologies from network namespaces joined by veth pairs,
-runs Mininet's tests on them and tears them down, with Mininet's flags and
-Mininet's output lines.
+		Long: `hymn builds Mininet topologies from network-namespace or QEMU VM nodes joined by
+veth pairs or SR-IOV VF pairs, can put its link emulator (delay, jitter,
+reordering, policing, spacing, loss) on any link, runs Mininet's tests or the
+mininet> shell on them and tears them down, with Mininet's flags and output.
 
   hymn --topo linear,4 --test pingall     build, ping all pairs, tear down
-  hymn --topo tree,depth=2,fanout=3 --test iperf
+  hymn --topo tree,depth=2,fanout=3       build and open the mininet> shell
+  hymn --link tc,bw=10,delay=10ms --test iperf
+  hymn --topo single,2 --nodes vm --test pingall
+  hymn run examples/wan.yaml --test pingall
   hymn clean                              remove what a crashed run left
 
 Topologies: minimal, single,K, reversed,K, linear,K[,N], tree,DEPTH,FANOUT,
 torus,X,Y[,N]; arguments may be named (tree,depth=2,fanout=3).
 Tests (--test, several joined with '+'): pingall, pingpair, pingallfull,
-pingpairfull, iperf, all, build, none.
+pingpairfull, iperf, iperfudp, all, build, none.
 Progress goes to stderr, as Mininet's does. hymn must run as root.`,
 		Args:          cobra.ArbitraryArgs,
 		SilenceUsage:  true,
@@ -95,12 +99,12 @@ func addMNFlags(fl *pflag.FlagSet, f *mnFlags) {
 	f.changed = fl.Changed
 	fl.StringVar(&f.topo, "topo", "minimal", "topology spec: "+strings.Join(topo.BuiltinNames(), "|")+"[,arg...][,key=value...]")
 	fl.StringVar(&f.switchSpec, "switch", "lxbr", "switch: lxbr[,stp=1] (a Linux bridge in its own namespace) or ovsbr[,stp=1] (Open vSwitch in userspace mode, standalone)")
-	fl.StringArrayVar(&f.controller, "controller", nil, "controller: none (OpenFlow controllers are not supported: Linux bridges learn by themselves)")
+	fl.StringArrayVar(&f.controller, "controller", nil, "controller: none (OpenFlow controllers are not supported: hymn's switches learn by themselves)")
 	fl.StringVar(&f.link, "link", "default", "link type: default (veth), tc[,bw=MBIT,delay=T,jitter=T,loss=PCT,max_queue_size=N] or emu[,emulator params] (hymn's emulator on every link)")
 	fl.StringVar(&f.links, "links", "veth", "link backend: veth, or sriov[,pairs=PF:PF,vlans=400-4094,inventory=FILE,sim=auto|on|off] for SR-IOV VF pairs (simulated NIC without hardware)")
 	fl.BoolVar(&f.mac, "mac", false, "automatically set host MACs from their index (00:00:00:00:00:01, ...)")
 	fl.StringVarP(&f.ipbase, "ipbase", "i", topo.DefaultIPBase.String(), "base IP network for hosts")
-	fl.StringArrayVar(&f.tests, "test", nil, "test to run: pingall|pingpair|pingallfull|pingpairfull|iperf|all|build|none (repeatable, or joined with '+')")
+	fl.StringArrayVar(&f.tests, "test", nil, "test to run: pingall|pingpair|pingallfull|pingpairfull|iperf|iperfudp|all|build|none (repeatable, or joined with '+'); without it, the mininet> shell")
 	fl.StringVarP(&f.verbosity, "verbosity", "v", "info", "verbosity: "+strings.Join(mnlog.LevelNames, "|"))
 	fl.BoolVarP(&f.clean, "clean", "c", false, "clean up what crashed hymn runs left and exit")
 	fl.BoolVarP(&f.wait, "wait", "w", false, "wait for switches to forward before running tests")
