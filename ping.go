@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hymn-net/hymn/nodes"
 	"github.com/hymn-net/hymn/topo"
 )
 
@@ -51,8 +52,9 @@ func parsePing(out string) PingResult {
 	return r
 }
 
-// pingOnce sends one echo request from src to dst's address. timeout 0
-// means ping's default wait.
+// pingOnce sends one echo request from src to dst's address: natively
+// from a namespace node, with the ping program from a VM. timeout 0 means
+// the default wait.
 func (n *Network) pingOnce(ctx context.Context, src, dst string, timeout time.Duration) (PingResult, error) {
 	node, err := n.Node(src)
 	if err != nil {
@@ -62,17 +64,23 @@ func (n *Network) pingOnce(ctx context.Context, src, dst string, timeout time.Du
 	if err != nil {
 		return PingResult{}, err
 	}
-	args := []string{"-c1"}
-	if timeout > 0 {
-		args = append(args, "-W", strconv.FormatFloat(math.Max(timeout.Seconds(), 0.001), 'f', -1, 64))
-	} else {
+	wait := timeout
+	if wait <= 0 {
 		// Mininet leaves ping's own wait (10 s for an unanswered probe);
 		// two seconds cover ARP on every hop of a routed path on a busy
 		// machine and keep a broken topology from stalling a test run.
-		args = append(args, "-W", "2")
+		wait = 2 * time.Second
 	}
-	args = append(args, ip.String())
-	res, err := node.Exec(ctx, "ping", args...)
+	if ns, ok := node.(*nodes.NsNode); ok {
+		r, err := nativePing(ctx, ns, ip, wait)
+		r.Src, r.Dst = src, dst
+		return r, err
+	}
+	// A VM's network stack is inside the guest: run its ping there.
+	if err := CheckTools("ping"); err != nil {
+		return PingResult{}, err
+	}
+	res, err := node.Exec(ctx, "ping", "-c1", "-W", strconv.FormatFloat(math.Max(wait.Seconds(), 0.001), 'f', -1, 64), ip.String())
 	if err != nil {
 		return PingResult{}, err
 	}
@@ -84,9 +92,6 @@ func (n *Network) pingOnce(ctx context.Context, src, dst string, timeout time.Du
 // pingMatrix pings every ordered pair of the hosts, printing Mininet's
 // "h1 -> h2 X " rows in order while the pings run concurrently.
 func (n *Network) pingMatrix(ctx context.Context, hosts []*topo.PlannedNode, timeout time.Duration, header bool) ([]PingResult, error) {
-	if err := CheckTools("ping"); err != nil {
-		return nil, err
-	}
 	lg := n.log()
 	if header {
 		lg.Output("*** Ping: testing ping reachability\n")

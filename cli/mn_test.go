@@ -153,9 +153,11 @@ func TestMNMissingTool(t *testing.T) {
 		os.Symlink(p, filepath.Join(dir, tool))
 	}
 	t.Setenv("PATH", dir)
+	// pingall needs no ping program (hymn sends its own echo requests
+	// from namespace nodes), so it still works without one.
 	code, _, stderr := run(t, "--test", "pingall")
-	if code != 2 || !strings.Contains(stderr, "ping is not installed (apt-get install iputils-ping)") {
-		t.Errorf("exit %d: %s", code, stderr)
+	if code != 0 || !strings.Contains(stderr, "0% dropped") {
+		t.Errorf("pingall without ping installed: exit %d: %s", code, stderr)
 	}
 	code, _, stderr = run(t, "--test", "iperf")
 	if code != 2 || !strings.Contains(stderr, "iperf3 is not installed") {

@@ -244,12 +244,6 @@ func runMN(ctx context.Context, f *mnFlags, stdin *os.File, stdout, stderr io.Wr
 		return err
 	}
 	for _, t := range tests {
-		switch t {
-		case "pingall", "pingpair", "pingallfull", "pingpairfull", "all":
-			if err := hymn.CheckTools("ping"); err != nil {
-				return err
-			}
-		}
 		if t == "iperf" || t == "iperfudp" || t == "all" {
 			if err := hymn.CheckTools("iperf3"); err != nil {
 				return err
