@@ -133,3 +133,21 @@ func rootNamespace() (*rootNS, error) {
 func (r *rootNS) Netlink(fn func(h *netlink.Handle) error) error { return fn(r.nl) }
 func (r *rootNS) NsHandle() netns.NsHandle                       { return r.ns }
 func (r *rootNS) Close()                                         { r.nl.Close(); r.ns.Close() }
+
+// removeNATLink deletes the NAT link's root-namespace end. Deleting the NAT
+// node's namespace would take it along, but only when the kernel gets to
+// freeing that namespace, which can be after hymn has returned.
+func (n *Network) removeNATLink() error {
+	hasNAT := false
+	for _, p := range n.plan.Nodes {
+		hasNAT = hasNAT || p.Params[NATParam] == "1"
+	}
+	if !hasNAT {
+		return nil
+	}
+	link, err := netlink.LinkByName(n.rootLinkName())
+	if err != nil {
+		return nil // no NAT node, or already gone
+	}
+	return netlink.LinkDel(link)
+}

@@ -501,6 +501,7 @@ func (n *Network) teardown(verbose bool) error {
 	// both survive (none in a namespace topology) would need its own delete.
 	lg.Infof("*** Stopping %d links\n%s\n", len(n.links), strings.Repeat(".", len(n.links)))
 
+	errs = append(errs, n.removeNATLink())
 	switches, hosts := n.plan.Switches(), n.plan.Hosts()
 	t0 = time.Now()
 	lg.Infof("*** Stopping %d switches\n", len(switches))
@@ -511,13 +512,19 @@ func (n *Network) teardown(verbose bool) error {
 	lg.Info(names(hosts) + "\n")
 	n.log().Debugf("*** deleted namespaces in %v\n", time.Since(t0))
 
-	// A crash-proof sweep: anything of this run that a failed build left
-	// half-made (a namespace file without a node) goes too.
+	// After a failure, or if anything of the run is left (a namespace file
+	// a failed build made without a node), the crash-proof sweep runs as
+	// hymn clean would; otherwise releasing the run's record is enough.
 	if n.claimed {
-		if _, _, err := owner.RemoveRun(n.run); err != nil {
-			errs = append(errs, err)
+		left, _ := owner.Namespaces(n.run)
+		if len(left) > 0 || errors.Join(errs...) != nil || !n.built {
+			if _, _, err := owner.RemoveRun(n.run); err != nil {
+				errs = append(errs, err)
+			}
+			errs = append(errs, vm.RemoveRunDirs(owner.Prefix+n.run+"-"))
+		} else {
+			errs = append(errs, owner.Release(n.run))
 		}
-		errs = append(errs, vm.RemoveRunDirs(owner.Prefix+n.run+"-"))
 	}
 	lg.Info("*** Done\n")
 	return errors.Join(errs...)

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -282,4 +283,13 @@ func TestShellFromPipeAndScripts(t *testing.T) {
 	if strings.Count(string(out), "PRE-2") != 2 {
 		t.Errorf("source did not rerun the pre script:\n%s", out)
 	}
+}
+
+// TestMain removes the hymn binary the end-to-end tests built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binPath != "" {
+		os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
 }
