@@ -124,4 +124,5 @@ func (o *ovsSwitch) stop() {
 		p.Wait()
 	}
 	os.RemoveAll(o.dir)
+	os.Remove(OVSRunDir) // only if no other switch uses it
 }
