@@ -4,8 +4,10 @@ package dpdk
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"fmt"
+	"github.com/hymn-net/hymn/internal/probe"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -355,6 +357,24 @@ func TestAFPacketBetweenNamespaces(t *testing.T) {
 	t.Logf("ping over DPDK af_packet, 5 ms each way: rtt min %.2f avg %.2f ms", min, avg)
 	if min < 10 {
 		t.Fatalf("rtt %.2f ms is below the 10 ms the two delays add", min)
+	}
+	// Delay through the port, measured with timestamped probes as for
+	// AF_PACKET links. Nothing may be lost or reordered on a constant
+	// delay, and no probe may arrive before its delay. The mean is only
+	// logged: the DPDK port has no receive timestamps and its idle sleep
+	// is a Go timer, so on this machine the mean runs about 0.6 ms (12 %)
+	// over a 5 ms delay, with 0.5 ms of jitter; AF_PACKET links keep it
+	// within 1 %. Making the DPDK port as precise is open work.
+	res, err := probe.Run(context.Background(), probe.Config{
+		Sender: ns["a"].NsHandle(), Receiver: ns["b"].NsHandle(),
+		Dst: netip.MustParseAddrPort("10.78.0.2:9999"), Rate: 1000, Duration: 2 * time.Second, Drain: 200 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("probes over DPDK af_packet, 5 ms one way: %v", res)
+	if res.Lost != 0 || res.Reordered != 0 || res.Delay.Min < 5*time.Millisecond {
+		t.Errorf("delay through the DPDK port: %v; want nothing lost or reordered and no probe faster than 5 ms", res)
 	}
 	if _, err := exec.LookPath("iperf3"); err != nil {
 		return
