@@ -460,7 +460,11 @@ func (p *Port) Wait(timeout time.Duration) error {
 		if timeout >= 0 && timeout < d {
 			d = timeout
 		}
-		time.Sleep(d)
+		// A raw nanosleep, not time.Sleep: the runtime's timers may wake
+		// the forwarder's locked thread a millisecond late, and a frame
+		// waiting in a polled queue is only stamped when it is read.
+		ts := unix.NsecToTimespec(d.Nanoseconds())
+		unix.Nanosleep(&ts, nil)
 	}
 	return nil
 }

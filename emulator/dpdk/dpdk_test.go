@@ -358,13 +358,12 @@ func TestAFPacketBetweenNamespaces(t *testing.T) {
 	if min < 10 {
 		t.Fatalf("rtt %.2f ms is below the 10 ms the two delays add", min)
 	}
-	// Delay through the port, measured with timestamped probes as for
-	// AF_PACKET links. Nothing may be lost or reordered on a constant
-	// delay, and no probe may arrive before its delay. The mean is only
-	// logged: the DPDK port has no receive timestamps and its idle sleep
-	// is a Go timer, so on this machine the mean runs about 0.6 ms (12 %)
-	// over a 5 ms delay, with 0.5 ms of jitter; AF_PACKET links keep it
-	// within 1 %. Making the DPDK port as precise is open work.
+	// Delay accuracy, measured with timestamped probes as for AF_PACKET
+	// links. The DPDK port has no receive timestamps: a frame is stamped
+	// when the forwarder polls it, at most IdleSleep (20 µs, a raw
+	// nanosleep) plus one poll late, and the issue allows 50 µs of added
+	// latency at p50; so the mean one-way delay must lie within
+	// [5 ms, 5 ms + 100 µs] (2 %), with nothing lost, reordered or early.
 	res, err := probe.Run(context.Background(), probe.Config{
 		Sender: ns["a"].NsHandle(), Receiver: ns["b"].NsHandle(),
 		Dst: netip.MustParseAddrPort("10.78.0.2:9999"), Rate: 1000, Duration: 2 * time.Second, Drain: 200 * time.Millisecond,
@@ -373,8 +372,8 @@ func TestAFPacketBetweenNamespaces(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("probes over DPDK af_packet, 5 ms one way: %v", res)
-	if res.Lost != 0 || res.Reordered != 0 || res.Delay.Min < 5*time.Millisecond {
-		t.Errorf("delay through the DPDK port: %v; want nothing lost or reordered and no probe faster than 5 ms", res)
+	if res.Lost != 0 || res.Reordered != 0 || res.Delay.Min < 5*time.Millisecond || res.MeanMs > 5.1 {
+		t.Errorf("delay through the DPDK port: %v; want a mean in [5, 5.1] ms, nothing lost or reordered, none early", res)
 	}
 	if _, err := exec.LookPath("iperf3"); err != nil {
 		return
