@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"net"
-	"net/netip"
 	"sort"
 	"strconv"
 	"strings"
@@ -16,7 +15,6 @@ import (
 	"github.com/hymn-net/hymn/emulator"
 	"github.com/hymn-net/hymn/internal/owner"
 	"github.com/hymn-net/hymn/links"
-	"github.com/hymn-net/hymn/nodes"
 	"github.com/hymn-net/hymn/topo"
 	"github.com/vishvananda/netlink"
 )
@@ -47,6 +45,9 @@ func ParseDirection(s string) (Direction, error) {
 
 // ErrUnknownLink is returned for a pair of nodes that no link joins.
 var ErrUnknownLink = errors.New("no such link")
+
+// ErrNoEmulator is returned (wrapped) for a link built without an emulator.
+var ErrNoEmulator = errors.New("link has no emulator")
 
 // ErrLinkParams marks invalid emulation parameters of a link.
 var ErrLinkParams = errors.New("invalid link parameters")
@@ -300,12 +301,8 @@ func (n *Network) createEmulatedLink(l *netLink) error {
 }
 
 func (n *Network) buildEmulated(l *netLink, ab, ba emulator.Config, macs []net.HardwareAddr) error {
-	guest := func(i *topo.Intf) nodes.GuestNode {
-		g, _ := n.nodes[i.Node].(nodes.GuestNode)
-		return g
-	}
 	for _, i := range []*topo.Intf{l.plan.Intf1, l.plan.Intf2} {
-		if guest(i) != nil && macs != nil {
+		if n.guestOf(i) != nil && macs != nil {
 			// Inserting an emulator live re-creates the link's ends; a
 			// VM's end is a NIC hot-plugged into the guest, which would
 			// have to be re-plugged too.
@@ -318,16 +315,9 @@ func (n *Network) buildEmulated(l *netLink, ab, ba emulator.Config, macs []net.H
 		return fmt.Errorf("link %s: %w", l.plan, err)
 	}
 	end := func(i *topo.Intf, k int) links.End {
-		le := links.End{NS: n.nodes[i.Node], Name: i.Name, MAC: i.MAC, IP: i.IP}
+		le := n.linkEnd(l.plan, i)
 		if macs != nil && macs[k] != nil {
-			le.MAC = macs[k]
-		}
-		if guest(i) != nil {
-			// The guest's NIC gets the MAC and address (AttachIntf below).
-			le.MAC, le.IP = nil, netip.Prefix{}
-		}
-		if mtu, ok := l.plan.Params["mtu"]; ok {
-			fmt.Sscan(mtu, &le.MTU)
+			le.MAC = macs[k] // re-created ends keep the MACs they had
 		}
 		return le
 	}
@@ -345,7 +335,7 @@ func (n *Network) buildEmulated(l *netLink, ab, ba emulator.Config, macs []net.H
 		if err := n.attachToSwitch(i.Node, i.Name); err != nil {
 			return fmt.Errorf("link %s: %w", l.plan, err)
 		}
-		if g := guest(i); g != nil {
+		if g := n.guestOf(i); g != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			err := g.AttachIntf(ctx, i.Name, i.MAC, i.IP)
 			cancel()
@@ -557,7 +547,7 @@ func (n *Network) LinkStats(node1, node2 string) (LinkStats, error) {
 	}
 	el := n.emulatedLink(l)
 	if el == nil {
-		return LinkStats{}, fmt.Errorf("link %s-%s has no emulator: give it link parameters (delay=..., bw=..., or emu=...) or call SetLinkParams to insert one", node1, node2)
+		return LinkStats{}, fmt.Errorf("%w: %s-%s; give it link parameters (delay=..., bw=..., or emu=...) or call SetLinkParams to insert one", ErrNoEmulator, node1, node2)
 	}
 	s := LinkStats{Node1: node1, Node2: node2}
 	f, r := emulator.AtoB, emulator.BtoA

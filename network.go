@@ -267,23 +267,7 @@ func (n *Network) createLink(l *netLink) error {
 	if n.linkNeedsEmulator(l.plan) {
 		return n.createEmulatedLink(l)
 	}
-	guest := func(i *topo.Intf) nodes.GuestNode {
-		g, _ := n.nodes[i.Node].(nodes.GuestNode)
-		return g
-	}
-	end := func(i *topo.Intf) links.End {
-		e := links.End{NS: n.nodes[i.Node], Name: i.Name, MAC: i.MAC, IP: i.IP}
-		if guest(i) != nil {
-			// A VM's end stays bare in its helper namespace; the guest's
-			// interface gets the MAC and the address (AttachIntf below).
-			e.MAC, e.IP = nil, netip.Prefix{}
-		}
-		if mtu, ok := l.plan.Params["mtu"]; ok {
-			fmt.Sscan(mtu, &e.MTU)
-		}
-		return e
-	}
-	v, err := links.CreateVeth(end(l.plan.Intf1), end(l.plan.Intf2))
+	v, err := links.CreateVeth(n.linkEnd(l.plan, l.plan.Intf1), n.linkEnd(l.plan, l.plan.Intf2))
 	if err != nil {
 		return err
 	}
@@ -303,7 +287,7 @@ func (n *Network) createLink(l *netLink) error {
 		if err := n.attachToSwitch(i.Node, i.Name); err != nil {
 			return fmt.Errorf("link %s: %w", l.plan, err)
 		}
-		if g := guest(i); g != nil {
+		if g := n.guestOf(i); g != nil {
 			if err := g.AttachIntf(ctx, i.Name, i.MAC, i.IP); err != nil {
 				return fmt.Errorf("link %s: %w", l.plan, err)
 			}
@@ -315,6 +299,28 @@ func (n *Network) createLink(l *netLink) error {
 		}
 	}
 	return nil
+}
+
+// guestOf returns the node of an interface as a GuestNode (a VM), or nil.
+func (n *Network) guestOf(i *topo.Intf) nodes.GuestNode {
+	g, _ := n.nodes[i.Node].(nodes.GuestNode)
+	return g
+}
+
+// linkEnd describes one interface of a link for every link kind (veth,
+// emulated, VF): the node's namespace (a VM's helper namespace), the
+// planned name, MAC and address, and the link's mtu. A VM's end stays
+// bare in its helper namespace: the guest's own interface gets the MAC and
+// the address when it is attached (GuestNode.AttachIntf).
+func (n *Network) linkEnd(l *topo.PlannedLink, i *topo.Intf) links.End {
+	e := links.End{NS: n.nodes[i.Node], Name: i.Name, MAC: i.MAC, IP: i.IP}
+	if n.guestOf(i) != nil {
+		e.MAC, e.IP = nil, netip.Prefix{}
+	}
+	if mtu, ok := l.Params["mtu"]; ok {
+		fmt.Sscan(mtu, &e.MTU)
+	}
+	return e
 }
 
 // CPUOptions are Mininet's CPULimitedHost settings for every host.

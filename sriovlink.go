@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/hymn-net/hymn/internal/owner"
 	"github.com/hymn-net/hymn/links"
-	"github.com/hymn-net/hymn/nodes"
 	"github.com/hymn-net/hymn/sriov"
 	"github.com/hymn-net/hymn/topo"
 )
@@ -250,16 +248,10 @@ func (n *Network) createSRIOVLink(l *netLink) (err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for i, intf := range []*topo.Intf{l.plan.Intf1, l.plan.Intf2} {
-		e := links.End{NS: n.nodes[intf.Node], Name: intf.Name, MAC: intf.MAC, IP: intf.IP}
 		// A VM node's VF stays bare in its helper namespace, like a veth
 		// end: the guest's interface gets MAC and address (AttachIntf).
-		guest, _ := any(n.nodes[intf.Node]).(nodes.GuestNode)
-		if guest != nil {
-			e.MAC, e.IP = nil, netip.Prefix{}
-		}
-		if mtu, ok := l.plan.Params["mtu"]; ok {
-			fmt.Sscan(mtu, &e.MTU)
-		}
+		e := n.linkEnd(l.plan, intf)
+		guest := n.guestOf(intf)
 		sl.ends[i] = e
 		if err := sriov.TakeVF(s.home, sl.vfs[i], e); err != nil {
 			return fmt.Errorf("link %s: %w", l.plan, err)

@@ -169,11 +169,6 @@ func (s *shell) evalNode(ctx context.Context, name, method string, call bool, ra
 		if intf == nil {
 			return "None", nil
 		}
-		node, _ := s.net.Node(name)
-		res, err := node.Exec(ctx, "cat", "/sys/class/net/"+intf.Name+"/address")
-		if err == nil && res.ExitCode == 0 {
-			return strings.TrimSpace(string(res.Stdout)), nil
-		}
 		return s.macFromLink(ctx, name, intf.Name)
 	case "intfList", "intfNames":
 		var parts []string
@@ -193,8 +188,9 @@ func (s *shell) evalNode(ctx context.Context, name, method string, call bool, ra
 	return "", fmt.Errorf(strings.TrimSuffix(pyUnsupported, "\n"), name+"."+method)
 }
 
-// macFromLink reads an interface's MAC through ip(8) in the node (sysfs
-// shows the root namespace's view).
+// macFromLink reads an interface's MAC through ip(8) in the node. Not
+// /sys/class/net: a process in a node's namespace still sees the root
+// namespace's sysfs, where a same-named interface may exist.
 func (s *shell) macFromLink(ctx context.Context, node, intf string) (string, error) {
 	n, _ := s.net.Node(node)
 	res, err := n.Exec(ctx, "ip", "-o", "link", "show", intf)

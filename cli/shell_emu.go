@@ -38,7 +38,7 @@ func (s *shell) doEmu(_ context.Context, args string) bool {
 	}
 	if len(f) == 2 {
 		st, err := s.net.LinkStats(f[0], f[1])
-		if err != nil && strings.Contains(err.Error(), "has no emulator") {
+		if errors.Is(err, hymn.ErrNoEmulator) {
 			s.outf("link %s-%s has no emulator; \"emu %s %s delay 10ms\" (any parameters) inserts one live\n", f[0], f[1], f[0], f[1])
 			return false
 		}
@@ -91,10 +91,6 @@ func (s *shell) doStats(_ context.Context, args string) bool {
 	for _, p := range pairs {
 		st, err := s.net.LinkStats(p[0], p[1])
 		if err != nil {
-			if errors.Is(err, hymn.ErrUnknownLink) {
-				s.outf("%v\n", err)
-				return false
-			}
 			s.outf("%v\n", err)
 			continue
 		}

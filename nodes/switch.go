@@ -39,25 +39,20 @@ func (n *NsNode) AttachPort(intf string) error {
 		if err := n.ovs.vsctl("add-port", n.name, intf); err != nil {
 			return err
 		}
-		return n.Netlink(func(h *netlink.Handle) error {
-			link, err := h.LinkByName(intf)
-			if err != nil {
-				return err
-			}
-			return h.LinkSetUp(link)
-		})
 	}
 	return n.Netlink(func(h *netlink.Handle) error {
 		link, err := h.LinkByName(intf)
 		if err != nil {
 			return err
 		}
-		br, err := h.LinkByName(n.name)
-		if err != nil {
-			return err
-		}
-		if err := h.LinkSetMaster(link, br); err != nil {
-			return fmt.Errorf("adding %s to bridge %s: %w", intf, n.name, err)
+		if n.ovs == nil {
+			br, err := h.LinkByName(n.name)
+			if err != nil {
+				return err
+			}
+			if err := h.LinkSetMaster(link, br); err != nil {
+				return fmt.Errorf("adding %s to bridge %s: %w", intf, n.name, err)
+			}
 		}
 		return h.LinkSetUp(link)
 	})
