@@ -338,7 +338,7 @@ func TestAFPacketBetweenNamespaces(t *testing.T) {
 	}
 	cfg := emulator.DefaultConfig()
 	cfg.Delay = 5 * time.Millisecond
-	fwd, err := emulator.NewForwarder(ports[0], ports[1], emulator.ForwarderConfig{AtoB: cfg, BtoA: cfg})
+	fwd, err := emulator.NewForwarder(ports[0], ports[1], emulator.ForwarderConfig{AtoB: cfg, BtoA: cfg, RealTime: true})
 	if err != nil {
 		t.Fatal(err)
 	}
