@@ -22,6 +22,7 @@ func NewEmulateLinkCmd() *cobra.Command {
 		ab, ba   string
 		every    time.Duration
 		duration time.Duration
+		coalesce time.Duration
 		useDPDK  bool
 	)
 	cmd := &cobra.Command{
@@ -52,10 +53,17 @@ virtual device given as NAME,ARGS:
 			if err != nil {
 				return err
 			}
-			if useDPDK {
-				return runEmulateDPDK(cmd.Context(), cmd.OutOrStdout(), ifA, ifB, cfgs[0], cfgs[1], every, duration)
+			if coalesce < 0 {
+				return fmt.Errorf("%w: --coalesce %v: must be 0 (off) or positive", ErrUsage, coalesce)
 			}
-			return RunEmulateLink(cmd.Context(), cmd.OutOrStdout(), ifA, ifB, cfgs[0], cfgs[1], every, duration)
+			fc := emulator.ForwarderConfig{AtoB: cfgs[0], BtoA: cfgs[1], RealTime: true, Coalesce: coalesce}
+			if coalesce == 0 {
+				fc.Coalesce = -1
+			}
+			if useDPDK {
+				return runEmulateDPDK(cmd.Context(), cmd.OutOrStdout(), ifA, ifB, fc, every, duration)
+			}
+			return RunEmulateLink(cmd.Context(), cmd.OutOrStdout(), ifA, ifB, fc, every, duration)
 		},
 	}
 	fl := cmd.Flags()
@@ -65,6 +73,7 @@ virtual device given as NAME,ARGS:
 	fl.StringVar(&ba, "ba", "", "extra params for the direction B→A")
 	fl.DurationVar(&every, "stats-every", 0, "print statistics at this interval (0: only at the end)")
 	fl.DurationVar(&duration, "duration", 0, "stop after this long (0: run until interrupted)")
+	fl.DurationVar(&coalesce, "coalesce", 30*time.Microsecond, "under load, sleep this long between reads instead of being woken by each frame\n(like ethtool -C rx-usecs; 0: wake on every frame)")
 	fl.BoolVar(&useDPDK, "dpdk", false, "the ports are DPDK devices (PCI address or NAME,ARGS vdev); needs a build with -tags dpdk")
 	return cmd
 }
@@ -84,9 +93,9 @@ func emulateLinkConfigs(args []string, ab, ba string) ([2]emulator.Config, error
 }
 
 // RunEmulateLink opens AF_PACKET ports on ifA and ifB (in the calling
-// namespace), forwards until ctx ends or duration passes, and writes the
-// final statistics to w.
-func RunEmulateLink(ctx context.Context, w io.Writer, ifA, ifB string, ab, ba emulator.Config, every, duration time.Duration) error {
+// namespace), forwards with fc until ctx ends or duration passes, and
+// writes the final statistics to w.
+func RunEmulateLink(ctx context.Context, w io.Writer, ifA, ifB string, fc emulator.ForwarderConfig, every, duration time.Duration) error {
 	pa, err := afpacket.Open(ifA, afpacket.Options{})
 	if err != nil {
 		return err
@@ -97,13 +106,13 @@ func RunEmulateLink(ctx context.Context, w io.Writer, ifA, ifB string, ab, ba em
 		return err
 	}
 	defer pb.Close()
-	return forwardUntilDone(ctx, w, ifA, ifB, pa, pb, ab, ba, every, duration)
+	return forwardUntilDone(ctx, w, ifA, ifB, pa, pb, fc, every, duration)
 }
 
 // forwardUntilDone runs an emulator between two open ports until ctx ends
 // or duration passes, printing statistics every interval and at the end.
-func forwardUntilDone(ctx context.Context, w io.Writer, ifA, ifB string, pa, pb emulator.Port, ab, ba emulator.Config, every, duration time.Duration) error {
-	f, err := emulator.NewForwarder(pa, pb, emulator.ForwarderConfig{AtoB: ab, BtoA: ba, RealTime: true})
+func forwardUntilDone(ctx context.Context, w io.Writer, ifA, ifB string, pa, pb emulator.Port, fc emulator.ForwarderConfig, every, duration time.Duration) error {
+	f, err := emulator.NewForwarder(pa, pb, fc)
 	if err != nil {
 		return err
 	}
@@ -153,7 +162,7 @@ func WriteDirectionStats(w io.Writer, name string, d emulator.DirectionStats) {
 		name, s.Received, s.ReceivedBytes, s.Sent, s.SentBytes, s.Dropped(), s.Queued)
 	fmt.Fprintf(w, "  drops: policed %d spacer %d loss %d buffer_full %d | no_buffer %d rx_ring %d rx_truncated %d tx_fail %d discarded %d\n",
 		s.Policed, s.SpacerDropped, s.Lost, s.BufferFull, d.NoBuffer, d.RxPort.RxRingDrops, d.RxPort.RxTruncated, d.TxPort.TxDropped, d.Discarded)
-	fmt.Fprintf(w, "  reordered %d  max queue %d  rate %.0f pkt/s  seed %d\n", s.Reordered, s.MaxQueued, s.Rate, s.Seed)
+	fmt.Fprintf(w, "  reordered %d  max queue %d  rate %.0f pkt/s  seed %d  wakeups %d\n", s.Reordered, s.MaxQueued, s.Rate, s.Seed, d.RxPort.Wakeups)
 	if s.Delay.Count > 0 {
 		fmt.Fprintf(w, "  delay mean %v std %v p50 %v p99 %v max %v | lateness p50 %v p99 %v max %v\n",
 			s.Delay.Mean, s.Delay.Std, s.Delay.P50, s.Delay.P99, s.Delay.Max, s.Lateness.P50, s.Lateness.P99, s.Lateness.Max)

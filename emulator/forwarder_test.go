@@ -63,6 +63,7 @@ func (p *memPort) SendBatch(frames [][]byte) (int, error) {
 func (p *memPort) Wait(timeout time.Duration) error {
 	p.mu.Lock()
 	ready := len(p.rx) > 0
+	p.st.Wakeups++
 	p.mu.Unlock()
 	if ready {
 		return nil
@@ -215,6 +216,54 @@ func TestForwarderIdleCPU(t *testing.T) {
 	t.Logf("CPU over 500 ms idle: %v", cpu)
 	if cpu > 100*time.Millisecond {
 		t.Errorf("idle forwarder used %v of CPU in 500 ms", cpu)
+	}
+}
+
+// TestForwarderCoalesces: under dense traffic the forwarder sleeps on a
+// timer and reads several frames per wake-up instead of being woken by
+// each (Wait is where a port is woken by a frame); sparse frames go back
+// to one wake-up each.
+func TestForwarderCoalesces(t *testing.T) {
+	run := func(coalesce time.Duration, frames int, gap time.Duration) (waits uint64) {
+		a, b := newMemPort("a"), newMemPort("b")
+		f, err := NewForwarder(a, b, ForwarderConfig{AtoB: DefaultConfig(), BtoA: DefaultConfig(), Coalesce: coalesce})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Start()
+		defer f.Stop()
+		time.Sleep(10 * time.Millisecond)
+		w0 := a.Stats().Wakeups
+		next := time.Now()
+		for i := 0; i < frames; i++ {
+			for time.Now().Before(next) {
+				if gap > time.Millisecond {
+					time.Sleep(time.Until(next))
+				}
+			}
+			a.push(frame(i, 64))
+			next = next.Add(gap)
+		}
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			if b.Stats().TxFrames == uint64(frames) {
+				break
+			}
+		}
+		if sent, _ := b.sentFrames(); len(sent) != frames {
+			t.Fatalf("coalesce %v: forwarded %d of %d frames", coalesce, len(sent), frames)
+		}
+		return a.Stats().Wakeups - w0
+	}
+	// 5000 frames 10 µs apart: a 1 ms coalescing sleep gathers about 100.
+	dense := run(time.Millisecond, 5000, 10*time.Microsecond)
+	perWake := run(-1, 5000, 10*time.Microsecond)
+	t.Logf("wake-ups for 5000 frames 10 µs apart: coalescing %d, woken by each frame %d", dense, perWake)
+	if dense*4 > perWake || dense > 500 {
+		t.Errorf("coalescing forwarder woke %d times for 5000 dense frames (%d without coalescing)", dense, perWake)
+	}
+	// 20 frames 5 ms apart: each one ends a wait of its own.
+	if sparse := run(time.Millisecond, 20, 5*time.Millisecond); sparse < 20 {
+		t.Errorf("20 sparse frames ended only %d waits: the forwarder kept coalescing", sparse)
 	}
 }
 
