@@ -308,6 +308,81 @@ func TestEmulatedLoss(t *testing.T) {
 	}
 }
 
+// TestEmulatedGilbertElliott: loss bursts through a real link. With
+// gemodel p=1 %, r=30 %, 1-h=100 %, 1-k=0 every stay in the bad state loses
+// consecutive probes, so bursts are geometric with mean 1/r and the loss
+// fraction is p/(p+r). Bounds are 99.9 % intervals from the chain's
+// statistics.
+func TestEmulatedGilbertElliott(t *testing.T) {
+	requireRoot(t)
+	const p, r = 0.01, 0.30
+	n := pairNet(t, topo.Params{"ge": "1% 30% 100% 0%", "seed": "11"})
+	res := runProbe(t, n, 20000, 5*time.Second)
+	t.Logf("probe: %v", res)
+	N := float64(res.Sent)
+	if N < 90000 || res.LossBursts == 0 {
+		t.Fatalf("only %v probes sent, %d loss bursts", N, res.LossBursts)
+	}
+	const z = 3.29 // two-sided 99.9 %
+	// Burst length: geometric on {1, 2, ...} with success probability r.
+	bursts := float64(res.LossBursts)
+	meanBurst := float64(res.Lost) / bursts
+	sdBurst := math.Sqrt(1-r) / r
+	if half := z * sdBurst / math.Sqrt(bursts); math.Abs(meanBurst-1/r) > half {
+		t.Errorf("mean loss burst %.3f probes over %v bursts, want %.3f ± %.3f", meanBurst, bursts, 1/r, half)
+	}
+	// Loss fraction: time in the bad state of a two-state chain with
+	// second eigenvalue λ = 1-p-r; its variance over N steps is
+	// π_B·π_G·(1+λ)/(1-λ)/N.
+	piB := p / (p + r)
+	lambda := 1 - p - r
+	sd := math.Sqrt(piB * (1 - piB) * (1 + lambda) / (1 - lambda) / N)
+	if frac := float64(res.Lost) / N; math.Abs(frac-piB) > z*sd {
+		t.Errorf("loss fraction %.4f, want %.4f ± %.4f", frac, piB, z*sd)
+	}
+}
+
+// TestEmulatedPolicer: a token bucket (10 Mbit/s, 20 000 B) offered twice
+// its rate passes R·T + at most the bucket, drops the rest at once
+// (Policed) and delays nothing.
+func TestEmulatedPolicer(t *testing.T) {
+	requireRoot(t)
+	const rate, bucket = 10e6, 20000.0
+	n := pairNet(t, topo.Params{"police": "10mbit 20000"})
+	ip, _ := n.IP("h2")
+	T := 4 * time.Second
+	// 1000-byte payloads at 2500/s: 1042-byte frames, 21 Mbit/s.
+	res, err := probe.Run(context.Background(), probe.Config{
+		Sender: nsOf(t, n, "h1"), Receiver: nsOf(t, n, "h2"),
+		Dst: netip.AddrPortFrom(ip, 9999), Rate: 2500, Duration: T, Size: 1000, Drain: 300 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := n.LinkStats("h1", "h2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := st.Forward.Emulator
+	wire := float64(14+20+8+1000) + float64(st.ForwardConfig.Overhead)
+	passed := float64(res.Received) * wire
+	// The bucket holds at most its size when the measured probes start;
+	// allow 10 ms of sender timing at either end and one frame.
+	lo := rate/8*(T.Seconds()-0.01) - wire
+	hi := rate/8*(T.Seconds()+0.01) + bucket + wire
+	t.Logf("probe: %v; emulator: received %d sent %d policed %d; passed %.0f B, want [%.0f, %.0f]", res, s.Received, s.Sent, s.Policed, passed, lo, hi)
+	if passed < lo || passed > hi {
+		t.Errorf("policer passed %.0f bytes on the wire in %v, want [%.0f, %.0f]", passed, T, lo, hi)
+	}
+	if s.Policed == 0 || s.SpacerDropped != 0 || s.Received != s.Sent+s.Dropped()+uint64(s.Queued) {
+		t.Errorf("counters: %+v", s)
+	}
+	// A policer never queues: what passes is not delayed.
+	if res.Delay.P99 > 5*time.Millisecond {
+		t.Errorf("policed probes delayed: p99 %v", res.Delay.P99)
+	}
+}
+
 // TestEmulatedBadInput: clear messages naming the problem, nothing changed.
 func TestEmulatedBadInput(t *testing.T) {
 	requireRoot(t)

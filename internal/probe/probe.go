@@ -42,8 +42,12 @@ type Config struct {
 
 // Result is what a run measured. Times are one-way.
 type Result struct {
-	Sent, Received   uint64
-	Lost             uint64 // sent but never received
+	Sent, Received uint64
+	Lost           uint64 // sent but never received
+	// LossBursts counts the runs of consecutive lost probes: Lost /
+	// LossBursts is the mean burst length (1/r for a Gilbert–Elliott
+	// channel with h = 0).
+	LossBursts       uint64
 	Reordered        uint64 // received after a probe with a higher number
 	Duplicates       uint64
 	Delay            emulator.HistogramSummary
@@ -52,8 +56,12 @@ type Result struct {
 }
 
 func (r Result) String() string {
-	return fmt.Sprintf("sent %d received %d lost %d reordered %d | delay mean %.4f ms jitter %.4f ms p50 %v p99 %v min %v max %v | %.0f probes/s",
-		r.Sent, r.Received, r.Lost, r.Reordered, r.MeanMs, r.JitterMs, r.Delay.P50, r.Delay.P99, r.Delay.Min, r.Delay.Max, r.SendRate)
+	bursts := ""
+	if r.LossBursts > 0 {
+		bursts = fmt.Sprintf(" (%d bursts, mean %.2f)", r.LossBursts, float64(r.Lost)/float64(r.LossBursts))
+	}
+	return fmt.Sprintf("sent %d received %d lost %d%s reordered %d | delay mean %.4f ms jitter %.4f ms p50 %v p99 %v min %v max %v | %.0f probes/s",
+		r.Sent, r.Received, r.Lost, bursts, r.Reordered, r.MeanMs, r.JitterMs, r.Delay.P50, r.Delay.P99, r.Delay.Min, r.Delay.Max, r.SendRate)
 }
 
 const magic = 0x68796d6e70726f62 // "hymnprob"
@@ -152,8 +160,9 @@ func Run(ctx context.Context, c Config) (Result, error) {
 	defer tx.Close()
 
 	type recvResult struct {
-		res Result
-		err error
+		res  Result
+		seen map[uint64]bool
+		err  error
 	}
 	stopAt := make(chan int64, 1) // when the receiver may stop (monotonic ns)
 	done := make(chan recvResult, 1)
@@ -214,7 +223,7 @@ func Run(ctx context.Context, c Config) (Result, error) {
 		r.Delay = h.Summary()
 		r.MeanMs = h.Mean() / 1e6
 		r.JitterMs = h.Std() / 1e6
-		done <- recvResult{res: r}
+		done <- recvResult{res: r, seen: seen}
 	}()
 
 	pkt := make([]byte, c.Size)
@@ -279,6 +288,11 @@ func Run(ctx context.Context, c Config) (Result, error) {
 	r.Sent = sent
 	if r.Received < sent {
 		r.Lost = sent - r.Received
+	}
+	for seq := uint64(0); seq < sent; seq++ {
+		if !rr.seen[seq] && (seq == 0 || rr.seen[seq-1]) {
+			r.LossBursts++
+		}
 	}
 	r.SendRate = float64(sent) / (float64(elapsed) / 1e9)
 	return r, nil
