@@ -359,9 +359,11 @@ func (n *Network) buildEmulated(l *netLink, ab, ba emulator.Config, macs []net.H
 }
 
 // stopEmulators is the hook teardown calls before namespaces are deleted:
-// it stops every forwarder and removes the helper namespace.
+// it stops every forwarder. The helper namespace stays until
+// deleteEmulatorHelper, after SR-IOV teardown has taken back the VFs that
+// emulated VF links keep in it.
 func (n *Network) stopEmulators() error {
-	e := n.emuState.Swap(nil)
+	e := n.emuState.Load()
 	if e == nil {
 		return nil
 	}
@@ -384,10 +386,17 @@ func (n *Network) stopEmulators() error {
 		}()
 	}
 	wg.Wait()
-	if e.helper != nil {
-		errs = append(errs, e.helper.Delete())
-	}
 	return errors.Join(errs...)
+}
+
+// deleteEmulatorHelper removes the helper namespace and with it the
+// emulator ports of veth links.
+func (n *Network) deleteEmulatorHelper() error {
+	e := n.emuState.Swap(nil)
+	if e == nil || e.helper == nil {
+		return nil
+	}
+	return e.helper.Delete()
 }
 
 // findLink returns the link between two nodes and whether node1 is its
@@ -506,6 +515,9 @@ func applyChange(c *emulator.Config, params string) error {
 // network runs, keeping interface names, MACs and addresses.
 func (n *Network) insertEmulator(l *netLink, ab, ba emulator.Config) error {
 	if l.veth == nil {
+		if n.sriovLinkOf(l) != nil {
+			return fmt.Errorf("link %s is a VF pair built without an emulator, and an emulator cannot be inserted into it live: give the link emulation parameters (delay=..., bw=..., emu=...) when the network is built", l.plan)
+		}
 		return fmt.Errorf("link %s: not created", l.plan)
 	}
 	macs := make([]net.HardwareAddr, 2)

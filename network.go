@@ -477,8 +477,10 @@ func (n *Network) teardown(verbose bool) error {
 	var errs []error
 	// Forwarders hold sockets in the helper namespace: stop them first.
 	errs = append(errs, n.stopEmulators())
-	// VFs go home (and the simulated NIC stops) while the nodes still exist.
+	// VFs go home (and the simulated NIC stops) while the nodes and the
+	// helper namespace still exist.
 	errs = append(errs, n.stopSRIOV())
+	errs = append(errs, n.deleteEmulatorHelper())
 
 	// Everything running in our namespaces goes first, so no process holds
 	// a namespace alive after it is deleted.

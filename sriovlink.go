@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hymn-net/hymn/emulator"
 	"github.com/hymn-net/hymn/internal/owner"
 	"github.com/hymn-net/hymn/links"
 	"github.com/hymn-net/hymn/sriov"
@@ -40,15 +41,45 @@ type sriovNet struct {
 	// reserved holds the pairs taken at start for the planned links, in
 	// plan order: links are then built in parallel, and reserving first
 	// keeps which link gets which pair and VLAN reproducible.
-	reserved map[*topo.PlannedLink]*sriov.Pair
+	reserved map[*topo.PlannedLink][]*sriov.Pair
 }
 
-// sriovLink is a link made of a VF pair.
+// sriovLink is a link made of a VF pair, or, when it carries an emulator,
+// of two: node1 ─pair 1─ [emulator] ─pair 2─ node2, the emulator's two VFs
+// in the network's helper namespace (as DPDS sits between two NIC ports).
 type sriovLink struct {
-	pair *sriov.Pair
-	ends [2]links.End
-	vfs  [2]string // the VFs' own netdev names, to give them back
-	took [2]bool
+	pairs []*sriov.Pair
+	ends  []links.End // where each VF went, in the order of vfs
+	vfs   []string    // the VFs' own netdev names, to give them back
+	took  []bool
+}
+
+// pairsFor is how many VF pairs a link takes.
+func pairsFor(pl *topo.PlannedLink) int {
+	if NeedsEmulator(pl.Params) {
+		return 2
+	}
+	return 1
+}
+
+// allocatePairs takes the VF pairs of one link, all or none.
+func (s *sriovNet) allocatePairs(pl *topo.PlannedLink) ([]*sriov.Pair, error) {
+	var pairs []*sriov.Pair
+	for i := range pairsFor(pl) {
+		label := pl.String()
+		if pairsFor(pl) > 1 {
+			label += fmt.Sprintf(" (emulator side %c)", 'a'+i)
+		}
+		p, err := s.alloc.Allocate(label)
+		if err != nil {
+			for _, q := range pairs {
+				s.alloc.Release(q)
+			}
+			return nil, fmt.Errorf("%w: %w", ErrSRIOV, err)
+		}
+		pairs = append(pairs, p)
+	}
+	return pairs, nil
 }
 
 func (n *Network) sriovState() *sriovNet {
@@ -106,7 +137,7 @@ func (n *Network) countSRIOVLinks() int {
 	c := 0
 	for _, pl := range n.plan.Links {
 		if n.linkIsSRIOV(&netLink{plan: pl}) {
-			c++
+			c += pairsFor(pl)
 		}
 	}
 	return c
@@ -132,14 +163,14 @@ func (n *Network) sriovBackend() (*sriovNet, error) {
 // reserveSRIOV allocates the pairs of every planned SR-IOV link in plan
 // order.
 func (n *Network) reserveSRIOV(s *sriovNet) error {
-	s.reserved = map[*topo.PlannedLink]*sriov.Pair{}
+	s.reserved = map[*topo.PlannedLink][]*sriov.Pair{}
 	for _, pl := range n.plan.Links {
-		if !n.linkIsSRIOV(&netLink{plan: pl}) || NeedsEmulator(pl.Params) {
+		if !n.linkIsSRIOV(&netLink{plan: pl}) {
 			continue
 		}
-		p, err := s.alloc.Allocate(pl.String())
+		p, err := s.allocatePairs(pl)
 		if err != nil {
-			return fmt.Errorf("%w: %w", ErrSRIOV, err)
+			return err
 		}
 		s.reserved[pl] = p
 	}
@@ -217,55 +248,78 @@ func (n *Network) initSRIOV(s *sriovNet) error {
 
 // createSRIOVLink builds a link from a VF pair: allocate the pair and its
 // VLAN, move each VF into its node under the topology's name and
-// configure it as a veth end would be.
+// configure it as a veth end would be. A link with emulation parameters
+// takes two pairs, and the emulator forwards between the far VF of each.
 func (n *Network) createSRIOVLink(l *netLink) (err error) {
 	if _, _, err := n.linksBackend(); err != nil {
 		return err
 	}
-	if NeedsEmulator(l.plan.Params) {
-		return fmt.Errorf("%w: link %s: an emulated SR-IOV link needs the DPDK port, which this build lacks (drop kind=sriov or the emulation parameters)", ErrSRIOV, l.plan)
+	emulated := NeedsEmulator(l.plan.Params)
+	var fc emulator.ForwarderConfig
+	if emulated {
+		if fc.AtoB, fc.BtoA, err = EmulatorConfigs(l.plan.Params); err != nil {
+			return fmt.Errorf("link %s: %w", l.plan, err)
+		}
+		fc.RealTime = true
 	}
 	s, err := n.sriovBackend()
 	if err != nil {
 		return err
 	}
 	s.mu.Lock()
-	pair, ok := s.reserved[l.plan]
+	pairs, ok := s.reserved[l.plan]
 	delete(s.reserved, l.plan)
 	s.mu.Unlock()
 	if !ok {
 		// A link added while the network runs.
-		if pair, err = s.alloc.Allocate(l.plan.String()); err != nil {
-			return fmt.Errorf("%w: %w", ErrSRIOV, err)
+		if pairs, err = s.allocatePairs(l.plan); err != nil {
+			return err
 		}
 	}
-	sl := &sriovLink{pair: pair, vfs: [2]string{pair.A.Netdev, pair.B.Netdev}}
+	sl := &sriovLink{pairs: pairs}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, n.releaseSRIOVLink(s, sl))
 		}
 	}()
+	first, last := l.plan.Intf1, l.plan.Intf2
+	sl.ends = []links.End{n.linkEnd(l.plan, first)}
+	var helper *links.HelperNS
+	var ports [2]string
+	if emulated {
+		if helper, err = n.emu().helperNamespace(n.run); err != nil {
+			return fmt.Errorf("link %s: %w", l.plan, err)
+		}
+		idx := n.linkIndex(l)
+		ports = [2]string{fmt.Sprintf("e%da", idx), fmt.Sprintf("e%db", idx)}
+		mtu := sl.ends[0].MTU
+		sl.ends = append(sl.ends, links.End{NS: helper, Name: ports[0], MTU: mtu}, links.End{NS: helper, Name: ports[1], MTU: mtu})
+	}
+	sl.ends = append(sl.ends, n.linkEnd(l.plan, last))
+	for _, p := range pairs {
+		sl.vfs = append(sl.vfs, p.A.Netdev, p.B.Netdev)
+	}
+	sl.took = make([]bool, len(sl.vfs))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	for i, intf := range []*topo.Intf{l.plan.Intf1, l.plan.Intf2} {
-		// A VM node's VF stays bare in its helper namespace, like a veth
-		// end: the guest's interface gets MAC and address (AttachIntf).
-		e := n.linkEnd(l.plan, intf)
-		guest := n.guestOf(intf)
-		sl.ends[i] = e
+	for i, e := range sl.ends {
 		if err := sriov.TakeVF(s.home, sl.vfs[i], e); err != nil {
 			return fmt.Errorf("link %s: %w", l.plan, err)
 		}
 		sl.took[i] = true
-		if guest != nil {
-			if err := guest.AttachIntf(ctx, intf.Name, intf.MAC, intf.IP); err != nil {
-				return fmt.Errorf("link %s: %w", l.plan, err)
-			}
-		}
 		if s.sim != nil {
 			// The simulated VF is a veth end whose frames cross a
 			// user-space switch: checksums must be complete.
 			if err := links.DisableOffloads(e.NS, e.Name); err != nil {
+				return fmt.Errorf("link %s: %w", l.plan, err)
+			}
+		}
+	}
+	for _, intf := range []*topo.Intf{first, last} {
+		// A VM node's VF stays bare in its helper namespace, like a veth
+		// end: the guest's interface gets MAC and address (AttachIntf).
+		if guest := n.guestOf(intf); guest != nil {
+			if err := guest.AttachIntf(ctx, intf.Name, intf.MAC, intf.IP); err != nil {
 				return fmt.Errorf("link %s: %w", l.plan, err)
 			}
 		}
@@ -278,10 +332,22 @@ func (n *Network) createSRIOVLink(l *netLink) (err error) {
 			return fmt.Errorf("link %s: %w", l.plan, err)
 		}
 	}
+	if emulated {
+		el, err := links.EmulateBetween(helper, ports[0], ports[1], sl.ends[0].MTU, fc)
+		if err != nil {
+			return fmt.Errorf("link %s: %w", l.plan, err)
+		}
+		e := n.emu()
+		e.mu.Lock()
+		e.links[l] = el
+		e.mu.Unlock()
+	}
 	s.mu.Lock()
 	s.links[l] = sl
 	s.mu.Unlock()
-	n.log().Debugf("*** link %s: VF pair %s vf %d / %s vf %d on VLAN %d\n", l.plan, pair.Cable.A, pair.A.Index, pair.Cable.B, pair.B.Index, pair.VLAN)
+	for _, p := range pairs {
+		n.log().Debugf("*** link %s: VF pair %s vf %d / %s vf %d on VLAN %d\n", l.plan, p.Cable.A, p.A.Index, p.Cable.B, p.B.Index, p.VLAN)
+	}
 	return nil
 }
 
@@ -297,13 +363,15 @@ func (n *Network) releaseSRIOVLink(s *sriovNet, sl *sriovLink) error {
 			}
 		}
 	}
-	errs = append(errs, s.alloc.Release(sl.pair))
+	for _, p := range sl.pairs {
+		errs = append(errs, s.alloc.Release(p))
+	}
 	return errors.Join(errs...)
 }
 
 // stopSRIOV releases every VF pair (VFs home, settings restored) and
-// stops the simulated NIC. It runs before the node namespaces go, so real
-// VFs are still reachable to be handed back.
+// stops the simulated NIC. It runs before the node and helper namespaces
+// go, so real VFs are still reachable to be handed back.
 func (n *Network) stopSRIOV() error {
 	s := n.sriov.Swap(nil)
 	if s == nil {
@@ -334,6 +402,17 @@ func (n *Network) stopSRIOV() error {
 		return fmt.Errorf("%w: teardown: %w", ErrSRIOV, err)
 	}
 	return nil
+}
+
+// sriovLinkOf returns the VF pairs behind a link, or nil.
+func (n *Network) sriovLinkOf(l *netLink) *sriovLink {
+	s := n.sriov.Load()
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.links[l]
 }
 
 // SRIOVPairs returns the VF pairs the network's links use, in allocation

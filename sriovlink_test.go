@@ -201,24 +201,46 @@ links:
 	}
 }
 
-// TestSRIOVRefusesEmulation: emulation on a VF pair needs the DPDK port;
-// asking for it is a clear error and the failed build leaves nothing.
-func TestSRIOVRefusesEmulation(t *testing.T) {
+// TestSRIOVEmulatedLink: a VF link with emulation parameters takes two VF
+// pairs with the emulator between them; its delay, statistics and live
+// changes work as on a veth link, and teardown leaves nothing.
+func TestSRIOVEmulatedLink(t *testing.T) {
 	requireRoot(t)
 	top := topo.New()
+	top.AddSwitch("s1", nil)
 	top.AddHost("h1", nil)
 	top.AddHost("h2", nil)
-	top.AddLink("h1", "h2", topo.Params{"kind": "sriov", "delay": "10ms"})
-	net, err := New(top, Options{SRIOV: &sriov.Config{Simulate: sriov.SimAlways}})
+	top.AddLink("h1", "s1", topo.Params{"kind": "sriov", "delay": "5ms"})
+	top.AddLink("h2", "s1", topo.Params{"kind": "sriov"})
+	net := startSRIOVNet(t, top, Options{SRIOV: &sriov.Config{Simulate: sriov.SimAlways}})
+	pairs := net.SRIOVPairs()
+	vlans := map[int]bool{}
+	for _, p := range pairs {
+		vlans[p.VLAN] = true
+	}
+	if len(pairs) != 3 || len(vlans) != 3 {
+		t.Fatalf("want 3 VF pairs on 3 VLANs (two for the emulated link), got %d on %v", len(pairs), vlans)
+	}
+	pingAvg(t, net, "h1", "h2", "-c", "1") // ARP crosses the delay too
+	if avg, _ := pingAvg(t, net, "h1", "h2", "-c", "3", "-i", "0.2"); avg < 10 || avg > 14 {
+		t.Errorf("RTT %.2f ms over a VF link with 5 ms each way", avg)
+	}
+	if err := net.SetLinkParams("h1", "s1", Forward, "delay 20ms"); err != nil {
+		t.Fatal(err)
+	}
+	if avg, _ := pingAvg(t, net, "h1", "h2", "-c", "3", "-i", "0.2"); avg < 25 || avg > 29 {
+		t.Errorf("RTT %.2f ms after h1>h2 went to 20 ms (5 ms back)", avg)
+	}
+	st, err := net.LinkStats("h1", "s1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = net.Build(context.Background())
-	if !errors.Is(err, ErrSRIOV) || !strings.Contains(err.Error(), "DPDK") {
-		t.Fatalf("Build = %v, want ErrSRIOV about DPDK", err)
+	if st.Forward.Emulator.Sent == 0 || st.ForwardConfig.Delay != 20*time.Millisecond || st.ReverseConfig.Delay != 5*time.Millisecond {
+		t.Errorf("stats %+v / %v / %v", st.Forward.Emulator, st.ForwardConfig, st.ReverseConfig)
 	}
-	assertRunGone(t, net.RunID())
-	assertSRIOVGone(t, net.RunID())
+	if err := net.SetLinkParams("h2", "s1", BothDirections, "delay 1ms"); err == nil || !strings.Contains(err.Error(), "VF pair") {
+		t.Errorf("inserting an emulator into a plain VF link: %v", err)
+	}
 }
 
 // TestSRIOVHardwarePath runs the hardware path (host-namespace VFs found
@@ -228,6 +250,18 @@ func TestSRIOVRefusesEmulation(t *testing.T) {
 // and in-memory VF settings in place of the PF driver.
 func TestSRIOVHardwarePath(t *testing.T) {
 	requireRoot(t)
+	emulated := topo.New()
+	emulated.AddHost("h1", nil)
+	emulated.AddHost("h2", nil)
+	emulated.AddLink("h1", "h2", topo.Params{"delay": "2ms"})
+	// Both take two VF pairs: single,2 one per link; h1-h2 two for its
+	// emulator, whose VFs are handed back from the helper namespace.
+	for name, top := range map[string]*topo.Topo{"single2": mustTopo(t, "single,2"), "emulated": emulated} {
+		t.Run(name, func(t *testing.T) { testSRIOVHardwarePath(t, top) })
+	}
+}
+
+func testSRIOVHardwarePath(t *testing.T, top *topo.Topo) {
 	tag := owner.NewRunID()[:4]
 	pfA, pfB := "pf"+tag+"a", "pf"+tag+"b"
 	vf := func(side string, i int) string { return "hv" + tag + side + strconv.Itoa(i) }
@@ -258,7 +292,7 @@ func TestSRIOVHardwarePath(t *testing.T) {
 			conf.SetVF(pf, i, orig)
 		}
 	}
-	net, err := New(mustTopo(t, "single,2"), Options{Links: "sriov,sim=off,vlans=700-799,sysfs=" + root + ",pairs=" + pfA + ":" + pfB,
+	net, err := New(top, Options{Links: "sriov,sim=off,vlans=700-799,sysfs=" + root + ",pairs=" + pfA + ":" + pfB,
 		SRIOV: &sriov.Config{Conf: conf}})
 	if err != nil {
 		t.Fatal(err)

@@ -140,18 +140,47 @@ func CreateEmulated(helper *HelperNS, a, b End, portA, portB string, cfg emulato
 			return nil, err
 		}
 	}
+	if err := l.start(a.MTU, cfg); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// EmulateBetween starts an emulator between two interfaces that already
+// sit, up, in the helper namespace: the emulator's own VFs of an SR-IOV
+// link, each the far end of a VF pair whose near end is in a node.
+func EmulateBetween(helper *HelperNS, portA, portB string, mtu int, cfg emulator.ForwarderConfig) (*EmulatedLink, error) {
+	l := &EmulatedLink{A: End{NS: helper, Name: portA}, B: End{NS: helper, Name: portB}, PortA: portA, PortB: portB, helper: helper}
 	for _, name := range []string{portA, portB} {
-		p, err := afpacket.OpenIn(helper.NsHandle(), name, afpacket.Options{MTU: a.MTU})
-		if err != nil {
+		// GRO on a receiving port would hand the forwarder merged
+		// segments larger than the far link's MTU.
+		if err := DisableOffloads(helper, name); err != nil {
 			return nil, err
+		}
+	}
+	if err := l.start(mtu, cfg); err != nil {
+		l.Stop()
+		return nil, err
+	}
+	return l, nil
+}
+
+// start opens AF_PACKET ports on the two helper ends and starts the
+// forwarder between them.
+func (l *EmulatedLink) start(mtu int, cfg emulator.ForwarderConfig) error {
+	for _, name := range []string{l.PortA, l.PortB} {
+		p, err := afpacket.OpenIn(l.helper.NsHandle(), name, afpacket.Options{MTU: mtu})
+		if err != nil {
+			return err
 		}
 		l.ports = append(l.ports, p)
 	}
+	var err error
 	if l.Fwd, err = emulator.NewForwarder(l.ports[0], l.ports[1], cfg); err != nil {
-		return nil, fmt.Errorf("emulated link %s<->%s: %w", a.Name, b.Name, err)
+		return fmt.Errorf("emulated link %s<->%s: %w", l.A.Name, l.B.Name, err)
 	}
 	l.Fwd.Start()
-	return l, nil
+	return nil
 }
 
 // Stop stops the forwarder and closes its ports; the interfaces stay until
