@@ -308,6 +308,26 @@ func TestEmulatedLoss(t *testing.T) {
 	}
 }
 
+// offer21Mbit sends h1 → h2 probes of 1000 bytes at 2500/s (1042-byte
+// frames, 21 Mbit/s) for d and returns what arrived and the link's
+// counters.
+func offer21Mbit(t *testing.T, n *Network, d time.Duration) (probe.Result, LinkStats) {
+	t.Helper()
+	ip, _ := n.IP("h2")
+	res, err := probe.Run(context.Background(), probe.Config{
+		Sender: nsOf(t, n, "h1"), Receiver: nsOf(t, n, "h2"),
+		Dst: netip.AddrPortFrom(ip, 9999), Rate: 2500, Duration: d, Size: 1000, Drain: 300 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := n.LinkStats("h1", "h2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, st
+}
+
 // TestEmulatedGilbertElliott: loss bursts through a real link. With
 // gemodel p=1 %, r=30 %, 1-h=100 %, 1-k=0 every stay in the bad state loses
 // consecutive probes, so bursts are geometric with mean 1/r and the loss
@@ -349,20 +369,8 @@ func TestEmulatedPolicer(t *testing.T) {
 	requireRoot(t)
 	const rate, bucket = 10e6, 20000.0
 	n := pairNet(t, topo.Params{"police": "10mbit 20000"})
-	ip, _ := n.IP("h2")
 	T := 4 * time.Second
-	// 1000-byte payloads at 2500/s: 1042-byte frames, 21 Mbit/s.
-	res, err := probe.Run(context.Background(), probe.Config{
-		Sender: nsOf(t, n, "h1"), Receiver: nsOf(t, n, "h2"),
-		Dst: netip.AddrPortFrom(ip, 9999), Rate: 2500, Duration: T, Size: 1000, Drain: 300 * time.Millisecond,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := n.LinkStats("h1", "h2")
-	if err != nil {
-		t.Fatal(err)
-	}
+	res, st := offer21Mbit(t, n, T)
 	s := st.Forward.Emulator
 	wire := float64(14+20+8+1000) + float64(st.ForwardConfig.Overhead)
 	passed := float64(res.Received) * wire
@@ -467,7 +475,6 @@ func TestEmulatedBandwidth(t *testing.T) {
 func TestEmulatedOverload(t *testing.T) {
 	requireRoot(t)
 	n := pairNet(t, topo.Params{"bw": "10", "max_queue_size": "50"})
-	ip, _ := n.IP("h2")
 	// 3 s in the suite; HYMN_OVERLOAD_SECONDS=30 for the long run.
 	seconds := 3.0
 	if v, err := strconv.ParseFloat(os.Getenv("HYMN_OVERLOAD_SECONDS"), 64); err == nil && v > 0 {
@@ -475,18 +482,7 @@ func TestEmulatedOverload(t *testing.T) {
 	}
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
-	// 1000-byte payloads at 2500/s: 21 Mbit/s of frames into 10 Mbit/s.
-	res, err := probe.Run(context.Background(), probe.Config{
-		Sender: nsOf(t, n, "h1"), Receiver: nsOf(t, n, "h2"),
-		Dst: netip.AddrPortFrom(ip, 9999), Rate: 2500, Duration: time.Duration(seconds * float64(time.Second)), Size: 1000, Drain: 300 * time.Millisecond,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := n.LinkStats("h1", "h2")
-	if err != nil {
-		t.Fatal(err)
-	}
+	res, st := offer21Mbit(t, n, time.Duration(seconds*float64(time.Second))) // into 10 Mbit/s
 	s := st.Forward.Emulator
 	t.Logf("probe: %v; emulator: received %d sent %d spacer drops %d buffer full %d max queue %d",
 		res, s.Received, s.Sent, s.SpacerDropped, s.BufferFull, s.MaxQueued)
