@@ -362,13 +362,15 @@ func TestEmulatedGilbertElliott(t *testing.T) {
 	}
 }
 
-// TestEmulatedPolicer: a token bucket (10 Mbit/s, 20 000 B) offered twice
+// TestEmulatedPolicer: a token bucket (10 Mbit/s, 100 000 B) offered twice
 // its rate passes R·T + at most the bucket, drops the rest at once
-// (Policed) and delays nothing.
+// (Policed) and delays nothing. The bucket holds 80 ms of tokens, so a
+// sender stalled for less than that (the suite runs with -race on two
+// shared cores) loses none of them.
 func TestEmulatedPolicer(t *testing.T) {
 	requireRoot(t)
-	const rate, bucket = 10e6, 20000.0
-	n := pairNet(t, topo.Params{"police": "10mbit 20000"})
+	const rate, bucket = 10e6, 100000.0
+	n := pairNet(t, topo.Params{"police": "10mbit 100000"})
 	T := 4 * time.Second
 	res, st := offer21Mbit(t, n, T)
 	s := st.Forward.Emulator
@@ -385,9 +387,11 @@ func TestEmulatedPolicer(t *testing.T) {
 	if s.Policed == 0 || s.SpacerDropped != 0 || s.Received != s.Sent+s.Dropped()+uint64(s.Queued) {
 		t.Errorf("counters: %+v", s)
 	}
-	// A policer never queues: what passes is not delayed.
-	if res.Delay.P99 > 5*time.Millisecond {
-		t.Errorf("policed probes delayed: p99 %v", res.Delay.P99)
+	// A policer never queues: the emulator schedules what passes at its
+	// arrival time. (The probes' own one-way times also carry the
+	// machine's scheduling, so they are not the test.)
+	if s.Delay.Count == 0 || s.Delay.Max != 0 {
+		t.Errorf("the policer delayed frames: %+v", s.Delay)
 	}
 }
 

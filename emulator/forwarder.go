@@ -86,8 +86,8 @@ const (
 	// never stall a link for long.
 	idleWait = 100 * time.Millisecond
 	// defaultCoalesce: long enough that a wake-up at 200 kpps collects
-	// a handful of frames, short against the 50 µs the issue allows a
-	// zero-delay link to add.
+	// a handful of frames, short against the 50 µs (p50) that a
+	// zero-delay link may add.
 	defaultCoalesce = 30 * time.Microsecond
 )
 
@@ -98,8 +98,8 @@ const (
 // link). When nothing is due soon it sleeps in the port's poll, with a
 // timeout that ends shortly before the next departure (while traffic is
 // dense, on a short timer instead: see ForwarderConfig.Coalesce), and
-// spins for the last microseconds so the realised delay matches the configured one
-// rather than the timer's granularity.
+// spins for the last microseconds so the realised delay matches the
+// configured one rather than the timer's granularity.
 type Forwarder struct {
 	a, b  Port
 	dirs  [2]*direction
