@@ -74,6 +74,47 @@ func isEmulationKey(k string) bool {
 	return false
 }
 
+// TCIntfInfo is what Mininet's TCIntf prints for one interface of a link
+// while the link is added, e.g. "(10.00Mbit 10ms delay 1.00000% loss) ":
+// the shaping of that interface's egress, which is the direction dir
+// ("a>b" for the link's first interface, "b>a" for the second). It is
+// empty when the link sets none of bw, delay, loss and max_queue_size for
+// that direction (Mininet's TCIntf then configures nothing and says
+// nothing).
+func TCIntfInfo(p topo.Params, dir string) string {
+	get := func(k string) (string, bool) {
+		if v, ok := p[dir+"."+k]; ok {
+			return strings.TrimSpace(v), true
+		}
+		v, ok := p[k]
+		return strings.TrimSpace(v), ok
+	}
+	bw, hasBW := get("bw")
+	delay, hasDelay := get("delay")
+	jitter, hasJitter := get("jitter")
+	loss, hasLoss := get("loss")
+	_, hasQueue := get("max_queue_size")
+	lossPct, _ := strconv.ParseFloat(strings.TrimSuffix(loss, "%"), 64)
+	if !hasBW && delay == "" && lossPct == 0 && !hasQueue {
+		return ""
+	}
+	var stuff []string
+	if hasBW {
+		f, _ := strconv.ParseFloat(bw, 64)
+		stuff = append(stuff, fmt.Sprintf("%.2fMbit", f))
+	}
+	if hasDelay {
+		stuff = append(stuff, delay+" delay")
+	}
+	if hasJitter {
+		stuff = append(stuff, jitter+" jitter")
+	}
+	if hasLoss {
+		stuff = append(stuff, fmt.Sprintf("%.5f%% loss", lossPct))
+	}
+	return "(" + strings.Join(stuff, " ") + ") "
+}
+
 // NeedsEmulator reports whether link params ask for an emulator.
 func NeedsEmulator(p topo.Params) bool {
 	for k := range p {

@@ -192,6 +192,8 @@ func (n *Network) Build(ctx context.Context) (err error) {
 	}
 	var b strings.Builder
 	for _, l := range n.plan.Links {
+		// Mininet's TCLink prints each shaped interface first.
+		b.WriteString(TCIntfInfo(l.Params, "a>b") + TCIntfInfo(l.Params, "b>a"))
 		fmt.Fprintf(&b, "(%s, %s) ", l.Intf1.Node, l.Intf2.Node)
 	}
 	lg.Info(b.String() + "\n")
