@@ -398,8 +398,7 @@ func (d *direction) run() {
 			// Moderated: let a batch gather instead of being woken by
 			// its first frame.
 			sleep := min(d.coalesce, timeout)
-			ts := unix.NsecToTimespec(int64(sleep))
-			unix.Nanosleep(&ts, nil)
+			ThreadSleep(sleep)
 			if queued && sleep == timeout {
 				d.learnOversleep(d.now() - (now + int64(timeout)))
 			}

@@ -290,7 +290,11 @@ type Port struct {
 	burst  int
 	stride int
 	idle   time.Duration
-	ns     netns.NsHandle // where the PMD's kernel interface lives; -1: here
+	// Deep idle (Options.DeepIdleSleep): lastRx is when RecvBatch last
+	// returned frames; only the receiving goroutine touches it.
+	deepIdle, deepAfter time.Duration
+	lastRx              time.Time
+	ns                  netns.NsHandle // where the PMD's kernel interface lives; -1: here
 
 	rxStage, txStage *C.uchar
 	rxLens, txLens   *C.uint32_t
@@ -330,7 +334,8 @@ func Open(name string, o Options) (*Port, error) {
 	if rc := C.hymn_port_setup(id, pool, C.uint16_t(o.RxDesc), C.uint16_t(o.TxDesc)); rc < 0 {
 		return nil, fmt.Errorf("DPDK port %s: setup: %s", name, C.GoString(C.rte_strerror(-rc)))
 	}
-	p := &Port{name: name, id: id, burst: o.Burst, stride: o.MaxFrame, idle: o.IdleSleep, ns: -1}
+	p := &Port{name: name, id: id, burst: o.Burst, stride: o.MaxFrame, idle: o.IdleSleep,
+		deepIdle: o.DeepIdleSleep, deepAfter: o.DeepIdleAfter, lastRx: time.Now(), ns: -1}
 	cmalloc := func(n int) unsafe.Pointer { return C.calloc(C.size_t(n), 1) }
 	p.rxStage = (*C.uchar)(cmalloc(o.Burst * o.MaxFrame))
 	p.txStage = (*C.uchar)(cmalloc(o.Burst * o.MaxFrame))
@@ -404,6 +409,9 @@ func (p *Port) RecvBatch(bufs [][]byte, lens []int, stamps []int64) (int, error)
 		bytes += uint64(l)
 		n++
 	}
+	if got > 0 && p.deepAfter > 0 {
+		p.lastRx = time.Now()
+	}
 	p.rxFrames.Add(uint64(n))
 	p.rxBytes.Add(bytes)
 	if trunc > 0 {
@@ -451,20 +459,23 @@ func (p *Port) SendBatch(frames [][]byte) (int, error) {
 
 // Wait implements emulator.Port. A polled queue cannot block: Wait
 // returns at once, or, with Options.IdleSleep, after sleeping that long
-// (at most timeout), so an idle link does not spin a core.
+// (DeepIdleSleep on a link quiet for DeepIdleAfter; at most timeout), so
+// an idle link does not spin a core.
 func (p *Port) Wait(timeout time.Duration) error {
 	if p.closed.Load() {
 		return emulator.ErrPortClosed
 	}
 	if d := p.idle; d > 0 {
+		if p.deepAfter > 0 && time.Since(p.lastRx) > p.deepAfter {
+			d = p.deepIdle
+		}
 		if timeout >= 0 && timeout < d {
 			d = timeout
 		}
-		// A raw nanosleep, not time.Sleep: the runtime's timers may wake
+		// A nanosleep, not time.Sleep: the runtime's timers may wake
 		// the forwarder's locked thread a millisecond late, and a frame
 		// waiting in a polled queue is only stamped when it is read.
-		ts := unix.NsecToTimespec(d.Nanoseconds())
-		unix.Nanosleep(&ts, nil)
+		emulator.ThreadSleep(d)
 	}
 	return nil
 }

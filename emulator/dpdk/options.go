@@ -29,6 +29,15 @@ type Options struct {
 	// IdleSleep makes Wait sleep this long instead of returning at once
 	// (0: pure polling, DPDK's way, which costs a core per direction).
 	IdleSleep time.Duration
+	// DeepIdleSleep replaces IdleSleep once no frame has arrived for
+	// DeepIdleAfter (defaults when IdleSleep is set: 1 ms after 10 ms).
+	// A polled queue has no receive stamps, so a frame is stamped when it
+	// is read: polling every IdleSleep keeps that exact while traffic
+	// flows, but on a quiet link it is 50 000 wake-ups a second per
+	// direction, most of a core. Deep idle costs a wake-up per
+	// millisecond; only the first frame after a pause is read (and
+	// delayed from) up to DeepIdleSleep late.
+	DeepIdleSleep, DeepIdleAfter time.Duration
 }
 
 func (o *Options) defaults() {
@@ -43,5 +52,13 @@ func (o *Options) defaults() {
 	}
 	if o.Burst <= 0 {
 		o.Burst = 32
+	}
+	if o.IdleSleep > 0 {
+		if o.DeepIdleSleep <= 0 {
+			o.DeepIdleSleep = max(time.Millisecond, o.IdleSleep)
+		}
+		if o.DeepIdleAfter <= 0 {
+			o.DeepIdleAfter = 10 * time.Millisecond
+		}
 	}
 }
