@@ -4,13 +4,11 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"os"
 	"strings"
 
 	"github.com/hymn-net/hymn/links"
 	"github.com/hymn-net/hymn/topo"
 	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
 )
 
 // NATParam marks a node as the network's NAT node (mn --nat).
@@ -70,11 +68,10 @@ func (n *Network) configureNAT(ctx context.Context, p *topo.PlannedNode) error {
 	natNode := n.nodes[p.Name]
 	rootIP, natIP := n.natSubnet()
 	outName := fmt.Sprintf("%s-eth%d", p.Name, len(p.Intfs))
-	root, err := rootNamespace()
+	root, err := links.HostNamespace()
 	if err != nil {
 		return err
 	}
-	defer root.Close()
 	// The pair is created from the NAT node's side, its peer placed in the
 	// root namespace: it disappears with the NAT node's namespace.
 	if _, err := links.CreateVeth(links.End{NS: natNode, Name: outName, IP: natIP},
@@ -108,31 +105,6 @@ func (n *Network) configureNAT(ctx context.Context, p *topo.PlannedNode) error {
 		return err
 	})
 }
-
-// rootNS is the root network namespace seen as a link end.
-type rootNS struct {
-	ns netns.NsHandle
-	nl *netlink.Handle
-}
-
-// rootNamespace opens the namespace hymn runs in (its main thread's; no
-// thread of hymn's stays in another).
-func rootNamespace() (*rootNS, error) {
-	ns, err := netns.GetFromPid(os.Getpid())
-	if err != nil {
-		return nil, fmt.Errorf("opening the root namespace: %w", err)
-	}
-	nl, err := netlink.NewHandleAt(ns)
-	if err != nil {
-		ns.Close()
-		return nil, err
-	}
-	return &rootNS{ns: ns, nl: nl}, nil
-}
-
-func (r *rootNS) Netlink(fn func(h *netlink.Handle) error) error { return fn(r.nl) }
-func (r *rootNS) NsHandle() netns.NsHandle                       { return r.ns }
-func (r *rootNS) Close()                                         { r.nl.Close(); r.ns.Close() }
 
 // removeNATLink deletes the NAT link's root-namespace end. Deleting the NAT
 // node's namespace would take it along, but only when the kernel gets to

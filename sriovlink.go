@@ -204,7 +204,7 @@ func (n *Network) initSRIOV(s *sriovNet) error {
 	}
 	state := filepath.Join(s.dir, "state.json")
 	if !simulate {
-		if s.home, err = sriov.HostNamespace(); err != nil {
+		if s.home, err = links.HostNamespace(); err != nil {
 			return fmt.Errorf("%w: %w", ErrSRIOV, err)
 		}
 		var conf sriov.Configurator = sriov.NetlinkConfigurator{}

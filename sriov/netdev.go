@@ -4,50 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"sync"
 
 	"github.com/hymn-net/hymn/links"
 	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
 )
-
-// hostNS is the namespace the process started in, where real VF netdevs
-// live. It is opened once: /proc/self/ns/net names the thread-group
-// leader's namespace, which hymn never moves.
-type hostNS struct {
-	mu  sync.Mutex
-	nl  *netlink.Handle
-	ns  netns.NsHandle
-	err error
-}
-
-var (
-	hostOnce sync.Once
-	host     hostNS
-)
-
-// HostNamespace returns the namespace hymn was started in, as a
-// links.Namespace: the home of real VFs.
-func HostNamespace() (links.Namespace, error) {
-	hostOnce.Do(func() {
-		host.ns, host.err = netns.GetFromPath("/proc/self/ns/net")
-		if host.err == nil {
-			host.nl, host.err = netlink.NewHandleAt(host.ns)
-		}
-	})
-	if host.err != nil {
-		return nil, fmt.Errorf("opening the host network namespace: %w", host.err)
-	}
-	return &host, nil
-}
-
-func (h *hostNS) Netlink(fn func(*netlink.Handle) error) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return fn(h.nl)
-}
-
-func (h *hostNS) NsHandle() netns.NsHandle { return h.ns }
 
 // TakeVF moves the VF netdev named netdev from home into end.NS, renames
 // it to end.Name and configures it like a veth end: MAC (if given), MTU,
