@@ -14,7 +14,7 @@ import (
 
 // runEmulateDPDK is the standalone emulator on DPDK ports. In a build
 // without the dpdk tag, dpdk.Init says so and the command exits 2.
-func runEmulateDPDK(ctx context.Context, w io.Writer, devA, devB string, fc emulator.ForwarderConfig, every, duration time.Duration) error {
+func runEmulateDPDK(ctx context.Context, w io.Writer, devA, devB string, fc emulator.ForwarderConfig, out EmulateOutput) error {
 	if err := dpdk.Init(dpdk.Config{}); err != nil {
 		if errors.Is(err, dpdk.ErrNotBuilt) {
 			return fmt.Errorf("%w: --dpdk: %v", ErrUsage, err)
@@ -44,5 +44,5 @@ func runEmulateDPDK(ctx context.Context, w io.Writer, devA, devB string, fc emul
 		return err
 	}
 	defer pb.Close()
-	return forwardUntilDone(ctx, w, nameA, nameB, pa, pb, fc, every, duration)
+	return forwardUntilDone(ctx, w, nameA, nameB, pa, pb, fc, out)
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -20,8 +21,7 @@ func NewEmulateLinkCmd() *cobra.Command {
 	var (
 		ifA, ifB string
 		ab, ba   string
-		every    time.Duration
-		duration time.Duration
+		out      EmulateOutput
 		coalesce time.Duration
 		useDPDK  bool
 	)
@@ -61,9 +61,9 @@ virtual device given as NAME,ARGS:
 				fc.Coalesce = -1
 			}
 			if useDPDK {
-				return runEmulateDPDK(cmd.Context(), cmd.OutOrStdout(), ifA, ifB, fc, every, duration)
+				return runEmulateDPDK(cmd.Context(), cmd.OutOrStdout(), ifA, ifB, fc, out)
 			}
-			return RunEmulateLink(cmd.Context(), cmd.OutOrStdout(), ifA, ifB, fc, every, duration)
+			return RunEmulateLink(cmd.Context(), cmd.OutOrStdout(), ifA, ifB, fc, out)
 		},
 	}
 	fl := cmd.Flags()
@@ -71,8 +71,9 @@ virtual device given as NAME,ARGS:
 	fl.StringVar(&ifB, "b", "", "interface B")
 	fl.StringVar(&ab, "ab", "", "extra params for the direction A→B")
 	fl.StringVar(&ba, "ba", "", "extra params for the direction B→A")
-	fl.DurationVar(&every, "stats-every", 0, "print statistics at this interval (0: only at the end)")
-	fl.DurationVar(&duration, "duration", 0, "stop after this long (0: run until interrupted)")
+	fl.DurationVar(&out.Every, "stats-every", 0, "print statistics at this interval (0: only at the end)")
+	fl.DurationVar(&out.Duration, "duration", 0, "stop after this long (0: run until interrupted)")
+	fl.BoolVar(&out.JSON, "json", false, "print statistics as JSON, one object per line (times in ns)")
 	fl.DurationVar(&coalesce, "coalesce", 30*time.Microsecond, "under load, sleep this long between reads instead of being woken by each frame\n(like ethtool -C rx-usecs; 0: wake on every frame)")
 	fl.BoolVar(&useDPDK, "dpdk", false, "the ports are DPDK devices (PCI address or NAME,ARGS vdev); needs a build with -tags dpdk")
 	return cmd
@@ -92,10 +93,18 @@ func emulateLinkConfigs(args []string, ab, ba string) ([2]emulator.Config, error
 	return out, nil
 }
 
+// EmulateOutput says how long a standalone emulator runs and how it
+// reports.
+type EmulateOutput struct {
+	Every    time.Duration // statistics at this interval too (0: only at the end)
+	Duration time.Duration // stop after this long (0: when the context ends)
+	JSON     bool          // statistics as JSON lines instead of text
+}
+
 // RunEmulateLink opens AF_PACKET ports on ifA and ifB (in the calling
-// namespace), forwards with fc until ctx ends or duration passes, and
-// writes the final statistics to w.
-func RunEmulateLink(ctx context.Context, w io.Writer, ifA, ifB string, fc emulator.ForwarderConfig, every, duration time.Duration) error {
+// namespace), forwards with fc until ctx ends or out.Duration passes, and
+// writes the statistics to w.
+func RunEmulateLink(ctx context.Context, w io.Writer, ifA, ifB string, fc emulator.ForwarderConfig, out EmulateOutput) error {
 	pa, err := afpacket.Open(ifA, afpacket.Options{})
 	if err != nil {
 		return err
@@ -106,27 +115,45 @@ func RunEmulateLink(ctx context.Context, w io.Writer, ifA, ifB string, fc emulat
 		return err
 	}
 	defer pb.Close()
-	return forwardUntilDone(ctx, w, ifA, ifB, pa, pb, fc, every, duration)
+	return forwardUntilDone(ctx, w, ifA, ifB, pa, pb, fc, out)
 }
 
 // forwardUntilDone runs an emulator between two open ports until ctx ends
-// or duration passes, printing statistics every interval and at the end.
-func forwardUntilDone(ctx context.Context, w io.Writer, ifA, ifB string, pa, pb emulator.Port, fc emulator.ForwarderConfig, every, duration time.Duration) error {
+// or out.Duration passes, printing statistics every out.Every and at the
+// end.
+func forwardUntilDone(ctx context.Context, w io.Writer, ifA, ifB string, pa, pb emulator.Port, fc emulator.ForwarderConfig, out EmulateOutput) error {
 	f, err := emulator.NewForwarder(pa, pb, fc)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "*** Emulating %s <-> %s (Ctrl-C to stop)\n", ifA, ifB)
-	fmt.Fprintf(w, "%s>%s: %s\n%s>%s: %s\n", ifA, ifB, showConfig(f.Config(emulator.AtoB)), ifB, ifA, showConfig(f.Config(emulator.BtoA)))
+	names := [2]string{ifA + ">" + ifB, ifB + ">" + ifA}
+	report := func(final bool) {
+		if out.JSON {
+			json.NewEncoder(w).Encode(struct {
+				Final      bool                               `json:"final"`
+				Directions map[string]emulator.DirectionStats `json:"directions"`
+			}{final, map[string]emulator.DirectionStats{names[0]: f.Stats(emulator.AtoB), names[1]: f.Stats(emulator.BtoA)}})
+			return
+		}
+		if final {
+			fmt.Fprintln(w, "*** Final statistics")
+		}
+		WriteDirectionStats(w, names[0], f.Stats(emulator.AtoB))
+		WriteDirectionStats(w, names[1], f.Stats(emulator.BtoA))
+	}
+	if !out.JSON {
+		fmt.Fprintf(w, "*** Emulating %s <-> %s (Ctrl-C to stop)\n", ifA, ifB)
+		fmt.Fprintf(w, "%s: %s\n%s: %s\n", names[0], showConfig(f.Config(emulator.AtoB)), names[1], showConfig(f.Config(emulator.BtoA)))
+	}
 	f.Start()
-	if duration > 0 {
+	if out.Duration > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, duration)
+		ctx, cancel = context.WithTimeout(ctx, out.Duration)
 		defer cancel()
 	}
 	var tick <-chan time.Time
-	if every > 0 {
-		t := time.NewTicker(every)
+	if out.Every > 0 {
+		t := time.NewTicker(out.Every)
 		defer t.Stop()
 		tick = t.C
 	}
@@ -135,14 +162,11 @@ func forwardUntilDone(ctx context.Context, w io.Writer, ifA, ifB string, pa, pb 
 		case <-ctx.Done():
 			done = true
 		case <-tick:
-			WriteDirectionStats(w, ifA+">"+ifB, f.Stats(emulator.AtoB))
-			WriteDirectionStats(w, ifB+">"+ifA, f.Stats(emulator.BtoA))
+			report(false)
 		}
 	}
 	f.Stop()
-	fmt.Fprintln(w, "*** Final statistics")
-	WriteDirectionStats(w, ifA+">"+ifB, f.Stats(emulator.AtoB))
-	WriteDirectionStats(w, ifB+">"+ifA, f.Stats(emulator.BtoA))
+	report(true)
 	return nil
 }
 

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -30,7 +32,7 @@ func TestEmulateLinkConfigs(t *testing.T) {
 }
 
 func TestEmulateLinkNeedsTwoInterfaces(t *testing.T) {
-	for _, args := range [][]string{{}, {"--a", "x"}, {"--a", "x", "--b", "x"}} {
+	for _, args := range [][]string{{}, {"--a", "x"}, {"--a", "x", "--b", "x"}, {"--a", "x", "--b", "y", "--coalesce", "-1us"}} {
 		cmd := NewEmulateLinkCmd()
 		cmd.SetArgs(args)
 		cmd.SetOut(&bytes.Buffer{})
@@ -48,6 +50,50 @@ func TestWriteDirectionStats(t *testing.T) {
 	for _, want := range []string{"a>b: received 10", "sent 7", "dropped 2", "queued 1", "loss 2"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// idlePort is a port that never receives anything.
+type idlePort struct{}
+
+func (idlePort) Name() string                                    { return "idle" }
+func (idlePort) RecvBatch([][]byte, []int, []int64) (int, error) { return 0, nil }
+func (idlePort) SendBatch(f [][]byte) (int, error)               { return len(f), nil }
+func (idlePort) Wait(d time.Duration) error {
+	time.Sleep(min(max(d, 0), time.Millisecond))
+	return nil
+}
+func (idlePort) Interrupt()                {}
+func (idlePort) Stats() emulator.PortStats { return emulator.PortStats{} }
+func (idlePort) Close() error              { return nil }
+
+// TestEmulateLinkJSON: --json reports each interval and the end as one
+// JSON object per line, per direction, named after the interfaces.
+func TestEmulateLinkJSON(t *testing.T) {
+	var b bytes.Buffer
+	cfg := emulator.DefaultConfig()
+	cfg.Delay = 3 * time.Millisecond
+	err := forwardUntilDone(context.Background(), &b, "e1", "e2", idlePort{}, idlePort{},
+		emulator.ForwarderConfig{AtoB: cfg, BtoA: emulator.DefaultConfig()},
+		EmulateOutput{Every: 40 * time.Millisecond, Duration: 100 * time.Millisecond, JSON: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) < 2 {
+		t.Fatalf("want interval and final lines, got:\n%s", b.String())
+	}
+	for i, line := range lines {
+		var v struct {
+			Final      bool
+			Directions map[string]emulator.DirectionStats
+		}
+		if err := json.Unmarshal([]byte(line), &v); err != nil {
+			t.Fatalf("line %d is not JSON: %v\n%s", i, err, line)
+		}
+		if _, ok := v.Directions["e1>e2"]; !ok || len(v.Directions) != 2 || v.Final != (i == len(lines)-1) {
+			t.Errorf("line %d: %s", i, line)
 		}
 	}
 }
