@@ -10,41 +10,23 @@ import (
 	"github.com/hymn-net/hymn/emulator"
 	"github.com/hymn-net/hymn/emulator/afpacket"
 	"github.com/hymn-net/hymn/internal/netnsx"
-	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
 
 // HelperNS is a namespace that holds no node, only the emulator ports of a
 // network's emulated links, so the nodes never see them. Its name carries
 // the network's run id, so `hymn clean` finds it like a node namespace.
-type HelperNS struct {
-	name string
-	ns   netns.NsHandle
-	mu   sync.Mutex
-	nl   *netlink.Handle
-}
+type HelperNS struct{ *netnsx.Named }
 
 // CreateHelperNS creates the named helper namespace. IPv6 is turned off
 // inside so the ports send no router solicitations or DAD probes of their
 // own into the links they emulate.
-func CreateHelperNS(name string) (_ *HelperNS, err error) {
-	if err := netnsx.Create(name); err != nil {
+func CreateHelperNS(name string) (*HelperNS, error) {
+	named, err := netnsx.CreateNamed(name)
+	if err != nil {
 		return nil, err
 	}
-	h := &HelperNS{name: name, ns: -1}
-	defer func() {
-		if err != nil {
-			h.Delete()
-		}
-	}()
-	if h.ns, err = netnsx.Open(name); err != nil {
-		return nil, err
-	}
-	if h.nl, err = netlink.NewHandleAt(h.ns); err != nil {
-		return nil, fmt.Errorf("netlink handle in %s: %w", name, err)
-	}
-	err = netnsx.Do(h.ns, func() error {
+	err = netnsx.Do(named.NsHandle(), func() error {
 		for _, k := range []string{"default", "all"} {
 			// A kernel without IPv6 has no such file; that is fine.
 			if err := os.WriteFile("/proc/sys/net/ipv6/conf/"+k+"/disable_ipv6", []byte("1"), 0o644); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -54,49 +36,14 @@ func CreateHelperNS(name string) (_ *HelperNS, err error) {
 		return nil
 	})
 	if err != nil {
+		named.Delete()
 		return nil, fmt.Errorf("helper namespace %s: %w", name, err)
 	}
-	l, err := h.nl.LinkByName("lo")
-	if err == nil {
-		err = h.nl.LinkSetUp(l)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("helper namespace %s: lo: %w", name, err)
-	}
-	return h, nil
+	return &HelperNS{named}, nil
 }
 
 // Name returns the namespace name.
-func (h *HelperNS) Name() string { return h.name }
-
-// Netlink runs fn with the namespace's netlink handle, one caller at a time.
-func (h *HelperNS) Netlink(fn func(*netlink.Handle) error) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.nl == nil {
-		return errors.New("helper namespace is closed")
-	}
-	return fn(h.nl)
-}
-
-// NsHandle returns the namespace handle.
-func (h *HelperNS) NsHandle() netns.NsHandle { return h.ns }
-
-// Delete removes the namespace and with it every port inside (and so the
-// veth pairs they belong to).
-func (h *HelperNS) Delete() error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.nl != nil {
-		h.nl.Close()
-		h.nl = nil
-	}
-	if h.ns >= 0 {
-		h.ns.Close()
-		h.ns = -1
-	}
-	return netnsx.Delete(h.name)
-}
+func (h *HelperNS) Name() string { return h.Namespace() }
 
 // EmulatedLink is a link a–b split in two by an emulator:
 //

@@ -15,9 +15,6 @@ import (
 
 	"github.com/hymn-net/hymn/internal/netnsx"
 	"github.com/hymn-net/hymn/topo"
-	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
-	"golang.org/x/sys/unix"
 )
 
 // Node is what every node backend offers.
@@ -42,15 +39,12 @@ type Result struct {
 // ErrClosed is returned when a closed node is used.
 var ErrClosed = errors.New("node is closed")
 
-// NsNode is a node living in a named network namespace.
+// NsNode is a node living in a named network namespace. The embedded
+// Named gives it Namespace, NsHandle and Netlink.
 type NsNode struct {
-	name   string
-	kind   topo.Kind
-	nsName string
-	ns     netns.NsHandle
-
-	nlMu sync.Mutex
-	nl   *netlink.Handle
+	*netnsx.Named
+	name string
+	kind topo.Kind
 
 	shellMu sync.Mutex
 	shell   *Shell
@@ -74,32 +68,16 @@ type Config struct {
 // for every node, the bridge for a switch, IPv4 forwarding for a router. On
 // failure nothing is left behind.
 func New(cfg Config) (_ *NsNode, err error) {
-	if err := netnsx.Create(cfg.Namespace); err != nil {
+	named, err := netnsx.CreateNamed(cfg.Namespace)
+	if err != nil {
 		return nil, err
 	}
-	n := &NsNode{name: cfg.Name, kind: cfg.Kind, nsName: cfg.Namespace, ns: -1}
+	n := &NsNode{Named: named, name: cfg.Name, kind: cfg.Kind}
 	defer func() {
 		if err != nil {
 			n.Delete()
 		}
 	}()
-	if n.ns, err = netnsx.Open(cfg.Namespace); err != nil {
-		return nil, err
-	}
-	// Only the route family: one socket per node instead of one per netlink
-	// family keeps a 2000-node network within the open-file limit.
-	if n.nl, err = netlink.NewHandleAt(n.ns, unix.NETLINK_ROUTE); err != nil {
-		return nil, fmt.Errorf("node %s: netlink: %w", cfg.Name, err)
-	}
-	if err := n.Netlink(func(h *netlink.Handle) error {
-		lo, err := h.LinkByName("lo")
-		if err != nil {
-			return err
-		}
-		return h.LinkSetUp(lo)
-	}); err != nil {
-		return nil, fmt.Errorf("node %s: loopback up: %w", cfg.Name, err)
-	}
 	if cfg.CPU != nil {
 		if n.cg, err = newCgroup(cfg.Namespace, *cfg.CPU, runtime.NumCPU()); err != nil {
 			return nil, fmt.Errorf("node %s: %w", cfg.Name, err)
@@ -130,26 +108,9 @@ func (n *NsNode) Name() string { return n.name }
 // Kind returns the node's kind.
 func (n *NsNode) Kind() topo.Kind { return n.kind }
 
-// Namespace returns the name of the node's network namespace.
-func (n *NsNode) Namespace() string { return n.nsName }
-
-// NsHandle returns the node's namespace handle (owned by the node).
-func (n *NsNode) NsHandle() netns.NsHandle { return n.ns }
-
-// Netlink runs fn with the node's netlink handle. Calls are serialised per
-// node: one handle is one set of sockets.
-func (n *NsNode) Netlink(fn func(h *netlink.Handle) error) error {
-	n.nlMu.Lock()
-	defer n.nlMu.Unlock()
-	if n.nl == nil {
-		return ErrClosed
-	}
-	return fn(n.nl)
-}
-
 // Sysctl writes a sysctl of the node's namespace (key like "net/ipv4/ip_forward").
 func (n *NsNode) Sysctl(key, value string) error {
-	return netnsx.Do(n.ns, func() error {
+	return netnsx.Do(n.NsHandle(), func() error {
 		return os.WriteFile("/proc/sys/"+key, []byte(value), 0o644)
 	})
 }
@@ -190,7 +151,7 @@ func (n *NsNode) getShell() (*Shell, error) {
 		return nil, ErrClosed
 	}
 	if n.shell == nil || n.shell.Exited() {
-		sh, err := StartShell(n.ns, n.name)
+		sh, err := StartShell(n.NsHandle(), n.name)
 		if err != nil {
 			return nil, fmt.Errorf("node %s: starting its shell: %w", n.name, err)
 		}
@@ -213,7 +174,7 @@ func (n *NsNode) Command(ctx context.Context, name string, args ...string) *exec
 // Start starts cmd inside the node's namespace. The child inherits the
 // namespace of the thread that forks it.
 func (n *NsNode) Start(cmd *exec.Cmd) error {
-	if err := netnsx.Do(n.ns, cmd.Start); err != nil {
+	if err := netnsx.Do(n.NsHandle(), cmd.Start); err != nil {
 		return err
 	}
 	if err := n.cg.join(cmd.Process.Pid); err != nil {
@@ -268,16 +229,7 @@ func (n *NsNode) Close() error {
 	if sh != nil {
 		sh.Close()
 	}
-	n.nlMu.Lock()
-	if n.nl != nil {
-		n.nl.Close()
-		n.nl = nil
-	}
-	n.nlMu.Unlock()
-	if n.ns >= 0 {
-		n.ns.Close()
-		n.ns = -1
-	}
+	n.Named.Close()
 	return nil
 }
 
@@ -286,7 +238,7 @@ func (n *NsNode) Close() error {
 func (n *NsNode) Delete() error {
 	n.Close()
 	n.ovs.stop()
-	return errors.Join(n.cg.remove(), netnsx.Delete(n.nsName))
+	return errors.Join(n.cg.remove(), n.Named.Delete())
 }
 
 // Listen opens a listening socket inside the node's namespace, so a Go test
@@ -294,7 +246,7 @@ func (n *NsNode) Delete() error {
 // goroutine uses it afterwards.
 func (n *NsNode) Listen(network, address string) (net.Listener, error) {
 	var l net.Listener
-	err := netnsx.Do(n.ns, func() error {
+	err := netnsx.Do(n.NsHandle(), func() error {
 		var err error
 		l, err = net.Listen(network, address)
 		return err
@@ -309,7 +261,7 @@ func (n *NsNode) Listen(network, address string) (net.Listener, error) {
 // http.Transport's DialContext to make requests from a node).
 func (n *NsNode) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
 	var c net.Conn
-	err := netnsx.Do(n.ns, func() error {
+	err := netnsx.Do(n.NsHandle(), func() error {
 		var err error
 		c, err = (&net.Dialer{}).DialContext(ctx, network, address)
 		return err

@@ -56,7 +56,7 @@ func (n *NsNode) makeOVS(stp bool) (err error) {
 	if err := OVSAvailable(); err != nil {
 		return err
 	}
-	o := &ovsSwitch{dir: filepath.Join(OVSRunDir, n.nsName)}
+	o := &ovsSwitch{dir: filepath.Join(OVSRunDir, n.Namespace())}
 	n.ovs = o
 	if err := os.MkdirAll(o.dir, 0o755); err != nil {
 		return err

@@ -24,7 +24,7 @@ func (n *NsNode) makeBridge(stp bool) error {
 	}
 	// The netlink library has no STP attribute; ip(8) sets IFLA_BR_STP_STATE.
 	// The shortest legal forward delay (2 s) keeps convergence quick.
-	out, err := exec.Command("ip", "-n", n.nsName, "link", "set", n.name, "type", "bridge",
+	out, err := exec.Command("ip", "-n", n.Namespace(), "link", "set", n.name, "type", "bridge",
 		"stp_state", "1", "forward_delay", "200", "hello_time", "100").CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("enabling STP: %v: %s", err, out)

@@ -19,19 +19,13 @@ import (
 	"github.com/hymn-net/hymn/nodes"
 	"github.com/hymn-net/hymn/topo"
 	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
-	"golang.org/x/sys/unix"
 )
 
 // Node is a VM node: a QEMU guest plus a helper namespace on the host that
 // holds the guest's taps and the host ends of its links.
 type Node struct {
-	cfg    *resolved
-	nsName string
-	ns     netns.NsHandle
-
-	nlMu sync.Mutex
-	nl   *netlink.Handle
+	*netnsx.Named // the helper namespace: Namespace, NsHandle, Netlink
+	cfg           *resolved
 
 	m        *machine
 	agent    *Agent
@@ -77,30 +71,25 @@ func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 		kernel, initrd = img.Kernel, img.Initrd
 	}
 	t0 := time.Now()
-	if err := netnsx.Create(r.Namespace); err != nil {
+	named, err := netnsx.CreateNamed(r.Namespace)
+	if err != nil {
 		return nil, fmt.Errorf("vm %s: %w", r.Name, err)
 	}
-	n := &Node{cfg: r, nsName: r.Namespace, ns: -1, intfs: map[string]*guestIntf{}}
+	n := &Node{Named: named, cfg: r, intfs: map[string]*guestIntf{}}
 	defer func() {
 		if err != nil {
 			n.Delete()
 		}
 	}()
-	if n.ns, err = netnsx.Open(r.Namespace); err != nil {
-		return nil, err
-	}
-	if n.nl, err = netlink.NewHandleAt(n.ns, unix.NETLINK_ROUTE); err != nil {
-		return nil, fmt.Errorf("vm %s: netlink: %w", r.Name, err)
-	}
 	// The helper namespace only switches frames between the link ends and
 	// the taps: no IPv6 autoconfiguration chatter from its bridges.
-	netnsx.Do(n.ns, func() error {
+	netnsx.Do(n.NsHandle(), func() error {
 		return os.WriteFile("/proc/sys/net/ipv6/conf/default/disable_ipv6", []byte("1"), 0o644)
 	})
 	if err := os.MkdirAll(r.RunDir, 0o755); err != nil {
 		return nil, fmt.Errorf("vm %s: %w", r.Name, err)
 	}
-	if n.m, err = startMachine(ctx, r, n.ns, kernel, initrd); err != nil {
+	if n.m, err = startMachine(ctx, r, n.NsHandle(), kernel, initrd); err != nil {
 		return nil, fmt.Errorf("vm %s: %w", r.Name, err)
 	}
 	if len(r.CPUPin) > 0 {
@@ -177,22 +166,6 @@ func (n *Node) Name() string { return n.cfg.Name }
 
 // Kind returns KindHost: VM nodes are hosts.
 func (n *Node) Kind() topo.Kind { return topo.KindHost }
-
-// Namespace returns the helper namespace's name.
-func (n *Node) Namespace() string { return n.nsName }
-
-// NsHandle returns the helper namespace's handle.
-func (n *Node) NsHandle() netns.NsHandle { return n.ns }
-
-// Netlink runs fn with the helper namespace's netlink handle.
-func (n *Node) Netlink(fn func(h *netlink.Handle) error) error {
-	n.nlMu.Lock()
-	defer n.nlMu.Unlock()
-	if n.nl == nil {
-		return nodes.ErrClosed
-	}
-	return fn(n.nl)
-}
 
 // BootTime is the time from creating the node to the agent's first answer.
 func (n *Node) BootTime() time.Duration { return n.bootTime }
@@ -523,16 +496,7 @@ func (n *Node) Close() error {
 	if n.agent != nil {
 		n.agent.Close()
 	}
-	n.nlMu.Lock()
-	if n.nl != nil {
-		n.nl.Close()
-		n.nl = nil
-	}
-	n.nlMu.Unlock()
-	if n.ns >= 0 {
-		n.ns.Close()
-		n.ns = -1
-	}
+	n.Named.Close()
 	var err error
 	if n.cfg.RunDir != "" {
 		err = os.RemoveAll(n.cfg.RunDir)
@@ -544,7 +508,7 @@ func (n *Node) Close() error {
 // Delete closes the node and removes its helper namespace (and with it
 // every bridge and link end in it; the taps went with QEMU).
 func (n *Node) Delete() error {
-	return errors.Join(n.Close(), netnsx.Delete(n.nsName))
+	return errors.Join(n.Close(), n.Named.Delete())
 }
 
 // RemoveRunDirs removes the run directories of VM nodes whose helper
