@@ -124,7 +124,10 @@ func (s *shell) runLines(ctx context.Context, r *bufio.Reader, interactive bool)
 		if interactive {
 			fmt.Fprint(s.stdout, Prompt)
 		}
-		line, err := r.ReadString('\n')
+		line, err := readCancellable(ctx, func() (string, error) { return r.ReadString('\n') })
+		if ctx.Err() != nil {
+			return true
+		}
 		if line == "" && err != nil {
 			if interactive {
 				return s.onecmd(ctx, "EOF")
@@ -140,6 +143,28 @@ func (s *shell) runLines(ctx context.Context, r *bufio.Reader, interactive bool)
 		}
 	}
 	return true
+}
+
+// readCancellable runs a blocking read in a goroutine of its own and
+// gives up on it when ctx ends (SIGTERM, SIGHUP): a read from a terminal or
+// pipe cannot be interrupted, and the network must be torn down anyway.
+// The abandoned read ends with the process.
+func readCancellable(ctx context.Context, read func() (string, error)) (string, error) {
+	type result struct {
+		line string
+		err  error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		line, err := read()
+		ch <- result{line, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.line, r.err
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
 }
 
 // ctrlCReader notes a Ctrl-C byte typed while the terminal is raw: x/term
@@ -180,8 +205,12 @@ func (s *shell) runTerminal(ctx context.Context, in *os.File) {
 			return
 		}
 		cr.sawCtrl = false
-		line, err := t.ReadLine()
+		line, err := readCancellable(ctx, t.ReadLine)
 		term.Restore(fd, old)
+		if ctx.Err() != nil {
+			s.out("\n")
+			return
+		}
 		if errors.Is(err, io.EOF) && cr.sawCtrl {
 			s.out("\nInterrupt\n")
 			// x/term keeps the Ctrl-C it stopped at and would stop at it

@@ -11,9 +11,15 @@ import (
 )
 
 func main() {
-	// SIGINT is routed by cli (Ctrl-C in the mininet> shell interrupts the
-	// node command, not hymn); SIGTERM ends the run cleanly.
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	// hymn owns namespaces, links and processes it must remove before it
+	// exits, so no signal may end it half-way. A closed pipe on stdout or
+	// stderr (hymn ... | head) would by default kill it at the next
+	// progress line: ignored, the writes fail quietly and the run ends as
+	// it would have. SIGINT is routed by cli (Ctrl-C in the mininet> shell
+	// interrupts the node command, not hymn); SIGTERM and SIGHUP (the
+	// terminal went away) end the run cleanly.
+	signal.Ignore(syscall.SIGPIPE)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGHUP)
 	code := cli.Execute(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
