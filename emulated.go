@@ -365,7 +365,7 @@ func (n *Network) buildEmulated(l *netLink, ab, ba emulator.Config, macs []net.H
 	idx := n.linkIndex(l)
 	el, err := links.CreateEmulated(helper, end(l.plan.Intf1, 0), end(l.plan.Intf2, 1),
 		fmt.Sprintf("e%da", idx), fmt.Sprintf("e%db", idx),
-		emulator.ForwarderConfig{AtoB: ab, BtoA: ba, RealTime: true})
+		emulator.ForwarderConfig{AtoB: ab, BtoA: ba})
 	if err != nil {
 		return fmt.Errorf("link %s: %w", l.plan, err)
 	}

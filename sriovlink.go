@@ -260,7 +260,6 @@ func (n *Network) createSRIOVLink(l *netLink) (err error) {
 		if fc.AtoB, fc.BtoA, err = EmulatorConfigs(l.plan.Params); err != nil {
 			return fmt.Errorf("link %s: %w", l.plan, err)
 		}
-		fc.RealTime = true
 	}
 	s, err := n.sriovBackend()
 	if err != nil {

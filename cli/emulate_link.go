@@ -56,7 +56,7 @@ virtual device given as NAME,ARGS:
 			if coalesce < 0 {
 				return fmt.Errorf("%w: --coalesce %v: must be 0 (off) or positive", ErrUsage, coalesce)
 			}
-			fc := emulator.ForwarderConfig{AtoB: cfgs[0], BtoA: cfgs[1], RealTime: true, Coalesce: coalesce}
+			fc := emulator.ForwarderConfig{AtoB: cfgs[0], BtoA: cfgs[1], Coalesce: coalesce}
 			if coalesce == 0 {
 				fc.Coalesce = -1
 			}

@@ -65,12 +65,12 @@ type ForwarderConfig struct {
 	// Scheduling of the forwarding threads. A forwarder is a tiny
 	// real-time task: its only job is to be on time, and on a machine
 	// shared with the traffic it forwards (iperf, VMs, compilers) an
-	// ordinary thread waits milliseconds for a CPU. RealTime runs each
-	// thread under SCHED_FIFO at priority 1 (it sleeps whenever nothing is
-	// due, so it takes CPU only in proportion to its traffic); Nice applies
-	// otherwise, or when SCHED_FIFO is refused. Default: Nice -10 only.
-	RealTime bool
-	Nice     int
+	// ordinary thread waits milliseconds for a CPU. So each thread runs
+	// under SCHED_FIFO at priority 1 (it sleeps whenever nothing is due, so
+	// it takes CPU only in proportion to its traffic); with NoRealTime, or
+	// when SCHED_FIFO is refused, it runs at Nice instead (default -10).
+	NoRealTime bool
+	Nice       int
 }
 
 const (
@@ -307,7 +307,7 @@ func newDirection(f *Forwarder, dir Direction, c Config, fc ForwarderConfig) (*d
 		pkts: make([]Packet, MaxBatch), dropped: make([]Packet, 0, MaxBatch),
 		outPkts: make([]Packet, MaxBatch), txBufs: make([][]byte, MaxBatch),
 		scratch:  make([]byte, slot),
-		busyPoll: fc.BusyPoll, coalesce: fc.Coalesce, spin: fc.Spin, realTime: fc.RealTime, nice: fc.Nice,
+		busyPoll: fc.BusyPoll, coalesce: fc.Coalesce, spin: fc.Spin, realTime: !fc.NoRealTime, nice: fc.Nice,
 		done: make(chan struct{}),
 	}
 	if d.nice == 0 {
@@ -417,7 +417,7 @@ func (d *direction) run() {
 	d.discarded.Store(uint64(s.Queued))
 }
 
-// schedule raises the thread's priority (see ForwarderConfig.RealTime).
+// schedule raises the thread's priority (see ForwarderConfig.NoRealTime).
 // Failures are ignored: without privileges the forwarder still works, only
 // less punctually. The thread is discarded on exit (no UnlockOSThread), so
 // the priority never leaks to other goroutines.

@@ -208,7 +208,7 @@ func TestIdleLinkCPU(t *testing.T) {
 		}
 		ports = append(ports, p)
 	}
-	fwd, err := emulator.NewForwarder(ports[0], ports[1], emulator.ForwarderConfig{AtoB: emulator.DefaultConfig(), BtoA: emulator.DefaultConfig(), RealTime: true})
+	fwd, err := emulator.NewForwarder(ports[0], ports[1], emulator.ForwarderConfig{AtoB: emulator.DefaultConfig(), BtoA: emulator.DefaultConfig()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -383,7 +383,7 @@ func TestAFPacketBetweenNamespaces(t *testing.T) {
 	}
 	cfg := emulator.DefaultConfig()
 	cfg.Delay = 5 * time.Millisecond
-	fwd, err := emulator.NewForwarder(ports[0], ports[1], emulator.ForwarderConfig{AtoB: cfg, BtoA: cfg, RealTime: true})
+	fwd, err := emulator.NewForwarder(ports[0], ports[1], emulator.ForwarderConfig{AtoB: cfg, BtoA: cfg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -465,9 +465,9 @@ func BenchmarkForwarderRing(b *testing.B) {
 		}
 		for _, n := range []string{"net_ring_bt1", "net_ring_be1", "net_ring_be2", "net_ring_bt2"} {
 			var p *Port
-			// Polled ports under a forwarder whose threads run at nice
-			// -10 would starve this benchmark's sender and receiver on
-			// two cores; sleeping when idle leaves them the CPU.
+			// Polled ports under a forwarder whose threads run at real-
+			// time priority would starve this benchmark's sender and
+			// receiver on two cores; sleeping when idle leaves them the CPU.
 			if p, fwdErr = Open(n, Options{IdleSleep: 10 * time.Microsecond}); fwdErr != nil {
 				return
 			}
