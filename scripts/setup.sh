@@ -19,13 +19,38 @@ fi
 
 echo "*** Installing Debian packages"
 export DEBIAN_FRONTEND=noninteractive
-# mininet: the compatibility check runs the real Mininet beside hymn;
-# qemu-system-x86, linux-image-amd64, busybox-static, xz-utils: VM nodes;
-# libdpdk-dev, dpdk-dev, pkg-config, libnuma-dev: the DPDK port (build tag dpdk);
-# openvswitch-switch: --switch ovsbr.
-packages=(iproute2 iputils-ping iperf3 ethtool net-tools iptables procps util-linux bash mininet
-  qemu-system-x86 linux-image-amd64 busybox-static xz-utils
-  libdpdk-dev dpdk-dev pkg-config libnuma-dev openvswitch-switch)
+# Every Debian package that hymn, a test, a bench script or a documented
+# feature uses; one per line with what needs it. A test that finds one of
+# these missing fails under HYMN_REQUIRE=all (CI) instead of skipping.
+packages=(
+  iproute2                  # ip, tc, bridge: nodes, links, checks in tests
+  iputils-ping              # ping from nodes (VM guests, pingallfull, tests)
+  iperf3                    # --test iperf, iperf in the shell, TCP tests
+  ethtool                   # offload settings on emulated links' ends
+  net-tools                 # ifconfig/route inside nodes (Mininet's walkthrough)
+  iptables                  # --nat (masquerade)
+  procps                    # ps/sysctl in tests and nodes
+  util-linux                # setpriv (non-root test), nsenter, unshare
+  bash                      # node shells
+  mininet                   # the side-by-side compatibility test and bench/compare.sh
+  bridge-utils              # brctl: Mininet's --switch lxbr (Debian's mininet does not pull it in)
+  openvswitch-switch        # --switch ovsbr/ovsk/user (userspace datapath)
+  openvswitch-testcontroller # ovs-testcontroller: --controller ovsc/default
+  qemu-system-x86           # VM nodes (--nodes vm) and the VM boot test
+  linux-image-amd64         # the guest kernel of VM nodes
+  busybox-static            # the guest's userland in the VM boot image
+  xz-utils                  # unpacking kernel modules into the VM initramfs
+  libdpdk-dev dpdk-dev pkg-config libnuma-dev # the DPDK port (build tag dpdk)
+  graphviz                  # dot: hymn graph --format svg and its test
+  python3                   # Mininet custom topologies (--custom FILE.py)
+  python3-jsonschema python3-yaml # the schema test (schema/topology.schema.json)
+  tcpdump tshark            # packet captures; OpenFlow dissection in the SDN tests
+  tmux                      # xterm/x/gterm in the shell
+  gcc                       # cgo: the race detector and the DPDK port
+  git                       # test.sh lists the tracked Go files with git ls-files
+  time                      # /usr/bin/time in bench/compare.sh
+  debootstrap               # scripts/fresh-check.sh (not run by CI)
+)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
