@@ -61,6 +61,38 @@ func (r *ring) pop() Packet {
 	return p
 }
 
+// ghostQueue holds the departure times of packets the loss model dropped
+// after the spacer booked their slot. Times are pushed in non-decreasing
+// order (the spacer's starts are), so expiry pops from the front. It grows
+// to at most the buffer capacity and then allocates nothing.
+type ghostQueue struct {
+	t    []int64
+	head int
+}
+
+func (g *ghostQueue) len() int { return len(g.t) - g.head }
+
+func (g *ghostQueue) push(t int64) {
+	if g.head > 0 && len(g.t) == cap(g.t) {
+		// Reuse the consumed front instead of growing.
+		n := copy(g.t, g.t[g.head:])
+		g.t, g.head = g.t[:n], 0
+	}
+	g.t = append(g.t, t)
+}
+
+// expire forgets the packets whose slot started at or before now.
+func (g *ghostQueue) expire(now int64) {
+	for g.head < len(g.t) && g.t[g.head] <= now {
+		g.head++
+	}
+	if g.head == len(g.t) {
+		g.t, g.head = g.t[:0], 0
+	}
+}
+
+func (g *ghostQueue) reset() { g.t, g.head = g.t[:0], 0 }
+
 // pktHeap is the reordering buffer: a 4-ary min-heap of packets keyed by
 // (departure time, arrival sequence), so ties keep arrival order. Four
 // children per node halve the depth of a binary heap (about 8 levels at

@@ -29,6 +29,12 @@
 //   - The spacer schedules on delayed times and returns the start of
 //     serialisation; a lost packet still uses its slot. Its limit of 0
 //     means "no byte limit" (NetEm's `rate`); `space RATE` defaults to 1 MiB.
+//   - A packet the buffer cannot take is dropped before the spacer, so it
+//     books no time (otherwise a flood into a small buffer would keep the
+//     link blocked long after it ends). A packet lost on the wire holds its
+//     buffer place until its slot starts, so the time booked for lost
+//     packets is bounded by the buffer too: after any overload the link
+//     drains within Buffer frame times.
 //   - The policer bucket starts full; default depth 32 768 B.
 //   - With the spacer on, the FIFO ring is used even if Reorder is set,
 //     because spacing already yields FIFO order.

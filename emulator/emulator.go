@@ -20,6 +20,7 @@ type Emulator struct {
 	fifo    ring
 	heap    calendar
 	useHeap bool
+	ghosts  ghostQueue // slots of lost packets not yet started (spacer on)
 
 	pcg *rand.PCG
 	rng *rand.Rand
@@ -82,6 +83,9 @@ func (e *Emulator) apply(cfg Config, reset bool) {
 	e.delay.configure(&e.cfg)
 	e.police.configure(cfg.Police)
 	e.space.configure(cfg.Space)
+	if !cfg.Space.Enabled {
+		e.ghosts.reset() // without a spacer lost packets hold no slot
+	}
 	e.loss.configure(cfg.Loss)
 	if cfg.Seed != old.Seed || reset {
 		e.seedRNG(cfg.Seed)
@@ -176,6 +180,14 @@ func (e *Emulator) receiveOne(now int64, p *Packet) bool {
 		c.policed++
 		return false
 	}
+	// The buffer is checked before the spacer: a packet dropped because
+	// the buffer is full must not book serialisation time, or a flood
+	// into a small buffer pushes the spacer's T_free ever further out and
+	// blocks the link long after the flood ends.
+	if e.occupancy(now) >= e.cfg.Buffer {
+		c.bufferFull++
+		return false
+	}
 	due := now + d
 	if e.space.on {
 		start, ok := e.space.schedule(due, wire)
@@ -187,13 +199,16 @@ func (e *Emulator) receiveOne(now int64, p *Packet) bool {
 	}
 	if e.loss.cfg.Model != NoLoss && e.loss.lost(e.rng) {
 		c.lost++
+		if e.space.on {
+			// Lost on the wire (spec §1.4, §5.2): the packet used its
+			// slot, so it holds its place in the buffer until the slot
+			// starts, like the frames around it. Counting it keeps the
+			// time booked for lost packets bounded by the buffer.
+			e.ghosts.push(due)
+		}
 		return false
 	}
 	if e.useHeap {
-		if e.heap.len() >= e.cfg.Buffer {
-			c.bufferFull++
-			return false
-		}
 		p.Due = due
 		e.heap.push(*p)
 		if n := e.heap.len(); n > c.maxQueue {
@@ -203,15 +218,19 @@ func (e *Emulator) receiveOne(now int64, p *Packet) bool {
 	}
 	due = max(due, e.lastDue)
 	p.Due = due
-	if !e.fifo.push(*p, e.cfg.Buffer) {
-		c.bufferFull++
-		return false
-	}
+	e.fifo.push(*p, int(^uint(0)>>1)) // capacity checked above
 	e.lastDue = due
 	if n := e.fifo.len(); n > c.maxQueue {
 		c.maxQueue = n
 	}
 	return true
+}
+
+// occupancy is the number of buffer places in use at now: queued packets
+// plus packets lost on the wire whose slot has not started yet.
+func (e *Emulator) occupancy(now int64) int {
+	e.ghosts.expire(now)
+	return e.queued() + e.ghosts.len()
 }
 
 // NextDue reports the departure time of the next packet, if any, so a
