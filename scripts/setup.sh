@@ -23,6 +23,7 @@ export DEBIAN_FRONTEND=noninteractive
 # feature uses; one per line with what needs it. A test that finds one of
 # these missing fails under HYMN_REQUIRE=all (CI) instead of skipping.
 packages=(
+  ca-certificates           # the Go module proxy over HTTPS (go mod download)
   iproute2                  # ip, tc, bridge: nodes, links, checks in tests
   iputils-ping              # ping from nodes (VM guests, pingallfull, tests)
   iperf3                    # --test iperf, iperf in the shell, TCP tests
@@ -63,7 +64,9 @@ fi
 echo "*** Fetching Go modules and building hymn"
 go mod download
 mkdir -p bin
-go build -o bin/hymn ./cmd/hymn
+# -buildvcs=auto: stamp the git revision into the binary (hymn version shows
+# it) even where GOFLAGS says -buildvcs=false, without failing outside git.
+go build -buildvcs=auto -o bin/hymn ./cmd/hymn
 # The VM guest agent, static, next to hymn: VM boot images pick it up there.
 CGO_ENABLED=0 go build -o bin/hymn-agent ./vm/agent/cmd/hymn-agent
 

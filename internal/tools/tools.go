@@ -49,8 +49,7 @@ var Packages = map[string]string{
 	"git":                "git",
 	"time":               "time",
 	"debootstrap":        "debootstrap",
-	"dpdk-devbind.py":    "dpdk",
-	"dpdk-testpmd":       "dpdk",
+	"dpdk-testpmd":       "dpdk-dev",
 }
 
 // Package returns the Debian package for a program, or "" if unknown.

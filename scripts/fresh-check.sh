@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# Proves the README's two commands on a machine that never saw this
+# repository: builds a clean Debian root with debootstrap, copies the Go
+# toolchain and a clean clone of the repository's HEAD into it, and runs
+#
+#   ./scripts/setup.sh && CI=true ./scripts/test.sh
+#
+# inside it (chroot, with /proc, /sys, /sys/fs/cgroup, /dev and a fresh /run
+# mounted as a fresh machine has them), then tears everything down.
+#
+# Not part of CI (it takes a quarter of an hour); run it before claiming that
+# the two commands work for someone else. Needs root, debootstrap and the
+# Debian mirror. Only committed work is tested: the clone is of HEAD.
+#
+#   sudo ./scripts/fresh-check.sh            # keeps a log in /var/tmp
+#   FRESH_KEEP=1 sudo ./scripts/fresh-check.sh   # leaves the root for a look
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$(pwd)
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "fresh-check.sh: run as root (debootstrap, chroot, mounts)" >&2
+  exit 2
+fi
+for tool in debootstrap git; do
+  if ! command -v "$tool" >/dev/null; then
+    echo "fresh-check.sh: $tool is not installed (apt-get install $tool)" >&2
+    exit 2
+  fi
+done
+goroot=${GOROOT_FOR_FRESH:-/usr/local/go}
+if [ ! -x "$goroot/bin/go" ]; then
+  echo "fresh-check.sh: no Go toolchain at $goroot (set GOROOT_FOR_FRESH)" >&2
+  exit 2
+fi
+
+suite=${FRESH_SUITE:-bookworm}
+mirror=${FRESH_MIRROR:-http://deb.debian.org/debian}
+root=$(mktemp -d /var/tmp/hymn-fresh.XXXXXX)
+log=${FRESH_LOG:-/var/tmp/hymn-fresh-$(date +%Y%m%d-%H%M%S).txt}
+start=$(date +%s)
+mounts=()
+
+teardown() {
+  local code=$?
+  set +e
+  # Anything still running with its root inside the chroot (a daemon a
+  # package started, a test's leftover) goes first, or the unmounts fail.
+  for p in /proc/[0-9]*; do
+    if [ "$(readlink "$p/root" 2>/dev/null)" = "$root" ]; then
+      kill -9 "${p#/proc/}" 2>/dev/null
+    fi
+  done
+  sleep 0.5
+  for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do
+    umount -l "${mounts[i]}" 2>/dev/null
+  done
+  if [ -z "${FRESH_KEEP:-}" ]; then
+    rm -rf --one-file-system "$root"
+  else
+    echo "*** FRESH_KEEP: the root stays at $root (mounts removed)"
+  fi
+  echo "*** fresh-check: exit $code after $(($(date +%s) - start)) s; log: $log"
+  exit "$code"
+}
+trap teardown EXIT
+trap 'exit 130' INT TERM
+
+mountin() { # type source target [options]
+  mkdir -p "$root$3"
+  mount -t "$1" ${4:+-o "$4"} "$2" "$root$3"
+  mounts+=("$root$3")
+}
+
+exec > >(tee "$log") 2>&1
+
+echo "*** debootstrap $suite into $root"
+t0=$(date +%s)
+debootstrap --variant=minbase "$suite" "$root" "$mirror" >"$root.debootstrap.log" 2>&1 ||
+  { tail -20 "$root.debootstrap.log"; exit 1; }
+rm -f "$root.debootstrap.log"
+echo "    $(($(date +%s) - t0)) s"
+
+# What a fresh machine of this kind has besides Debian: Go in /usr/local/go,
+# name resolution, the security and updates suites (a Debian install's
+# default sources), and apt allowed to use an archive snapshot's dates.
+cp -a "$goroot" "$root/usr/local/go"
+cp /etc/resolv.conf "$root/etc/resolv.conf"
+cat >"$root/etc/apt/sources.list" <<SOURCES
+deb $mirror $suite main
+deb $mirror $suite-updates main
+deb http://deb.debian.org/debian-security $suite-security main
+SOURCES
+[ -f /etc/apt/apt.conf.d/99artifact-registry ] && cp /etc/apt/apt.conf.d/99artifact-registry "$root/etc/apt/apt.conf.d/"
+# Packages must not start their daemons in a chroot (no init there).
+printf '#!/bin/sh\nexit 101\n' >"$root/usr/sbin/policy-rc.d"
+chmod +x "$root/usr/sbin/policy-rc.d"
+
+echo "*** Cloning $(git -C "$repo" rev-parse --short HEAD) into the fresh root"
+git clone -q --no-hardlinks "$repo" "$root/root/hymn"
+
+mountin proc proc /proc
+mountin sysfs sysfs /sys
+mountin cgroup2 cgroup2 /sys/fs/cgroup
+mountin devtmpfs devtmpfs /dev
+mountin devpts devpts /dev/pts newinstance,ptmxmode=0666
+mountin tmpfs tmpfs /run mode=0755
+mountin tmpfs tmpfs /dev/shm mode=1777
+
+echo "*** In the fresh root: ./scripts/setup.sh && CI=true ./scripts/test.sh"
+chroot "$root" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 \
+  PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+  /bin/bash -c 'cd /root/hymn && time ./scripts/setup.sh && time env CI=true ./scripts/test.sh'
+echo "*** fresh-check: the README's two commands passed on a fresh $suite root"
