@@ -16,6 +16,7 @@ import (
 
 	"github.com/hymn-net/hymn/emulator"
 	"github.com/hymn-net/hymn/internal/probe"
+	"github.com/hymn-net/hymn/internal/testenv"
 	"github.com/hymn-net/hymn/topo"
 	"github.com/vishvananda/netns"
 )
@@ -116,10 +117,8 @@ func TestEmulatedParamsUnit(t *testing.T) {
 // TestEmulatedLinkChange is Mininet's walkthrough testLinkChange:
 // single,2 with bw=10, delay=10ms gives 9.0–10.1 Mbit/s and a 40–50 ms RTT.
 func TestEmulatedLinkChange(t *testing.T) {
-	requireRoot(t)
-	if err := CheckTools("iperf3"); err != nil {
-		t.Skip(err)
-	}
+	testenv.Root(t)
+	testenv.Tools(t, "iperf3")
 	n := startNet(t, withLinkParams(t, "single,2", topo.Params{"bw": "10", "delay": "10ms"}), Options{})
 	res, err := n.Iperf(context.Background(), "h1", "h2", 5*time.Second)
 	if err != nil {
@@ -190,7 +189,7 @@ func runProbe(t *testing.T, n *Network, rate float64, d time.Duration) probe.Res
 // the bounds: 1 % for the mean, 5 % for the jitter. FIFO must not
 // reorder; with reorder, reordering is reported.
 func TestEmulatedDelayAccuracy(t *testing.T) {
-	requireRoot(t)
+	testenv.Root(t)
 	for _, tc := range []struct {
 		name    string
 		params  topo.Params
@@ -268,7 +267,7 @@ func measureAccuracy(t *testing.T, params topo.Params, reorder bool) (problems [
 // TestEmulatedLiveChange raises the delay from 10 to 50 ms while probes
 // flow: nothing is lost or reordered, and the new delay applies at once.
 func TestEmulatedLiveChange(t *testing.T) {
-	requireRoot(t)
+	testenv.Root(t)
 	n := pairNet(t, topo.Params{"delay": "10ms"})
 	done := make(chan probe.Result, 1)
 	go func() { done <- runProbe(t, n, 2000, 2*time.Second) }()
@@ -304,7 +303,7 @@ func TestEmulatedLiveChange(t *testing.T) {
 // TestEmulatedLoss: 1 % loss over 100 000 probes stays within the binomial
 // 99.9 % interval; counters add up.
 func TestEmulatedLoss(t *testing.T) {
-	requireRoot(t)
+	testenv.Root(t)
 	n := pairNet(t, topo.Params{"loss": "1"})
 	// 100 000 probes: 20 kpps for 5 s.
 	res := runProbe(t, n, 20000, 5*time.Second)
@@ -355,7 +354,7 @@ func offer21Mbit(t *testing.T, n *Network, d time.Duration) (probe.Result, LinkS
 // fraction is p/(p+r). Bounds are 99.9 % intervals from the chain's
 // statistics.
 func TestEmulatedGilbertElliott(t *testing.T) {
-	requireRoot(t)
+	testenv.Root(t)
 	const p, r = 0.01, 0.30
 	n := pairNet(t, topo.Params{"ge": "1% 30% 100% 0%", "seed": "11"})
 	res := runProbe(t, n, 20000, 5*time.Second)
@@ -389,7 +388,7 @@ func TestEmulatedGilbertElliott(t *testing.T) {
 // sender stalled for less than that (the suite runs with -race on two
 // shared cores) loses none of them.
 func TestEmulatedPolicer(t *testing.T) {
-	requireRoot(t)
+	testenv.Root(t)
 	const rate, bucket = 10e6, 100000.0
 	n := pairNet(t, topo.Params{"police": "10mbit 100000"})
 	T := 4 * time.Second
@@ -418,7 +417,7 @@ func TestEmulatedPolicer(t *testing.T) {
 
 // TestEmulatedBadInput: clear messages naming the problem, nothing changed.
 func TestEmulatedBadInput(t *testing.T) {
-	requireRoot(t)
+	testenv.Root(t)
 	n := pairNet(t, topo.Params{"delay": "5ms"})
 	for params, want := range map[string]string{
 		"frobnicate 3":  "frobnicate",
@@ -447,10 +446,8 @@ func TestEmulatedBadInput(t *testing.T) {
 // TestEmulatorInsertedLive: SetLinkParams on a plain link inserts an
 // emulator; TCP still works through it.
 func TestEmulatorInsertedLive(t *testing.T) {
-	requireRoot(t)
-	if err := CheckTools("iperf3"); err != nil {
-		t.Skip(err)
-	}
+	testenv.Root(t)
+	testenv.Tools(t, "iperf3")
 	n := startNet(t, mustTopo(t, "single,2"), Options{})
 	if _, err := n.LinkStats("h1", "s1"); err == nil || !strings.Contains(err.Error(), "SetLinkParams") {
 		t.Errorf("LinkStats on a plain link: %v", err)
@@ -476,10 +473,8 @@ func TestEmulatorInsertedLive(t *testing.T) {
 // TestEmulatedBandwidth: TCP through bw=100 is within ±5 % of the goodput
 // the rate allows, counting what Mininet's HTB counts (frames without FCS).
 func TestEmulatedBandwidth(t *testing.T) {
-	requireRoot(t)
-	if err := CheckTools("iperf3"); err != nil {
-		t.Skip(err)
-	}
+	testenv.Root(t)
+	testenv.Tools(t, "iperf3")
 	n := pairNet(t, topo.Params{"bw": "100"})
 	res, err := n.Iperf(context.Background(), "h1", "h2", 3*time.Second)
 	if err != nil {
@@ -498,7 +493,7 @@ func TestEmulatedBandwidth(t *testing.T) {
 // TestEmulatedOverload offers twice the spacer rate: the spacer drops the
 // excess, the queue stays within its limit, and the counters add up.
 func TestEmulatedOverload(t *testing.T) {
-	requireRoot(t)
+	testenv.Root(t)
 	n := pairNet(t, topo.Params{"bw": "10", "max_queue_size": "50"})
 	// 3 s in the suite; HYMN_OVERLOAD_SECONDS=30 for the long run.
 	seconds := 3.0

@@ -14,20 +14,9 @@ import (
 
 	"github.com/hymn-net/hymn/internal/netnsx"
 	"github.com/hymn-net/hymn/internal/owner"
+	"github.com/hymn-net/hymn/internal/testenv"
 	"github.com/hymn-net/hymn/topo"
 )
-
-func requireRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("integration test: needs root to create namespaces")
-	}
-	for _, tool := range []string{"ip", "ping", "bash"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("integration test: %s is not installed", tool)
-		}
-	}
-}
 
 // assertRunGone fails the test if anything of the run is left.
 func assertRunGone(t *testing.T, run string) {
@@ -74,7 +63,7 @@ func mustTopo(t *testing.T, spec string) *topo.Topo {
 }
 
 func TestPingAllTopologies(t *testing.T) {
-	requireRoot(t)
+	testenv.Root(t)
 	for _, spec := range []string{"single,3", "linear,4", "tree,depth=2,fanout=2", "reversed,3", "linear,2,2"} {
 		t.Run(spec, func(t *testing.T) {
 			net := startNet(t, mustTopo(t, spec), Options{})
@@ -87,7 +76,7 @@ func TestPingAllTopologies(t *testing.T) {
 }
 
 func TestPingFullAndPair(t *testing.T) {
-	requireRoot(t)
+	testenv.Root(t)
 	net := startNet(t, mustTopo(t, "single,3"), Options{})
 	res, err := net.PingAllFull(context.Background(), 0)
 	if err != nil || len(res) != 6 {
@@ -104,7 +93,7 @@ func TestPingFullAndPair(t *testing.T) {
 }
 
 func TestNamesAddressesAndMACs(t *testing.T) {
-	requireRoot(t)
+	testenv.Root(t)
 	net := startNet(t, mustTopo(t, "single,2"), Options{AutoMAC: true})
 	h2, err := net.Node("h2")
 	if err != nil {
@@ -138,7 +127,7 @@ func TestNamesAddressesAndMACs(t *testing.T) {
 }
 
 func TestLinkDownUp(t *testing.T) {
-	requireRoot(t)
+	testenv.Root(t)
 	net := startNet(t, mustTopo(t, "single,2"), Options{})
 	ctx := context.Background()
 	if err := net.ConfigLinkStatus("s1", "h1", "down"); err != nil {
@@ -173,10 +162,8 @@ func TestLinkDownUp(t *testing.T) {
 }
 
 func TestIperf(t *testing.T) {
-	requireRoot(t)
-	if _, err := exec.LookPath("iperf3"); err != nil {
-		t.Skip("iperf3 is not installed")
-	}
+	testenv.Root(t)
+	testenv.Tools(t, "iperf3")
 	net := startNet(t, mustTopo(t, "single,2"), Options{})
 	r, err := net.Iperf(context.Background(), "", "", time.Second)
 	if err != nil {
@@ -191,7 +178,7 @@ func TestIperf(t *testing.T) {
 }
 
 func TestPersistentShell(t *testing.T) {
-	requireRoot(t)
+	testenv.Root(t)
 	net := startNet(t, mustTopo(t, "single,2"), Options{})
 	h1, _ := net.Node("h1")
 	ctx := context.Background()
@@ -224,7 +211,7 @@ func TestPersistentShell(t *testing.T) {
 }
 
 func TestExecAndCancel(t *testing.T) {
-	requireRoot(t)
+	testenv.Root(t)
 	net := startNet(t, mustTopo(t, "single,2"), Options{})
 	h1, _ := net.Node("h1")
 	res, err := h1.Exec(context.Background(), "sh", "-c", "ip -o link; echo err >&2; exit 3")
@@ -243,7 +230,7 @@ func TestExecAndCancel(t *testing.T) {
 }
 
 func TestRouterForwardsOnlyInItsNamespace(t *testing.T) {
-	requireRoot(t)
+	testenv.Root(t)
 	top := topo.New()
 	r := top.AddRouter("r1", topo.Params{"ip": "10.1.0.1/24"})
 	h1 := top.AddHost("h1", topo.Params{"ip": "10.1.0.2/24"})
@@ -271,7 +258,7 @@ func TestRouterForwardsOnlyInItsNamespace(t *testing.T) {
 }
 
 func TestBuildFailureRollsBack(t *testing.T) {
-	requireRoot(t)
+	testenv.Root(t)
 	top := topo.New()
 	s1 := top.AddSwitch("s1")
 	top.AddLink(top.AddHost("h1"), s1)
@@ -304,7 +291,7 @@ func TestDuplicateNodeRejectedBeforeBuild(t *testing.T) {
 // inside it, a state file naming a dead owner) next to a live network, and
 // checks that Clean removes the first and leaves the second alone.
 func TestCleanRemovesStaleRunsOnly(t *testing.T) {
-	requireRoot(t)
+	testenv.Root(t)
 	live := startNet(t, mustTopo(t, "single,2"), Options{})
 
 	stale := owner.NewRunID()
@@ -356,10 +343,8 @@ func TestCleanRemovesStaleRunsOnly(t *testing.T) {
 }
 
 func TestNATReachesTheRootNamespace(t *testing.T) {
-	requireRoot(t)
-	if _, err := exec.LookPath("iptables"); err != nil {
-		t.Skip("iptables is not installed")
-	}
+	testenv.Root(t)
+	testenv.Tools(t, "iptables")
 	top := mustTopo(t, "single,2")
 	if err := AddNAT(top, ""); err != nil {
 		t.Fatal(err)
@@ -388,7 +373,7 @@ func TestNATReachesTheRootNamespace(t *testing.T) {
 // mn --host cfs,cpu=0.1: every host in a CPU cgroup with CFS quota
 // 0.1 x period x cores, gone with the network.
 func TestCPULimitedHosts(t *testing.T) {
-	requireRoot(t)
+	testenv.Root(t)
 	var cg string
 	// Registered first, so it runs after the network's Stop.
 	t.Cleanup(func() {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hymn-net/hymn/internal/owner"
+	"github.com/hymn-net/hymn/internal/testenv"
 	"github.com/hymn-net/hymn/sriov"
 	"github.com/hymn-net/hymn/topo"
 	"github.com/vishvananda/netlink"
@@ -67,7 +68,7 @@ func startSRIOVNet(t *testing.T, top *topo.Topo, opts Options) *Network {
 // TestSRIOVLinearPingAll is `hymn --topo linear,4 --links sriov --test
 // pingall` through the Go API, on the simulated NIC.
 func TestSRIOVLinearPingAll(t *testing.T) {
-	requireRoot(t)
+	testenv.Root(t)
 	net := startSRIOVNet(t, mustTopo(t, "linear,4"), Options{Links: "sriov,sim=on"})
 	loss, err := net.PingAll(context.Background(), 0)
 	if err != nil || loss != 0 {
@@ -99,7 +100,7 @@ func TestSRIOVLinearPingAll(t *testing.T) {
 // TestSRIOVPerLinkKind mixes backends: only the link with kind sriov takes
 // a VF pair; hosts still reach each other across both kinds.
 func TestSRIOVPerLinkKind(t *testing.T) {
-	requireRoot(t)
+	testenv.Root(t)
 	top := topo.New()
 	top.AddHost("h1", nil)
 	top.AddHost("h2", nil)
@@ -120,7 +121,7 @@ func TestSRIOVPerLinkKind(t *testing.T) {
 // switches) over VF pairs, with an iperf run across every hop when iperf3
 // is installed (TCP over the simulated cable needs complete checksums).
 func TestSRIOVLine7(t *testing.T) {
-	requireRoot(t)
+	testenv.Root(t)
 	top := line(t, 7)
 	net := startSRIOVNet(t, top, Options{Links: "sriov,sim=on"})
 	if loss, err := net.PingAll(context.Background(), 0); err != nil || loss != 0 {
@@ -173,7 +174,7 @@ func line(t *testing.T, n int) *topo.Topo {
 // TestSRIOVYAMLKind: a hymn YAML file asks for a VF pair per link with
 // params {kind: sriov}, or for every link through defaults.
 func TestSRIOVYAMLKind(t *testing.T) {
-	requireRoot(t)
+	testenv.Root(t)
 	data := []byte(`nodes:
   - {name: s1, kind: switch}
   - h1
@@ -205,7 +206,7 @@ links:
 // pairs with the emulator between them; its delay, statistics and live
 // changes work as on a veth link, and teardown leaves nothing.
 func TestSRIOVEmulatedLink(t *testing.T) {
-	requireRoot(t)
+	testenv.Root(t)
 	top := topo.New()
 	top.AddSwitch("s1", nil)
 	top.AddHost("h1", nil)
@@ -249,7 +250,7 @@ func TestSRIOVEmulatedLink(t *testing.T) {
 // ends in the root namespace, VF i of one PF wired to VF i of the other,
 // and in-memory VF settings in place of the PF driver.
 func TestSRIOVHardwarePath(t *testing.T) {
-	requireRoot(t)
+	testenv.Root(t)
 	emulated := topo.New()
 	emulated.AddHost("h1", nil)
 	emulated.AddHost("h2", nil)

@@ -2,11 +2,11 @@ package hymn
 
 import (
 	"context"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hymn-net/hymn/internal/testenv"
 	"github.com/hymn-net/hymn/topo"
 )
 
@@ -14,10 +14,8 @@ import (
 // VM's link emulated (2 ms each way). Ping, iperf, a shell command in the
 // guest and link down/up must behave as on namespaces only.
 func TestMixedVMAndNamespaceHosts(t *testing.T) {
-	requireRoot(t)
-	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
-		t.Skip("qemu-system-x86 is not installed")
-	}
+	testenv.Root(t)
+	testenv.Tools(t, "qemu-system-x86_64")
 	if testing.Short() {
 		t.Skip("boots a VM")
 	}

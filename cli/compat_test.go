@@ -3,15 +3,15 @@ package cli
 import (
 	"os/exec"
 	"testing"
+
+	"github.com/hymn-net/hymn/internal/testenv"
 )
 
 // TestMininetCompat runs tests/compat/compat.sh: the same mininet> script
 // through Mininet 2.3 and through hymn, with identical lines expected.
 func TestMininetCompat(t *testing.T) {
-	requireRoot(t)
-	if _, err := exec.LookPath("mn"); err != nil {
-		t.Skip("Mininet is not installed (apt-get install mininet)")
-	}
+	testenv.Root(t)
+	testenv.Tools(t, "mn", "brctl")
 	for _, topo := range []string{"minimal", "linear,3"} {
 		cmd := exec.Command("../tests/compat/compat.sh", topo)
 		cmd.Env = append(cmd.Environ(), "HYMN="+sharedBinary(t))

@@ -5,10 +5,11 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/hymn-net/hymn/internal/testenv"
 )
 
 // graph runs "hymn graph" with args and returns stdout, stderr and the error.
@@ -70,9 +71,7 @@ func TestGraphMiniEditWarnings(t *testing.T) {
 }
 
 func TestGraphCustom(t *testing.T) {
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 is not installed")
-	}
+	testenv.Tools(t, "python3")
 	for _, args := range [][]string{
 		{"--custom", "../topo/testdata/custom-2sw2host.py", "--topo", "twosw"},
 		{"../topo/testdata/custom-2sw2host.py", "--topo", "twosw"},
@@ -92,9 +91,7 @@ func TestGraphCustom(t *testing.T) {
 }
 
 func TestGraphSVG(t *testing.T) {
-	if _, err := exec.LookPath("dot"); err != nil {
-		t.Skip("graphviz is not installed")
-	}
+	testenv.Tools(t, "dot")
 	path := filepath.Join(t.TempDir(), "g.svg")
 	if _, _, err := graph(t, "--topo", "linear,3", "-o", path); err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hymn-net/hymn/internal/owner"
+	"github.com/hymn-net/hymn/internal/testenv"
 )
 
 // run executes the hymn command in-process and returns its exit status,
@@ -35,21 +36,9 @@ func devNull(t *testing.T) *os.File {
 	return f
 }
 
-func requireRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("end-to-end test: needs root")
-	}
-	for _, tool := range []string{"ip", "ping", "bash"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("end-to-end test: %s is not installed", tool)
-		}
-	}
-}
-
 // The walkthrough's testTopoChange and testConnectivity, as a user types them.
 func TestMNPingAll(t *testing.T) {
-	requireRoot(t)
+	testenv.Root(t)
 	for spec, want := range map[string]string{
 		"single,3":              "*** Results: 0% dropped (6/6 received)\n",
 		"linear,4":              "*** Results: 0% dropped (12/12 received)\n",
@@ -63,7 +52,7 @@ func TestMNPingAll(t *testing.T) {
 }
 
 func TestMNOutputIsMininets(t *testing.T) {
-	requireRoot(t)
+	testenv.Root(t)
 	code, stdout, stderr := run(t, "--topo", "single,3", "--test", "pingall")
 	if code != 0 || stdout != "" {
 		t.Fatalf("exit %d, stdout %q", code, stdout)
@@ -89,7 +78,7 @@ func TestMNOutputIsMininets(t *testing.T) {
 
 // testBenchmark of Mininet's walkthrough: --test none completes in under 2 s.
 func TestMNTestNoneUnderTwoSeconds(t *testing.T) {
-	requireRoot(t)
+	testenv.Root(t)
 	code, _, stderr := run(t, "--test", "none")
 	m := regexp.MustCompile(`completed in (\d+\.\d+) seconds`).FindStringSubmatch(stderr)
 	if code != 0 || m == nil {
@@ -101,10 +90,8 @@ func TestMNTestNoneUnderTwoSeconds(t *testing.T) {
 }
 
 func TestMNIperf(t *testing.T) {
-	requireRoot(t)
-	if _, err := exec.LookPath("iperf3"); err != nil {
-		t.Skip("iperf3 is not installed")
-	}
+	testenv.Root(t)
+	testenv.Tools(t, "iperf3")
 	code, _, stderr := run(t, "--test", "iperf")
 	m := regexp.MustCompile(`\*\*\* Results: \['([\d.]+) ([KMGT]?)bits/sec', '([\d.]+) ([KMGT]?)bits/sec'\]`).FindStringSubmatch(stderr)
 	if code != 0 || m == nil {
@@ -146,7 +133,7 @@ func TestMNBadInput(t *testing.T) {
 }
 
 func TestMNMissingTool(t *testing.T) {
-	requireRoot(t)
+	testenv.Root(t)
 	dir := t.TempDir()
 	for _, tool := range []string{"ip", "bash"} {
 		p, _ := exec.LookPath(tool)
@@ -169,7 +156,7 @@ func TestMNMissingTool(t *testing.T) {
 func buildHymn(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "hymn")
-	out, err := exec.Command("go", "build", "-o", bin, "../cmd/hymn").CombinedOutput()
+	out, err := exec.Command("go", "build", "-buildvcs=auto", "-o", bin, "../cmd/hymn").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
@@ -177,10 +164,8 @@ func buildHymn(t *testing.T) string {
 }
 
 func TestNotRoot(t *testing.T) {
-	requireRoot(t)
-	if _, err := exec.LookPath("setpriv"); err != nil {
-		t.Skip("setpriv (util-linux) is not installed")
-	}
+	testenv.Root(t)
+	testenv.Tools(t, "setpriv")
 	bin := buildHymn(t)
 	os.Chmod(filepath.Dir(bin), 0o755)
 	cmd := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", bin, "--test", "pingall")
@@ -194,7 +179,7 @@ func TestNotRoot(t *testing.T) {
 // checks that hymn clean removes everything and that a second clean finds
 // nothing of that run.
 func TestKillNineThenClean(t *testing.T) {
-	requireRoot(t)
+	testenv.Root(t)
 	bin := buildHymn(t)
 	cmd := exec.Command(bin, "--topo", "linear,200", "--test", "build")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -254,7 +239,7 @@ func TestKillNineThenClean(t *testing.T) {
 
 // The walkthrough's testCustomTopo, and hymn run on every YAML example.
 func TestMNCustomTopologyAndFiles(t *testing.T) {
-	requireRoot(t)
+	testenv.Root(t)
 	if _, err := exec.LookPath("python3"); err == nil {
 		code, _, stderr := run(t, "--custom", "../examples/topo-2sw-2host.py", "--topo", "mytopo", "--test", "pingall")
 		if code != 0 || !strings.Contains(stderr, "*** Results: 0% dropped (2/2 received)") {
@@ -296,10 +281,8 @@ func TestEmulateDPDKWithoutTheTag(t *testing.T) {
 
 // --switch ovsbr: Open vSwitch in userspace mode, where it is installed.
 func TestMNOVSBridge(t *testing.T) {
-	requireRoot(t)
-	if _, err := exec.LookPath("ovs-vswitchd"); err != nil {
-		t.Skip("Open vSwitch is not installed")
-	}
+	testenv.Root(t)
+	testenv.Tools(t, "ovs-vswitchd")
 	code, _, stderr := run(t, "--switch", "ovsbr", "--topo", "linear,3", "--test", "pingall")
 	if code != 0 || !strings.Contains(stderr, "*** Results: 0% dropped (6/6 received)") {
 		t.Fatalf("exit %d\n%s", code, stderr)

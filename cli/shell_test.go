@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+	"github.com/hymn-net/hymn/internal/testenv"
 )
 
 // session drives the real hymn binary through a pseudo-terminal, as a
@@ -57,7 +58,7 @@ func sharedBinary(t *testing.T) string {
 
 func startSession(t *testing.T, args ...string) *session {
 	t.Helper()
-	requireRoot(t)
+	testenv.Root(t)
 	cmd := exec.Command(sharedBinary(t), args...)
 	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "TERM=dumb")
 	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 50, Cols: 200})
@@ -264,7 +265,7 @@ func TestShellStaticMACAndVerbosity(t *testing.T) {
 
 // Commands from a pipe and from --pre/--post scripts.
 func TestShellFromPipeAndScripts(t *testing.T) {
-	requireRoot(t)
+	testenv.Root(t)
 	dir := t.TempDir()
 	pre, post := dir+"/pre", dir+"/post"
 	os.WriteFile(pre, []byte("h1 echo PRE-$((1+1))\n"), 0o644)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hymn-net/hymn"
 	"github.com/hymn-net/hymn/internal/owner"
+	"github.com/hymn-net/hymn/internal/testenv"
 	"github.com/hymn-net/hymn/sriov"
 	"github.com/hymn-net/hymn/topo"
 )
@@ -67,9 +68,7 @@ func TestSRIOVListFakeSysfs(t *testing.T) {
 // TestSRIOVListRunningNetwork lists a network running on the simulated
 // NIC: its PFs, VFs, VLANs and the links using them.
 func TestSRIOVListRunningNetwork(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
+	testenv.Root(t)
 	net, err := hymn.New(mustSpec(t, "single,2"), hymn.Options{Links: "sriov,sim=on,vfs=4"})
 	if err != nil {
 		t.Fatal(err)
@@ -115,9 +114,7 @@ func mustSpec(t *testing.T, s string) *topo.Topo {
 }
 
 func TestSRIOVCleanStaleRun(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (writes /run/hymn)")
-	}
+	testenv.Root(t)
 	run := "ffee01" // never claimed, so its owner counts as gone
 	dir := sriov.RunDir(owner.StateDir, run)
 	if err := sriov.WriteState(filepath.Join(dir, "state.json"), &sriov.State{Run: run, Simulated: true}); err != nil {

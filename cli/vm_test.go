@@ -2,18 +2,18 @@ package cli
 
 import (
 	"bytes"
+	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/hymn-net/hymn/internal/testenv"
 )
 
 func TestVMImageCommand(t *testing.T) {
-	if _, err := exec.LookPath("busybox"); err != nil {
-		t.Skip("busybox is not installed (apt-get install busybox-static)")
-	}
+	testenv.Tools(t, "busybox")
 	if _, err := os.Stat("/lib/modules"); err != nil {
-		t.Skip("no /lib/modules to build a boot image from")
+		testenv.Skip(t, "no /lib/modules to build a boot image from (apt-get install linux-image-amd64)")
 	}
 	var out bytes.Buffer
 	cmd := NewVMCmd()
@@ -21,7 +21,7 @@ func TestVMImageCommand(t *testing.T) {
 	cmd.SetErr(&out)
 	cmd.SetArgs([]string{"image", "--cache", t.TempDir()})
 	if err := cmd.Execute(); err != nil {
-		t.Skipf("no boot image on this machine: %v", err)
+		testenv.Skip(t, fmt.Sprintf("no boot image on this machine: %v", err))
 	}
 	if !strings.Contains(out.String(), "kernel: ") || !strings.Contains(out.String(), "initramfs.cpio") {
 		t.Fatalf("output: %q", out.String())
@@ -29,9 +29,7 @@ func TestVMImageCommand(t *testing.T) {
 }
 
 func TestVMBootCommand(t *testing.T) {
-	if os.Getenv("HYMN_VM_BOOT_TEST") == "" {
-		t.Skip("boots a VM (seconds under TCG); set HYMN_VM_BOOT_TEST=1 to run")
-	}
+	testenv.RootAndTools(t, "qemu-system-x86_64", "busybox")
 	var out, errOut bytes.Buffer
 	cmd := NewVMCmd()
 	cmd.SetOut(&out)

@@ -3,7 +3,6 @@ package sriov
 import (
 	"context"
 	"net/netip"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
@@ -13,18 +12,9 @@ import (
 
 	"github.com/hymn-net/hymn/emulator/afpacket"
 	"github.com/hymn-net/hymn/internal/owner"
+	"github.com/hymn-net/hymn/internal/testenv"
 	"github.com/hymn-net/hymn/links"
 )
-
-func needRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (namespaces, veth, AF_PACKET)")
-	}
-	if _, err := exec.LookPath("ping"); err != nil {
-		t.Skip("needs ping (apt-get install iputils-ping)")
-	}
-}
 
 // capture records the VLAN id of every frame that arrives at a cable end
 // (-1 for untagged frames) until stopped.
@@ -88,7 +78,7 @@ func ping(ns, addr string) error {
 // cable carries the frames tagged with exactly the VLANs the allocator
 // chose.
 func TestSimVLANIsolation(t *testing.T) {
-	needRoot(t)
+	testenv.RootAndTools(t, "ping")
 	run := owner.NewRunID()
 	sim, err := NewSimNIC(SimConfig{Namespace: owner.NamespaceName(run, "sriov"), Dir: filepath.Join(t.TempDir(), "sim"), VFs: 4})
 	if err != nil {

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/hymn-net/hymn/internal/testenv"
 )
 
 func mustLoad(t *testing.T, src string) (*Topo, FileOptions) {
@@ -344,9 +346,10 @@ if v.is_valid(bad):
     print("the schema accepts an unknown node key"); failed = True
 sys.exit(1 if failed else 0)
 `
-	python, err := exec.LookPath("python3")
-	if err != nil || exec.Command(python, "-c", "import jsonschema, yaml").Run() != nil {
-		t.Skip("python3 with the jsonschema and yaml modules is not installed")
+	testenv.Tools(t, "python3")
+	python, _ := exec.LookPath("python3")
+	if exec.Command(python, "-c", "import jsonschema, yaml").Run() != nil {
+		testenv.Skip(t, "python3's jsonschema and yaml modules are not installed (apt-get install python3-jsonschema python3-yaml)")
 	}
 	if out, err := exec.Command(python, "-c", script).CombinedOutput(); err != nil {
 		t.Errorf("schema validation: %v\n%s", err, out)

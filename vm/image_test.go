@@ -2,24 +2,27 @@ package vm
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hymn-net/hymn/internal/testenv"
 )
 
 // needImageInputs skips when the host lacks what a boot image is made of.
 func needImageInputs(t *testing.T) {
 	t.Helper()
 	if _, _, err := findKernel("", "/lib/modules"); err != nil {
-		t.Skipf("no kernel to build a boot image from: %v", err)
+		testenv.Skip(t, fmt.Sprintf("no kernel to build a boot image from: %v", err))
 	}
 	if _, err := findBusybox(""); err != nil {
-		t.Skipf("%v", err)
+		testenv.Skip(t, err.Error())
 	}
 	if _, err := exec.LookPath("go"); err != nil && os.Getenv("HYMN_AGENT") == "" {
-		t.Skip("no go toolchain to build hymn-agent and no HYMN_AGENT")
+		testenv.Skip(t, "no go toolchain to build hymn-agent and no HYMN_AGENT")
 	}
 }
 

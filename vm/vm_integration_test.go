@@ -17,6 +17,7 @@ import (
 
 	"github.com/hymn-net/hymn/internal/netnsx"
 	"github.com/hymn-net/hymn/internal/owner"
+	"github.com/hymn-net/hymn/internal/testenv"
 	"github.com/hymn-net/hymn/links"
 	"github.com/hymn-net/hymn/nodes"
 	"github.com/hymn-net/hymn/topo"
@@ -49,7 +50,7 @@ func vmPrereqs() string {
 func bootShared(t *testing.T) *Node {
 	t.Helper()
 	if why := vmPrereqs(); why != "" {
-		t.Skip(why)
+		testenv.Skip(t, why)
 	}
 	sharedOnce.Do(func() {
 		// Claimed, so a `hymn clean` run by other tests on this machine
@@ -280,7 +281,7 @@ func killChild(run string) {
 // (owner.RemoveRun plus RemoveRunDirs) must leave nothing behind.
 func TestVMKill9(t *testing.T) {
 	if why := vmPrereqs(); why != "" {
-		t.Skip(why)
+		testenv.Skip(t, why)
 	}
 	if testing.Short() {
 		t.Skip("boots a second VM")
@@ -344,7 +345,7 @@ func isZombie(pid int) bool {
 // two vCPUs pinned through QMP, and pings through a hot-plugged NIC.
 func TestVMQ35(t *testing.T) {
 	if why := vmPrereqs(); why != "" {
-		t.Skip(why)
+		testenv.Skip(t, why)
 	}
 	if testing.Short() {
 		t.Skip("boots a second VM")
@@ -410,7 +411,7 @@ func TestVMQ35(t *testing.T) {
 // bridge), pinging each other.
 func TestVMPairViaSwitch(t *testing.T) {
 	if why := vmPrereqs(); why != "" {
-		t.Skip(why)
+		testenv.Skip(t, why)
 	}
 	if testing.Short() {
 		t.Skip("boots two more VMs")
@@ -476,7 +477,7 @@ func TestVMPairViaSwitch(t *testing.T) {
 // report QEMU's message and leave no process, namespace or run directory.
 func TestVMBootFailureLeavesNothing(t *testing.T) {
 	if why := vmPrereqs(); why != "" {
-		t.Skip(why)
+		testenv.Skip(t, why)
 	}
 	run := owner.NewRunID()
 	ns := owner.NamespaceName(run, "bad")

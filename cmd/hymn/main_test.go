@@ -1,13 +1,14 @@
 package main
 
 import (
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hymn-net/hymn/internal/testenv"
 )
 
 // hymnNamespaces lists the namespaces hymn runs own (hymn-<run>-<node>).
@@ -30,9 +31,7 @@ func hymnNamespaces(t *testing.T) map[string]bool {
 // (hymn ... | head -1), or sent SIGHUP or SIGTERM in the middle of a run,
 // still removes everything it built.
 func TestSignalsLeaveNothing(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
+	testenv.Root(t)
 	bin := filepath.Join(t.TempDir(), "hymn")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)

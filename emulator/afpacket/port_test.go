@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hymn-net/hymn/internal/netnsx"
+	"github.com/hymn-net/hymn/internal/testenv"
 	"github.com/vishvananda/netlink"
 )
 
@@ -15,9 +16,7 @@ import (
 // it when the test ends.
 func vethPair(t *testing.T) (string, func(string) *Port) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("integration test: needs root for namespaces and packet sockets")
-	}
+	testenv.Root(t)
 	name := fmt.Sprintf("hymntest-afp-%d", os.Getpid())
 	if err := netnsx.Create(name); err != nil {
 		t.Fatal(err)

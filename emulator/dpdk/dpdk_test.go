@@ -23,6 +23,7 @@ import (
 	"github.com/hymn-net/hymn/emulator/afpacket"
 	"github.com/hymn-net/hymn/internal/owner"
 	"github.com/hymn-net/hymn/internal/probe"
+	"github.com/hymn-net/hymn/internal/testenv"
 	"github.com/hymn-net/hymn/links"
 )
 
@@ -51,7 +52,7 @@ func TestMain(m *testing.M) {
 func needEAL(t *testing.T) {
 	t.Helper()
 	if initErr != nil {
-		t.Skipf("DPDK EAL unavailable: %v", initErr)
+		testenv.Skip(t, fmt.Sprintf("DPDK EAL unavailable: %v", initErr))
 	}
 }
 
@@ -339,9 +340,7 @@ func BenchmarkRingIO(b *testing.B) {
 // delay each way] d2 ═veth═ ns B. Ping crosses with the delay.
 func TestAFPacketBetweenNamespaces(t *testing.T) {
 	needEAL(t)
-	if _, err := exec.LookPath("ping"); err != nil {
-		t.Skip("needs ping")
-	}
+	testenv.Tools(t, "ping")
 	run := owner.NewRunID()
 	ns := map[string]*links.HelperNS{}
 	for _, n := range []string{"a", "dp", "b"} {
@@ -538,15 +537,11 @@ func BenchmarkForwarderRing(b *testing.B) {
 // TestCompareWithAFPacket forwards the same traffic over the same veth
 // pair through hymn's emulator twice, once on the pure-Go AF_PACKET port
 // and once on this DPDK port (net_af_packet vdevs), and logs both rates
-// and their ratio. It takes a few seconds, so it runs only with
-// HYMN_BENCH=1:
+// and their ratio. It takes a few seconds; run it alone to read the rates:
 //
-//	HYMN_BENCH=1 go test -tags dpdk -run CompareWithAFPacket -v ./emulator/dpdk
+//	go test -tags dpdk -run CompareWithAFPacket -v ./emulator/dpdk
 func TestCompareWithAFPacket(t *testing.T) {
 	needEAL(t)
-	if os.Getenv("HYMN_BENCH") == "" {
-		t.Skip("set HYMN_BENCH=1 to run the side-by-side benchmark")
-	}
 	run := owner.NewRunID()
 	ns := map[string]*links.HelperNS{}
 	for _, n := range []string{"a", "dp", "b"} {

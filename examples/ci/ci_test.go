@@ -9,18 +9,16 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/hymn-net/hymn"
+	"github.com/hymn-net/hymn/internal/testenv"
 	"github.com/hymn-net/hymn/topo"
 )
 
 func TestServiceAcrossTheNetwork(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to build a network")
-	}
+	testenv.Root(t)
 	top, err := topo.Linear(2, 1) // h1 - s1 - s2 - h2
 	if err != nil {
 		t.Fatal(err)

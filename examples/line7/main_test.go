@@ -2,18 +2,16 @@ package main
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/hymn-net/hymn"
 	"github.com/hymn-net/hymn/internal/mnlog"
+	"github.com/hymn-net/hymn/internal/testenv"
 )
 
 func TestLine7ReachesEveryHost(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to build the line")
-	}
+	testenv.Root(t)
 	var out strings.Builder
 	if err := run(context.Background(), "pingall", hymn.Options{Log: mnlog.New(&out, mnlog.Output)}); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
