@@ -58,11 +58,17 @@ func DialAgent(path string) (*Agent, error) {
 }
 
 func (a *Agent) readLoop() {
-	dec := json.NewDecoder(a.conn)
+	// A guest cannot make the host hold more than one bounded line: a
+	// longer line, or one that is not a response, ends the connection.
+	lines := agent.NewLineReader(a.conn, agent.MaxResponseBytes)
 	var err error
 	for {
-		resp := new(agent.Response)
-		if err = dec.Decode(resp); err != nil {
+		var line []byte
+		if line, err = lines.Next(); err != nil {
+			break
+		}
+		var resp *agent.Response
+		if resp, err = agent.DecodeResponse(line); err != nil {
 			break
 		}
 		a.mu.Lock()
@@ -215,6 +221,9 @@ type ExecResult struct {
 
 // Exec runs a program in the guest (not through the shell) and waits.
 func (a *Agent) Exec(ctx context.Context, stdin []byte, name string, args ...string) (ExecResult, error) {
+	if len(stdin) > agent.MaxOutputBytes {
+		return ExecResult{ExitCode: -1}, fmt.Errorf("exec %s: %d bytes of stdin, more than the %d one request carries", name, len(stdin), agent.MaxOutputBytes)
+	}
 	resp, err := a.Call(ctx, agent.Request{Op: agent.OpExec, Argv: append([]string{name}, args...), Stdin: stdin})
 	if resp == nil {
 		return ExecResult{ExitCode: -1}, err
@@ -230,7 +239,7 @@ func (a *Agent) Exec(ctx context.Context, stdin []byte, name string, args ...str
 func (a *Agent) ConfigureIntf(ctx context.Context, mac net.HardwareAddr, name string, mtu int, addrs ...netip.Prefix) error {
 	req := agent.Request{Op: agent.OpIntf, MAC: mac.String(), Name: name, Up: true, MTU: mtu}
 	if dl, ok := ctx.Deadline(); ok {
-		req.TimeoutMS = int(time.Until(dl).Milliseconds())
+		req.TimeoutMS = int(min(max(time.Until(dl).Milliseconds(), 1), agent.MaxTimeoutMS))
 	}
 	for _, p := range addrs {
 		if p.IsValid() {
@@ -255,6 +264,9 @@ func (a *Agent) SetLinkUp(ctx context.Context, name string, up bool) error {
 
 // WriteFile writes data to a file in the guest.
 func (a *Agent) WriteFile(ctx context.Context, path string, data []byte, mode uint32) error {
+	if len(data) > agent.MaxOutputBytes {
+		return fmt.Errorf("write %s: %d bytes, more than the %d one request carries", path, len(data), agent.MaxOutputBytes)
+	}
 	resp, err := a.Call(ctx, agent.Request{Op: agent.OpWrite, Path: path, Data: data, Mode: mode})
 	if err != nil {
 		return err

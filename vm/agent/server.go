@@ -52,24 +52,37 @@ func NewServer() *Server {
 // request runs on its own goroutine; Serve waits for them before it
 // returns, so their responses are not written to a new connection.
 func (s *Server) Serve(r io.Reader, w io.Writer) error {
-	dec := json.NewDecoder(r)
+	lines := NewLineReader(r, MaxRequestBytes)
 	enc := json.NewEncoder(w)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for {
-		var req Request
-		if err := dec.Decode(&req); err != nil {
+		line, err := lines.Next()
+		if errors.Is(err, ErrTooLong) {
+			// Its ID is unknown: the request is dropped, and the host's
+			// call ends by its own context.
+			continue
+		}
+		if err != nil {
 			if errors.Is(err, io.EOF) {
 				return nil
 			}
-			var syn *json.SyntaxError
-			if errors.As(err, &syn) {
-				// Garbage (a host that died mid-line): resynchronise on the
-				// next request by starting a fresh decoder on what is left.
-				dec = json.NewDecoder(io.MultiReader(dropLine(dec.Buffered()), r))
-				continue
-			}
 			return err
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		req, err := DecodeRequest(line)
+		if req == nil {
+			// Garbage (a host that died mid-line): the next line is the
+			// next request.
+			continue
+		}
+		if err != nil {
+			resp := fail("%v", err)
+			resp.ID = req.ID
+			s.write(enc, &resp)
+			continue
 		}
 		if req.Op == OpCancel {
 			s.mu.Lock()
@@ -86,7 +99,7 @@ func (s *Server) Serve(r io.Reader, w io.Writer) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			resp := s.handle(ctx, enc, &req)
+			resp := s.handle(ctx, enc, req)
 			resp.ID = req.ID
 			if ctx.Err() != nil && resp.Error == "" {
 				resp.Canceled = true
@@ -98,15 +111,6 @@ func (s *Server) Serve(r io.Reader, w io.Writer) error {
 			s.write(enc, &resp)
 		}()
 	}
-}
-
-// dropLine skips the rest of the current (broken) line of r.
-func dropLine(r io.Reader) io.Reader {
-	data, _ := io.ReadAll(r)
-	if i := bytes.IndexByte(data, '\n'); i >= 0 {
-		return bytes.NewReader(data[i+1:])
-	}
-	return bytes.NewReader(nil)
 }
 
 // Close ends the persistent shell and its jobs.
@@ -165,7 +169,7 @@ func (s *Server) handle(ctx context.Context, enc *json.Encoder, req *Request) Re
 		}
 		return Response{}
 	case OpRead:
-		data, err := os.ReadFile(req.Path)
+		data, err := readFileMax(req.Path, MaxOutputBytes)
 		if err != nil {
 			return fail("%v", err)
 		}
@@ -191,9 +195,9 @@ func runExec(ctx context.Context, req *Request) Response {
 	if len(req.Env) > 0 {
 		cmd.Env = append(os.Environ(), req.Env...)
 	}
-	var out, errOut bytes.Buffer
+	out, errOut := &capBuffer{max: MaxOutputBytes / 2}, &capBuffer{max: MaxOutputBytes / 2}
 	cmd.Stdin = bytes.NewReader(req.Stdin)
-	cmd.Stdout, cmd.Stderr = &out, &errOut
+	cmd.Stdout, cmd.Stderr = out, errOut
 	// Its own process group, so a cancel stops whatever it started too.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
@@ -209,7 +213,11 @@ func runExec(ctx context.Context, req *Request) Response {
 	}()
 	cmd.Wait()
 	close(done)
-	return Response{Exit: cmd.ProcessState.ExitCode(), Stdout: out.Bytes(), Stderr: errOut.Bytes()}
+	resp := Response{Exit: cmd.ProcessState.ExitCode(), Stdout: out.buf.Bytes(), Stderr: errOut.buf.Bytes()}
+	if out.dropped+errOut.dropped > 0 {
+		resp.Error = fmt.Sprintf("output over %d bytes: %d bytes dropped", MaxOutputBytes, out.dropped+errOut.dropped)
+	}
+	return resp
 }
 
 func (s *Server) runShell(ctx context.Context, line string, emit func([]byte)) Response {
@@ -223,20 +231,24 @@ func (s *Server) runShell(ctx context.Context, line string, emit func([]byte)) R
 		s.sh = sh
 	}
 	// Streamed output goes out as it comes; otherwise it is collected.
-	var collected bytes.Buffer
-	var w io.Writer = &collected
+	collected := &capBuffer{max: MaxOutputBytes}
+	var w io.Writer = collected
 	if emit != nil {
 		w = emitWriter(emit)
 	}
 	status, err := s.sh.RunStream(ctx, line, w)
-	out := collected.String()
+	out := collected.buf.Bytes()
 	if err != nil {
 		if s.sh.Exited() {
 			s.sh = nil
 		}
-		return Response{Exit: status, Stdout: []byte(out), Error: errString(err, ctx)}
+		return Response{Exit: status, Stdout: out, Error: errString(err, ctx)}
 	}
-	return Response{Exit: status, Stdout: []byte(out)}
+	resp := Response{Exit: status, Stdout: out}
+	if collected.dropped > 0 {
+		resp.Error = fmt.Sprintf("output over %d bytes: %d bytes dropped (stream it instead)", MaxOutputBytes, collected.dropped)
+	}
+	return resp
 }
 
 // errString reports a shell error, except the cancellation the host asked
@@ -255,6 +267,44 @@ func startShell(argv []string) (*shellproc.Shell, error) {
 	cmd.Env = append(os.Environ(), "PS1=", "PS2=")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	return shellproc.Start(cmd, (*exec.Cmd).Start)
+}
+
+// capBuffer keeps the first max bytes written to it and counts the rest,
+// so a command printing without end cannot exhaust the guest's memory.
+type capBuffer struct {
+	buf     bytes.Buffer
+	max     int
+	dropped int64
+}
+
+func (c *capBuffer) Write(p []byte) (int, error) {
+	room := c.max - c.buf.Len()
+	if room >= len(p) {
+		c.buf.Write(p)
+	} else {
+		if room > 0 {
+			c.buf.Write(p[:room])
+		}
+		c.dropped += int64(len(p) - max(room, 0))
+	}
+	return len(p), nil
+}
+
+// readFileMax reads a file of at most max bytes.
+func readFileMax(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("%s: larger than %d bytes", path, max)
+	}
+	return data, nil
 }
 
 // emitWriter hands streamed shell output to the protocol.
