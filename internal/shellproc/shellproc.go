@@ -3,6 +3,20 @@
 // cmd semantics hold without a pty: the working directory, variables and
 // background jobs persist between commands. Namespace nodes and the VM
 // guest agent both use it.
+//
+// The marker cannot be forged by what a command prints or reads:
+//   - it carries a fresh 128-bit nonce from crypto/rand per command;
+//   - the command line reaches the shell as a single-quoted argument of
+//     eval with stdin from /dev/null, so the command cannot read the line
+//     that prints the marker (it waits, unread, in the shell's stdin);
+//   - that stdin is a socket, not a pipe: /proc/<shell>/fd/0 cannot be
+//     opened, so not even a process that knows the scheme can read ahead.
+//
+// A status on a separate descriptor was the alternative, but it still needs
+// a point in the output stream where the command's output ends, and a pipe
+// can be reopened for writing through /proc. Output is passed on as it
+// comes and only a possible marker prefix is held back, so memory stays
+// flat under `yes`.
 package shellproc
 
 import (
@@ -13,13 +27,19 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/hymn-net/hymn/internal/proctree"
+)
+
+// chunkSize is the read size from the shell's output; with chunkQueue it
+// bounds what waits between the shell and the command that takes it.
+const (
+	chunkSize  = 64 << 10
+	chunkQueue = 16
 )
 
 // Shell is a persistent shell, fed command lines on its stdin. After
@@ -30,10 +50,11 @@ type Shell struct {
 	stdin io.WriteCloser
 
 	mu      sync.Mutex // one command at a time
-	seq     int
-	pending []byte
+	pending []byte     // output read after the previous command's marker
 	chunks  chan []byte
 	exited  chan struct{}
+	closing chan struct{} // closed by Close: the reader stops waiting
+	closeMu sync.Once
 }
 
 // Start starts cmd as a persistent shell: its stdin takes command lines,
@@ -41,10 +62,14 @@ type Shell struct {
 // command (nodes start it inside a namespace); the caller sets cmd's
 // environment and process attributes.
 func Start(cmd *exec.Cmd, start func(*exec.Cmd) error) (*Shell, error) {
-	stdinR, stdinW, err := os.Pipe()
+	// A socket, not a pipe, for stdin: a pipe can be reopened through
+	// /proc/<pid>/fd/0 and the pending marker line read by a command.
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("creating the shell's stdin socket: %w", err)
 	}
+	stdinR := os.NewFile(uintptr(fds[0]), "shell-stdin")
+	stdinW := os.NewFile(uintptr(fds[1]), "shell-stdin-writer")
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		stdinR.Close()
@@ -60,7 +85,13 @@ func Start(cmd *exec.Cmd, start func(*exec.Cmd) error) (*Shell, error) {
 		outR.Close()
 		return nil, err
 	}
-	s := &Shell{cmd: cmd, stdin: stdinW, chunks: make(chan []byte, 64), exited: make(chan struct{})}
+	s := &Shell{
+		cmd:     cmd,
+		stdin:   stdinW,
+		chunks:  make(chan []byte, chunkQueue),
+		exited:  make(chan struct{}),
+		closing: make(chan struct{}),
+	}
 	go s.readLoop(outR)
 	go func() { cmd.Wait(); close(s.exited) }()
 	return s, nil
@@ -69,11 +100,15 @@ func Start(cmd *exec.Cmd, start func(*exec.Cmd) error) (*Shell, error) {
 func (s *Shell) readLoop(r io.ReadCloser) {
 	defer close(s.chunks)
 	defer r.Close()
-	buf := make([]byte, 64<<10)
 	for {
+		buf := make([]byte, chunkSize)
 		n, err := r.Read(buf)
 		if n > 0 {
-			s.chunks <- bytes.Clone(buf[:n])
+			select {
+			case s.chunks <- buf[:n]:
+			case <-s.closing:
+				return
+			}
 		}
 		if err != nil {
 			return
@@ -97,6 +132,10 @@ func (s *Shell) Pid() int { return s.cmd.Process.Pid }
 // ErrShellExited is returned when the shell ended while a command ran.
 var ErrShellExited = errors.New("shell exited")
 
+// ErrNulInLine is returned for a command line with a NUL byte, which no
+// shell word can hold.
+var ErrNulInLine = errors.New("command line contains a NUL byte")
+
 // Run runs one command line and returns its output (stdout and stderr
 // interleaved, as a terminal shows them).
 func (s *Shell) Run(ctx context.Context, line string) (string, error) {
@@ -113,57 +152,70 @@ func (s *Shell) RunStatus(ctx context.Context, line string) (string, int, error)
 	return out.String(), status, err
 }
 
+// script is what the shell reads for one command line: the line as one
+// single-quoted word for eval (so an unbalanced quote is a syntax error of
+// that command, not a shell waiting for more), run with stdin from
+// /dev/null, then the marker with its status.
+func script(line, nonce string) string {
+	quoted := "'" + strings.ReplaceAll(strings.TrimRight(line, "\n"), "'", `'\''`) + "'"
+	return "eval " + quoted + " </dev/null\nprintf '\\001hymn-" + nonce + ":%d\\001' \"$?\"\n"
+}
+
 // RunStream runs one command line and writes its output to w as it comes,
 // for commands a person watches (ping -c 4). It returns the exit status.
 func (s *Shell) RunStream(ctx context.Context, line string, w io.Writer) (int, error) {
+	if strings.IndexByte(line, 0) >= 0 {
+		return -1, ErrNulInLine
+	}
+	nonce, err := newNonce()
+	if err != nil {
+		return -1, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.Exited() {
 		return -1, ErrShellExited
 	}
 	before := proctree.Children(s.Pid())
-	s.seq++
-	marker := []byte(fmt.Sprintf("\x01hymn-%d:", s.seq))
-	script := strings.TrimRight(line, "\n") + fmt.Sprintf("\nprintf '\\001hymn-%d:%%d\\001' $?\n", s.seq)
-	if _, err := io.WriteString(s.stdin, script); err != nil {
+	if _, err := io.WriteString(s.stdin, script(line, nonce)); err != nil {
 		return -1, fmt.Errorf("writing to the shell: %w", err)
 	}
+	f := newFramer(nonce)
 	var killDeadline <-chan time.Time
 	done := ctx.Done()
-	for {
-		if out, status, ok := s.cut(marker); ok {
-			if out != "" {
-				w.Write([]byte(out))
-			}
-			if killDeadline != nil {
-				return status, ctx.Err()
-			}
-			return status, nil
+	// A writer that fails (a closed connection) must not stop the reading:
+	// the marker still has to be found for the shell to stay usable.
+	var werr error
+	write := func(p []byte) {
+		if len(p) > 0 && werr == nil {
+			_, werr = w.Write(p)
 		}
-		// Pass on what cannot be the start of the marker, which begins
-		// with \x01 (a byte commands do not print).
-		if i := bytes.LastIndexByte(s.pending, '\x01'); i != 0 {
-			if i < 0 {
-				i = len(s.pending)
+	}
+	chunk := s.pending
+	s.pending = nil
+	for {
+		if len(chunk) > 0 {
+			out, status, ended, rest := f.feed(chunk)
+			write(out)
+			if ended {
+				s.pending = bytes.Clone(rest)
+				if killDeadline != nil {
+					return status, ctx.Err()
+				}
+				return status, nil
 			}
-			if i > 0 {
-				w.Write(s.pending[:i])
-			}
-			s.pending = append(s.pending[:0], s.pending[i:]...)
 		}
 		select {
 		case c, ok := <-s.chunks:
 			if !ok {
-				if len(s.pending) > 0 {
-					w.Write(s.pending)
-				}
-				s.pending = nil
+				write(f.flush())
 				return -1, ErrShellExited
 			}
-			s.pending = append(s.pending, c...)
+			chunk = c
 		case <-done:
 			proctree.KillTree(s.Pid(), before)
 			done = nil
+			chunk = nil
 			killDeadline = time.After(2 * time.Second)
 		case <-killDeadline:
 			// The shell itself is stuck (a builtin loop, say): end it; the
@@ -174,25 +226,9 @@ func (s *Shell) RunStream(ctx context.Context, line string, w io.Writer) (int, e
 	}
 }
 
-// cut looks for the end marker of the current command in what was read.
-func (s *Shell) cut(marker []byte) (string, int, bool) {
-	i := bytes.Index(s.pending, marker)
-	if i < 0 {
-		return "", 0, false
-	}
-	rest := s.pending[i+len(marker):]
-	j := bytes.IndexByte(rest, '\x01')
-	if j < 0 {
-		return "", 0, false
-	}
-	status, _ := strconv.Atoi(string(rest[:j]))
-	out := string(s.pending[:i])
-	s.pending = append(s.pending[:0], rest[j+1:]...)
-	return out, status, true
-}
-
 // Close ends the shell and every process in its process group.
 func (s *Shell) Close() error {
+	s.closeMu.Do(func() { close(s.closing) })
 	s.stdin.Close()
 	if s.cmd.Process != nil {
 		syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
