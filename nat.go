@@ -2,10 +2,12 @@ package hymn
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"strings"
 
+	"github.com/hymn-net/hymn/internal/owner"
 	"github.com/hymn-net/hymn/links"
 	"github.com/hymn-net/hymn/topo"
 	"github.com/vishvananda/netlink"
@@ -33,18 +35,33 @@ func AddNAT(t *topo.Topo, name string) error {
 	return t.Err()
 }
 
-// rootLinkName is the root namespace's end of the NAT node's link: short
-// (15 bytes at most) and carrying the run id, so hymn clean finds it.
-func (n *Network) rootLinkName() string { return "hymn" + n.run + "nat" }
-
-// natSubnet picks the /30 between the NAT node and the root namespace from
-// 172.31.0.0/16, derived from the run id so concurrent runs differ.
-func (n *Network) natSubnet() (root, nat netip.Prefix) {
-	var b byte
-	for _, c := range n.run {
-		b = b*31 + byte(c)
+// rootLinkName is the root namespace's end of the (first) NAT node's link,
+// or "" before it exists. Interface names hold 15 bytes, too few for a
+// 64-bit run id, so the name comes from the NAT slot the run holds
+// (owner.AllocNAT: exclusive between runs) and the link's alias carries
+// the run id, so hymn clean finds it either way.
+func (n *Network) rootLinkName() string {
+	slots := owner.NATSlotsOf(n.run)
+	if len(slots) == 0 {
+		return ""
 	}
-	base := netip.AddrFrom4([4]byte{172, 31, b, 0})
+	return owner.NATLinkName(slots[0])
+}
+
+// natSubnet is the NAT subnet of the run's (first) NAT slot.
+func (n *Network) natSubnet() (root, nat netip.Prefix) {
+	slots := owner.NATSlotsOf(n.run)
+	if len(slots) == 0 {
+		return netip.Prefix{}, netip.Prefix{}
+	}
+	return natSubnet(slots[0])
+}
+
+// natSubnet is the /30 of 172.31.0.0/16 between a NAT node and the root
+// namespace for a NAT slot; slots are allocated exclusively under
+// /run/hymn/nat, so concurrent runs never share a subnet.
+func natSubnet(slot int) (root, nat netip.Prefix) {
+	base := netip.AddrFrom4([4]byte{172, 31, byte(slot >> 6), byte(slot&63) << 2})
 	return netip.PrefixFrom(base.Next(), 30), netip.PrefixFrom(base.Next().Next(), 30)
 }
 
@@ -66,7 +83,11 @@ func (n *Network) configureNAT(ctx context.Context, p *topo.PlannedNode) error {
 		return err
 	}
 	natNode := n.nodes[p.Name]
-	rootIP, natIP := n.natSubnet()
+	slot, err := owner.AllocNAT(n.run)
+	if err != nil {
+		return err
+	}
+	rootIP, natIP := natSubnet(slot)
 	outName := fmt.Sprintf("%s-eth%d", p.Name, len(p.Intfs))
 	root, err := links.HostNamespace()
 	if err != nil {
@@ -74,9 +95,15 @@ func (n *Network) configureNAT(ctx context.Context, p *topo.PlannedNode) error {
 	}
 	// The pair is created from the NAT node's side, its peer placed in the
 	// root namespace: it disappears with the NAT node's namespace.
+	rootName := owner.NATLinkName(slot)
 	if _, err := links.CreateVeth(links.End{NS: natNode, Name: outName, IP: natIP},
-		links.End{NS: root, Name: n.rootLinkName(), IP: rootIP}); err != nil {
+		links.End{NS: root, Name: rootName, IP: rootIP}); err != nil {
 		return err
+	}
+	if l, err := netlink.LinkByName(rootName); err != nil {
+		return err
+	} else if err := netlink.LinkSetAlias(l, owner.LinkAlias(n.run)); err != nil {
+		return fmt.Errorf("marking %s as run %s's: %w", rootName, n.run, err)
 	}
 	run := func(args ...string) error {
 		res, err := natNode.Exec(ctx, args[0], args[1:]...)
@@ -106,20 +133,17 @@ func (n *Network) configureNAT(ctx context.Context, p *topo.PlannedNode) error {
 	})
 }
 
-// removeNATLink deletes the NAT link's root-namespace end. Deleting the NAT
-// node's namespace would take it along, but only when the kernel gets to
-// freeing that namespace, which can be after hymn has returned.
+// removeNATLink deletes the NAT links' root-namespace ends and frees the
+// run's NAT slots. Deleting the NAT node's namespace would take a link
+// along, but only when the kernel gets to freeing that namespace, which can
+// be after hymn has returned.
 func (n *Network) removeNATLink() error {
-	hasNAT := false
-	for _, p := range n.plan.Nodes {
-		hasNAT = hasNAT || p.Params[NATParam] == "1"
+	var errs []error
+	for _, slot := range owner.NATSlotsOf(n.run) {
+		if link, err := netlink.LinkByName(owner.NATLinkName(slot)); err == nil && link.Attrs().Alias == owner.LinkAlias(n.run) {
+			errs = append(errs, netlink.LinkDel(link))
+		}
+		errs = append(errs, owner.FreeNAT(n.run, slot))
 	}
-	if !hasNAT {
-		return nil
-	}
-	link, err := netlink.LinkByName(n.rootLinkName())
-	if err != nil {
-		return nil // no NAT node, or already gone
-	}
-	return netlink.LinkDel(link)
+	return errors.Join(errs...)
 }

@@ -1,15 +1,12 @@
 package cli
 
 import (
-	"errors"
+	"context"
 	"fmt"
 	"io"
 
-	"github.com/hymn-net/hymn/emulator/dpdk"
+	"github.com/hymn-net/hymn"
 	"github.com/hymn-net/hymn/internal/mnlog"
-	"github.com/hymn-net/hymn/internal/owner"
-	"github.com/hymn-net/hymn/sriov"
-	"github.com/hymn-net/hymn/vm"
 	"github.com/spf13/cobra"
 )
 
@@ -19,32 +16,33 @@ func newCleanCmd(_, stderr io.Writer) *cobra.Command {
 		Use:   "clean",
 		Short: "Remove the namespaces, links and processes that crashed hymn runs left behind",
 		Long: `clean removes what hymn runs left behind when they could not stop themselves
-(a crash, kill -9): the processes inside their namespaces, the namespaces with
-every interface in them, and their records under /run/hymn. It only ever
-touches objects named hymn-<run>-..., and by default only runs whose owning
-process is gone, so networks that are still running are left alone.
-"hymn -c" does the same.`,
+(a crash, kill -9): the processes inside their namespaces (it returns only once
+they have exited), the namespaces with every interface in them, cgroups, NAT
+links, VM sockets, the settings of SR-IOV VFs, and their records under
+/run/hymn. It only ever touches objects named hymn-<run>-... or recorded under
+/run/hymn, and by default only runs whose owning process is gone (the pid and
+start time in the run's record), so networks that are still running are left
+alone. "hymn -c" does the same.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runClean(mnlog.New(stderr, mnlog.Info), all)
+			return cleanRuns(cmd.Context(), mnlog.New(stderr, mnlog.Info), all)
 		},
 	}
 	cmd.Flags().BoolVar(&all, "all", false, "also stop and remove networks whose hymn process is still running")
 	return cmd
 }
 
+// runClean is hymn -c: hymn clean without a command context.
 func runClean(lg *mnlog.Logger, all bool) error {
+	return cleanRuns(context.Background(), lg, all)
+}
+
+func cleanRuns(ctx context.Context, lg *mnlog.Logger, all bool) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	lg.Info("*** Removing what crashed hymn runs left behind\n")
-	rep, err := owner.Clean(all)
-	for _, run := range rep.Runs {
-		// Outside the namespaces: VM sockets and console logs, and real
-		// SR-IOV VFs, which go back to the root namespace with their
-		// original settings.
-		err = errors.Join(err, vm.RemoveRunDirs(owner.Prefix+run+"-"), sriov.RemoveRun(owner.StateDir, run, nil))
-	}
-	if _, dpdkErr := dpdk.RemoveStale(); dpdkErr != nil {
-		err = errors.Join(err, dpdkErr)
-	}
+	rep, err := hymn.Clean(ctx, hymn.CleanOptions{All: all})
 	for _, r := range rep.Skipped {
 		lg.Infof("*** Run %s is still running; left alone (use hymn clean --all to stop it)\n", r)
 	}

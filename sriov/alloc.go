@@ -131,8 +131,7 @@ func (a *Allocator) Allocate(link string) (*Pair, error) {
 			return nil, err
 		}
 		if p != nil {
-			a.pairs = append(a.pairs, p)
-			return p, a.saveLocked()
+			return p, nil // recorded by allocateOn
 		}
 		if strings.HasPrefix(reason, "no free VLAN") {
 			vlanFull = true
@@ -246,13 +245,27 @@ func (a *Allocator) allocateOn(c Cable, link string) (*Pair, string, error) {
 		st.VLAN, st.SpoofChk, st.Trust, st.LinkState = vlan, false, true, LinkEnable
 		return st
 	}
+	// The pair and the VFs' original settings are on record before the
+	// first VF changes: a crash at any point after this leaves a state file
+	// from which hymn clean restores them.
+	a.pairs = append(a.pairs, p)
+	if err := a.saveLocked(); err != nil {
+		a.pairs = a.pairs[:len(a.pairs)-1]
+		return nil, "", fmt.Errorf("link %s: recording VF pair: %w", link, err)
+	}
+	forget := func() {
+		a.pairs = a.pairs[:len(a.pairs)-1]
+		a.saveLocked()
+	}
 	if err := a.cfg.Conf.SetVF(c.A, va.Index, set(p.OrigA)); err != nil {
 		a.cfg.Conf.SetVF(c.A, va.Index, p.OrigA) // best effort: leave it as it was
+		forget()
 		return nil, "", fmt.Errorf("link %s: configuring %s vf %d: %w", link, c.A, va.Index, err)
 	}
 	if err := a.cfg.Conf.SetVF(c.B, vb.Index, set(p.OrigB)); err != nil {
 		a.cfg.Conf.SetVF(c.B, vb.Index, p.OrigB)
 		a.cfg.Conf.SetVF(c.A, va.Index, p.OrigA)
+		forget()
 		return nil, "", fmt.Errorf("link %s: configuring %s vf %d: %w", link, c.B, vb.Index, err)
 	}
 	if a.used[key] == nil {

@@ -3,10 +3,12 @@ package owner
 import (
 	"errors"
 	"fmt"
-	"github.com/vishvananda/netlink"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
+
+	"github.com/vishvananda/netlink"
 
 	"github.com/hymn-net/hymn/internal/netnsx"
 )
@@ -22,10 +24,14 @@ type Report struct {
 // Empty reports whether there was nothing to clean.
 func (r Report) Empty() bool { return len(r.Runs) == 0 }
 
-// Clean removes every stale run (owner gone): first the processes inside
-// its namespaces, then the namespaces, then the state file. With all set,
+// CleanGrace is how long the processes of a stale run get between SIGTERM
+// and SIGKILL when Clean stops them.
+const CleanGrace = 500 * time.Millisecond
+
+// Clean removes every stale run (owner gone) with RemoveRun. With all set,
 // live runs are removed too. A run is only ever found through hymn's own
-// names, so nothing else on the machine is touched.
+// names, so nothing else on the machine is touched. (hymn.Clean does this
+// and also undoes what VMs, SR-IOV and DPDK leave outside the namespaces.)
 func Clean(all bool) (Report, error) {
 	var rep Report
 	runs, err := Runs()
@@ -38,7 +44,10 @@ func Clean(all bool) (Report, error) {
 			rep.Skipped = append(rep.Skipped, run)
 			continue
 		}
-		n, p, err := RemoveRun(run)
+		n, p, err := RemoveObjects(run, CleanGrace)
+		if err == nil {
+			err = Release(run)
+		}
 		rep.Namespaces += n
 		rep.Processes += p
 		rep.Runs = append(rep.Runs, run)
@@ -46,12 +55,37 @@ func Clean(all bool) (Report, error) {
 			errs = append(errs, fmt.Errorf("run %s: %w", run, err))
 		}
 	}
+	SweepTemps()
 	return rep, errors.Join(errs...)
 }
 
-// RemoveRun removes everything of one run and returns how many namespaces
-// and processes it removed.
+// SweepTemps removes the temporary files of records whose writer died
+// before linking them into place.
+func SweepTemps() {
+	removeStaleTemps(stateDir)
+	removeStaleTemps(natDir())
+}
+
+// RemoveRun removes everything of one run, then its record, and returns
+// how many namespaces and processes it removed. The processes get SIGKILL
+// at once (a network stopping itself has already asked them nicely).
 func RemoveRun(run string) (namespaces, processes int, err error) {
+	namespaces, processes, err = RemoveObjects(run, 0)
+	if err != nil {
+		return namespaces, processes, err
+	}
+	return namespaces, processes, Release(run)
+}
+
+// RemoveObjects removes what a run made in the kernel and under /run/hymn
+// except its record (which goes last, so that a run whose removal failed
+// is found again): the processes in its namespaces, waiting until they
+// have exited (SIGTERM, then SIGKILL after grace), its namespaces, cgroups,
+// Open vSwitch directories, root-namespace links and NAT slots.
+func RemoveObjects(run string, grace time.Duration) (namespaces, processes int, err error) {
+	if !ValidRunID(run) {
+		return 0, 0, fmt.Errorf("removing run %q: not a run id", run)
+	}
 	names, err := Namespaces(run)
 	if err != nil {
 		return 0, 0, err
@@ -62,49 +96,73 @@ func RemoveRun(run string) (namespaces, processes int, err error) {
 			inodes[ino] = true
 		}
 	}
-	pids := ProcessesIn(inodes)
-	KillAll(pids)
 	var errs []error
+	processes, err = StopIn(inodes, grace, KillTimeout)
+	errs = append(errs, err)
 	for _, n := range names {
-		if err := netnsx.Delete(n); err != nil {
-			errs = append(errs, err)
-		}
+		errs = append(errs, netnsx.Delete(n))
 	}
-	removeCgroups(Prefix + run + "-")
-	removeDirs("/run/hymn/ovs", Prefix+run+"-")
-	removeRootLinks("hymn" + run)
-	if err := Release(run); err != nil {
-		errs = append(errs, err)
+	errs = append(errs, removeCgroups(Prefix+run+"-"))
+	removeDirs(filepath.Join(StateDir, "ovs"), Prefix+run+"-")
+	errs = append(errs, removeRootLinks(run))
+	for _, slot := range NATSlotsOf(run) {
+		errs = append(errs, FreeNAT(run, slot))
 	}
-	return len(names), len(pids), errors.Join(errs...)
+	return len(names), processes, errors.Join(errs...)
 }
 
 // removeCgroups deletes the cgroup directories of CPU-limited nodes (named
-// like their namespaces) on cgroup v2 and on v1's cpu and cpuset trees.
-func removeCgroups(prefix string) {
+// like their namespaces) on cgroup v2 and on v1's cpu and cpuset trees. A
+// cgroup is only removable once its last process has exited, which can
+// lag the exit itself briefly.
+func removeCgroups(prefix string) error {
+	var errs []error
 	for _, base := range []string{"/sys/fs/cgroup", "/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpuset"} {
 		entries, _ := os.ReadDir(base)
 		for _, e := range entries {
-			if e.IsDir() && strings.HasPrefix(e.Name(), prefix) {
-				os.Remove(filepath.Join(base, e.Name()))
+			if !e.IsDir() || !strings.HasPrefix(e.Name(), prefix) {
+				continue
+			}
+			dir := filepath.Join(base, e.Name())
+			var err error
+			for try := 0; try < 50; try++ {
+				if err = os.Remove(dir); err == nil || errors.Is(err, os.ErrNotExist) {
+					err = nil
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// removeRootLinks deletes root-namespace interfaces of the run: those whose
+// alias names the run, those of its NAT slots, and (runs of earlier
+// versions) those whose name starts with "hymn<run>". Normally they went
+// with the namespace holding their peer.
+func removeRootLinks(run string) error {
+	list, err := netlink.LinkList()
+	if err != nil {
+		return err
+	}
+	slots := map[string]bool{}
+	for _, s := range NATSlotsOf(run) {
+		slots[NATLinkName(s)] = true
+	}
+	var errs []error
+	for _, l := range list {
+		a := l.Attrs()
+		if a.Alias == LinkAlias(run) || slots[a.Name] || strings.HasPrefix(a.Name, "hymn"+run) {
+			if err := netlink.LinkDel(l); err != nil {
+				if _, gone := netlink.LinkByIndex(a.Index); gone == nil {
+					errs = append(errs, fmt.Errorf("deleting %s: %w", a.Name, err))
+				}
 			}
 		}
 	}
-}
-
-// removeRootLinks deletes root-namespace interfaces named with the run's
-// prefix (the NAT node's outer end), in case their namespace is gone but
-// they are not.
-func removeRootLinks(prefix string) {
-	list, err := netlink.LinkList()
-	if err != nil {
-		return
-	}
-	for _, l := range list {
-		if strings.HasPrefix(l.Attrs().Name, prefix) {
-			netlink.LinkDel(l)
-		}
-	}
+	return errors.Join(errs...)
 }
 
 // removeDirs deletes the directories under base named with prefix (the

@@ -1,10 +1,10 @@
 package owner
 
 import (
-	"github.com/hymn-net/hymn/internal/proctree"
+	"errors"
+	"fmt"
 	"os"
 	"strconv"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -27,43 +27,143 @@ func ProcessesIn(inodes map[uint64]bool) []int {
 		if err != nil || pid == self {
 			continue
 		}
-		var st unix.Stat_t
-		if unix.Stat("/proc/"+e.Name()+"/ns/net", &st) != nil {
-			continue
-		}
-		if inodes[st.Ino] {
+		if inodes[netnsInode(pid)] {
 			pids = append(pids, pid)
 		}
 	}
 	return pids
 }
 
-// KillAll sends SIGKILL to the pids and waits (bounded) until they are gone,
-// so the namespaces they held can be freed.
-func KillAll(pids []int) {
-	for _, p := range pids {
-		syscall.Kill(p, syscall.SIGKILL)
+func netnsInode(pid int) uint64 {
+	var st unix.Stat_t
+	if unix.Stat("/proc/"+strconv.Itoa(pid)+"/ns/net", &st) != nil {
+		return 0
 	}
-	deadline := time.Now().Add(2 * time.Second)
-	for _, p := range pids {
-		for time.Now().Before(deadline) {
-			if syscall.Kill(p, 0) != nil {
-				break
+	return st.Ino
+}
+
+// KillTimeout bounds how long stopping processes waits for them to exit.
+// A QEMU process can take seconds to free a large guest's memory after
+// SIGKILL.
+const KillTimeout = 15 * time.Second
+
+// KillAll sends SIGKILL to the pids and waits until they have exited (or
+// KillTimeout passes), so the namespaces they held can be freed.
+func KillAll(pids []int) {
+	Stop(pids, nil, 0, KillTimeout)
+}
+
+// StopIn stops every process in the namespaces with the given inodes:
+// SIGTERM, then after grace SIGKILL to the ones still running, and it
+// returns only when each has exited, or with an error naming those still
+// there after timeout. Processes forked meanwhile are found by scanning
+// again. It returns how many processes it stopped.
+func StopIn(inodes map[uint64]bool, grace, timeout time.Duration) (int, error) {
+	deadline := time.Now().Add(timeout)
+	total := 0
+	for round := 0; ; round++ {
+		pids := ProcessesIn(inodes)
+		if len(pids) == 0 {
+			return total, nil
+		}
+		n, err := Stop(pids, inodes, grace, time.Until(deadline))
+		total += n
+		if err != nil {
+			return total, err
+		}
+		if round >= 5 || time.Now().After(deadline) {
+			if left := ProcessesIn(inodes); len(left) > 0 {
+				return total, fmt.Errorf("processes %v keep appearing in the run's namespaces", left)
 			}
-			// Our own children stay as zombies until reaped; reap if we can.
-			var ws syscall.WaitStatus
-			if wp, _ := syscall.Wait4(p, &ws, syscall.WNOHANG, nil); wp == p {
-				break
-			}
-			if isZombie(p) {
-				break
-			}
-			time.Sleep(5 * time.Millisecond)
+			return total, nil
 		}
 	}
 }
 
-func isZombie(pid int) bool {
-	f := proctree.StatFields(pid)
-	return len(f) == 0 || f[0] == "Z"
+// Stop ends the processes: each is opened as a pidfd first (so a pid that
+// is reused meanwhile is never signalled), and, if inodes is not nil,
+// checked again to be in one of those namespaces. With grace > 0 they get
+// SIGTERM and grace to exit, then SIGKILL. Stop returns when every one has
+// exited, or after timeout with an error naming the pids still running.
+// Zombies count as exited: they hold no memory, files or namespaces, and
+// their parent (init, for an orphan) reaps them.
+func Stop(pids []int, inodes map[uint64]bool, grace, timeout time.Duration) (int, error) {
+	deadline := time.Now().Add(timeout)
+	type proc struct {
+		pid, fd int
+	}
+	var procs []proc
+	for _, pid := range pids {
+		fd, err := unix.PidfdOpen(pid, 0)
+		if err != nil {
+			continue // gone already
+		}
+		if inodes != nil && !inodes[netnsInode(pid)] {
+			unix.Close(fd)
+			continue // not the process that was found (or it left the namespace)
+		}
+		procs = append(procs, proc{pid, fd})
+	}
+	defer func() {
+		for _, p := range procs {
+			unix.Close(p.fd)
+		}
+	}()
+	signal := func(sig unix.Signal) {
+		for _, p := range procs {
+			unix.PidfdSendSignal(p.fd, sig, nil, 0)
+		}
+	}
+	// wait polls the pidfds until all are readable (the process exited)
+	// or until the time is up; it returns the ones still running.
+	wait := func(until time.Time) []proc {
+		left := procs
+		for len(left) > 0 {
+			fds := make([]unix.PollFd, len(left))
+			for i, p := range left {
+				fds[i] = unix.PollFd{Fd: int32(p.fd), Events: unix.POLLIN}
+			}
+			ms := time.Until(until).Milliseconds()
+			if ms <= 0 {
+				return left
+			}
+			if _, err := unix.Poll(fds, int(min(ms, 100))); err != nil && !errors.Is(err, unix.EINTR) {
+				return left
+			}
+			var still []proc
+			for i, p := range left {
+				if fds[i].Revents&(unix.POLLIN|unix.POLLHUP|unix.POLLERR) != 0 {
+					// Reap our own children; others' are their parent's.
+					var info unix.Siginfo
+					unix.Waitid(unix.P_PIDFD, p.fd, &info, unix.WEXITED|unix.WNOHANG, nil)
+					continue
+				}
+				still = append(still, p)
+			}
+			left = still
+		}
+		return nil
+	}
+	if grace > 0 {
+		signal(unix.SIGTERM)
+		if len(wait(minTime(time.Now().Add(grace), deadline))) == 0 {
+			return len(procs), nil
+		}
+	}
+	signal(unix.SIGKILL)
+	if left := wait(deadline); len(left) > 0 {
+		var still []int
+		for _, p := range left {
+			still = append(still, p.pid)
+		}
+		return len(procs), fmt.Errorf("processes %v still running %v after SIGKILL", still, timeout)
+	}
+	return len(procs), nil
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
