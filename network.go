@@ -56,6 +56,30 @@ type Options struct {
 	Links string
 	// SRIOV configures SR-IOV links; its fields win over Links' options.
 	SRIOV *sriov.Config
+	// MaxNodes bounds the topology's node count (mn --max-nodes): 0 means
+	// topo.DefaultMaxNodes(), what the machine's available memory holds;
+	// negative means no limit.
+	MaxNodes int
+}
+
+// Link parameters (delay=, bw=, emu=...) are validated when a topology is
+// loaded and resolved, with the emulator's own parser.
+func init() {
+	topo.SetLinkParamsCheck(func(p topo.Params) error {
+		if !NeedsEmulator(p) {
+			return nil
+		}
+		_, _, err := EmulatorConfigs(p)
+		return err
+	})
+	// A VM's parameters are parsed (not yet checked against the machine)
+	// wherever the node says it is a VM; hymn.New checks the rest.
+	topo.SetNodeParamsCheck(func(_ string, p topo.Params) error {
+		if p["backend"] != BackendVM {
+			return nil
+		}
+		return vm.ParseParams(&vm.Config{}, p)
+	})
 }
 
 // Network is a topology being built, running or stopped.
@@ -87,6 +111,12 @@ type netLink struct {
 func New(t *topo.Topo, opts Options) (*Network, error) {
 	if t == nil {
 		return nil, errors.New("no topology")
+	}
+	if err := (topo.Limits{MaxNodes: opts.MaxNodes}).CheckNodeCount("topology", uint64(t.NodeCount())); err != nil {
+		return nil, err
+	}
+	if opts.CPU != nil && !topo.ValidCPUFraction(opts.CPU.Fraction) && opts.CPU.Fraction != 0 {
+		return nil, fmt.Errorf("cpu=%v: must be a fraction in (0, 1], or -1 for no limit", opts.CPU.Fraction)
 	}
 	plan, err := topo.Resolve(t, topo.AddressOptions{IPBase: opts.IPBase, AutoMAC: opts.AutoMAC})
 	if err != nil {

@@ -49,6 +49,9 @@ type mnFlags struct {
 	nat        string
 	nodes      string
 	custom     string                 // --custom FILE
+	maxNodes   int                    // --max-nodes
+	maxFile    string                 // --max-file-size
+	customTime time.Duration          // --custom-timeout
 	file       string                 // hymn run FILE
 	changed    func(name string) bool // whether a flag was given
 }
@@ -123,6 +126,9 @@ func addMNFlags(fl *pflag.FlagSet, f *mnFlags) {
 	fl.IntVar(&f.listenPort, "listenport", 6654, "accepted for compatibility: no effect without OpenFlow")
 	fl.BoolVar(&f.noListen, "nolistenport", false, "accepted for compatibility: no effect without OpenFlow")
 	fl.StringVar(&f.custom, "custom", "", "topology file: a Mininet custom .py file (then --topo names one of its topos), a MiniEdit .mn file or a hymn YAML/JSON file")
+	fl.IntVar(&f.maxNodes, "max-nodes", 0, "refuse topologies with more nodes (0: what the machine's available memory holds, about 1 MiB per node; -1: no limit)")
+	fl.StringVar(&f.maxFile, "max-file-size", "16M", "refuse topology files (and custom-topology results) larger than this (bytes, or with K, M, G)")
+	fl.DurationVar(&f.customTime, "custom-timeout", topo.DefaultCustomTimeout, "stop a Mininet custom .py file that runs longer than this")
 }
 
 func newVersionCmd(stdout io.Writer) *cobra.Command {
@@ -211,7 +217,11 @@ func runMN(ctx context.Context, f *mnFlags, stdin *os.File, stdout, stderr io.Wr
 		return runClean(lg, false)
 	}
 	start := time.Now()
-	t, fileOpts, err := loadTopology(ctx, f, lg)
+	lim, err := f.limits()
+	if err != nil {
+		return err
+	}
+	t, fileOpts, err := loadTopology(ctx, f, lim, lg)
 	if err != nil {
 		return err
 	}
@@ -275,7 +285,7 @@ func runMN(ctx context.Context, f *mnFlags, stdin *os.File, stdout, stderr io.Wr
 	if f.nodes != hymn.BackendNetns && f.nodes != hymn.BackendVM {
 		return fmt.Errorf("%w: --nodes %s: use netns or vm", ErrUsage, f.nodes)
 	}
-	opts := hymn.Options{IPBase: base, AutoMAC: f.mac, STP: stp, Log: lg, CPU: hostOpts, Links: f.links, Nodes: f.nodes, Switch: switchKind}
+	opts := hymn.Options{IPBase: base, AutoMAC: f.mac, STP: stp, Log: lg, CPU: hostOpts, Links: f.links, Nodes: f.nodes, Switch: switchKind, MaxNodes: lim.MaxNodes}
 	if err := hymn.CheckLinks(opts); err != nil {
 		return fmt.Errorf("%w: %v", ErrUsage, err)
 	}
@@ -449,7 +459,7 @@ func parseHost(spec string, pin bool) (*hymn.CPUOptions, error) {
 		switch kv.Key {
 		case "cpu":
 			f, err := strconv.ParseFloat(kv.Value, 64)
-			if err != nil || f <= 0 || f > 1 {
+			if err != nil || !(f > 0 && f <= 1) {
 				return nil, fmt.Errorf("%w: --host %s: cpu must be a fraction in (0, 1], got %q", ErrUsage, spec, kv.Value)
 			}
 			opts.Fraction = f

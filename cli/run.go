@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/hymn-net/hymn/internal/mnlog"
@@ -37,13 +39,16 @@ then runs --test or opens the mininet> shell, exactly like hymn --custom FILE.
 
 // loadTopology returns the topology the command line asks for: a file
 // (hymn run FILE, or --custom FILE) or a built-in spec (--topo).
-func loadTopology(ctx context.Context, f *mnFlags, lg *mnlog.Logger) (*topo.Topo, topo.FileOptions, error) {
+func loadTopology(ctx context.Context, f *mnFlags, lim topo.Limits, lg *mnlog.Logger) (*topo.Topo, topo.FileOptions, error) {
 	path := f.file
 	if path == "" {
 		path = f.custom
 	}
 	if path == "" {
-		t, err := topo.FromSpecString(f.topo)
+		t, err := topo.FromSpecStringWith(f.topo, lim)
+		if errors.Is(err, topo.ErrTooLarge) {
+			return nil, topo.FileOptions{}, fmt.Errorf("%w: %v", ErrUsage, err)
+		}
 		if err != nil {
 			return nil, topo.FileOptions{}, fmt.Errorf("%w: --topo: %v", ErrUsage, err)
 		}
@@ -59,20 +64,64 @@ func loadTopology(ctx context.Context, f *mnFlags, lg *mnlog.Logger) (*topo.Topo
 	)
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".py":
-		t, opts, err = loadCustomPython(ctx, path, f.topo)
+		t, opts, err = loadCustomPython(ctx, path, f.topo, lim)
 	case ".mn":
-		t, opts, err = topo.LoadMiniEdit(path)
+		t, opts, err = topo.LoadMiniEditWith(path, lim)
 	default:
-		t, opts, err = topo.LoadFile(path)
+		t, opts, err = topo.LoadFileWith(path, lim)
 	}
 	for _, w := range opts.Warnings {
 		lg.Warningf("*** Warning: %s\n", w)
 	}
 	if err != nil {
-		if errors.Is(err, topo.ErrBadFile) || errors.Is(err, topo.ErrBadSpec) {
+		if errors.Is(err, topo.ErrBadFile) || errors.Is(err, topo.ErrBadSpec) || errors.Is(err, topo.ErrTooLarge) {
 			return nil, opts, fmt.Errorf("%w: %v", ErrUsage, err)
 		}
 		return nil, opts, err
 	}
 	return t, opts, nil
+}
+
+// limits returns the input limits the flags ask for.
+func (f *mnFlags) limits() (topo.Limits, error) {
+	size, err := parseByteSize(f.maxFile)
+	if err != nil {
+		return topo.Limits{}, fmt.Errorf("%w: --max-file-size %q: %v", ErrUsage, f.maxFile, err)
+	}
+	if f.customTime <= 0 {
+		return topo.Limits{}, fmt.Errorf("%w: --custom-timeout %v: must be positive", ErrUsage, f.customTime)
+	}
+	if f.maxNodes < -1 {
+		return topo.Limits{}, fmt.Errorf("%w: --max-nodes %d: use a positive count, 0 for the default or -1 for no limit", ErrUsage, f.maxNodes)
+	}
+	return topo.Limits{MaxNodes: f.maxNodes, MaxFileSize: size, CustomTimeout: f.customTime}, nil
+}
+
+// parseByteSize reads a positive size: bytes, or a number with K, M or G
+// (powers of 1024, an optional trailing B or iB).
+func parseByteSize(s string) (int64, error) {
+	t := strings.ToUpper(strings.TrimSpace(s))
+	t = strings.TrimSuffix(strings.TrimSuffix(t, "B"), "I")
+	shift := 0
+	if t != "" {
+		switch t[len(t)-1] {
+		case 'K':
+			shift = 10
+		case 'M':
+			shift = 20
+		case 'G':
+			shift = 30
+		}
+		if shift > 0 {
+			t = t[:len(t)-1]
+		}
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, errors.New("not a positive size like 16M")
+	}
+	if n > math.MaxInt64>>shift {
+		return 0, errors.New("too large")
+	}
+	return n << shift, nil
 }

@@ -88,14 +88,24 @@ func (c *Config) Set(k, v string) error {
 		if err != nil || n < 1 {
 			return fmt.Errorf("vfs=%s: not a positive number", v)
 		}
+		if n > MaxVFs {
+			return fmt.Errorf("vfs=%s: at most %d VFs per PF (the most SR-IOV NICs offer)", v, MaxVFs)
+		}
 		c.SimVFs = n
 	case "sysfs":
+		if !strings.HasPrefix(v, "/") {
+			return fmt.Errorf("sysfs=%s: must be an absolute path", v)
+		}
 		c.SysRoot = v
 	default:
 		return fmt.Errorf("unknown SR-IOV option %q (use pairs, vlans, inventory, sim, vfs, sysfs)", k)
 	}
 	return nil
 }
+
+// MaxVFs bounds vfs= (VFs per simulated PF): 256 is the most current
+// SR-IOV NICs offer per port, and each simulated VF is a veth pair.
+const MaxVFs = 256
 
 // Merge returns c with the options set in o added (o wins).
 func (c Config) Merge(o Config) Config {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"strconv"
@@ -44,9 +45,17 @@ type Inventory struct {
 // LoadInventory reads an inventory file. Unknown keys are errors that name
 // the key and line.
 func LoadInventory(path string) (*Inventory, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInventory, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxInventorySize+1))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInventory, err)
+	}
+	if len(data) > maxInventorySize {
+		return nil, fmt.Errorf("%w: %s is larger than %d bytes", ErrInventory, path, maxInventorySize)
 	}
 	inv, err := ParseInventory(data)
 	if err != nil {
@@ -83,6 +92,11 @@ func ParseCables(specs ...string) ([]Cable, error) {
 			if !ok || a == "" || b == "" {
 				return nil, fmt.Errorf("%w: cable %q: write two PF ports as A:B, e.g. enp33s0f0:enp100s0f0", ErrInventory, s)
 			}
+			for _, p := range []string{a, b} {
+				if err := checkPortName(p); err != nil {
+					return nil, fmt.Errorf("%w: cable %q: %v", ErrInventory, s, err)
+				}
+			}
 			out = append(out, Cable{A: a, B: b})
 		}
 	}
@@ -99,6 +113,11 @@ func (inv *Inventory) check() error {
 	for i, c := range inv.Cables {
 		if c.A == "" || c.B == "" {
 			return fmt.Errorf("%w: cables[%d]: both a and b must name a PF port", ErrInventory, i)
+		}
+		for _, p := range []string{c.A, c.B} {
+			if err := checkPortName(p); err != nil {
+				return fmt.Errorf("%w: cables[%d]: %v", ErrInventory, i, err)
+			}
 		}
 		if c.A == c.B {
 			return fmt.Errorf("%w: cables[%d]: %s is cabled to itself", ErrInventory, i, c.A)
@@ -117,6 +136,24 @@ func (inv *Inventory) check() error {
 	}
 	return nil
 }
+
+// checkPortName accepts what can name a PF network interface: 1 to 15
+// bytes, no '/', ':' or blanks, not "." or "..", not starting with '-'
+// (names reach sysfs paths and command lines).
+func checkPortName(p string) error {
+	if p == "" || len(p) > 15 {
+		return fmt.Errorf("port %.20q: an interface name has 1 to 15 bytes", p)
+	}
+	if p == "." || p == ".." || p[0] == '-' || strings.ContainsFunc(p, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '.' || r == '-' || r == '@')
+	}) {
+		return fmt.Errorf("port %q is not an interface name", p)
+	}
+	return nil
+}
+
+// maxInventorySize bounds an inventory file.
+const maxInventorySize = 1 << 20
 
 func (inv *Inventory) vlans() string {
 	if inv.VLANs == "" {

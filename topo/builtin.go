@@ -2,6 +2,7 @@ package topo
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 )
@@ -11,16 +12,41 @@ import (
 type builtin struct {
 	params   []string
 	defaults map[string]int
-	build    func(p map[string]int) (*Topo, error)
+	build    func(p map[string]int, lim Limits) (*Topo, error)
 }
 
 var builtins = map[string]builtin{
-	"minimal":  {nil, nil, func(map[string]int) (*Topo, error) { return Single(2) }},
-	"single":   {[]string{"k"}, map[string]int{"k": 2}, func(p map[string]int) (*Topo, error) { return Single(p["k"]) }},
-	"reversed": {[]string{"k"}, map[string]int{"k": 2}, func(p map[string]int) (*Topo, error) { return Reversed(p["k"]) }},
-	"linear":   {[]string{"k", "n"}, map[string]int{"k": 2, "n": 1}, func(p map[string]int) (*Topo, error) { return Linear(p["k"], p["n"]) }},
-	"tree":     {[]string{"depth", "fanout"}, map[string]int{"depth": 1, "fanout": 2}, func(p map[string]int) (*Topo, error) { return Tree(p["depth"], p["fanout"]) }},
-	"torus":    {[]string{"x", "y", "n"}, map[string]int{"n": 1}, func(p map[string]int) (*Topo, error) { return Torus(p["x"], p["y"], p["n"]) }},
+	"minimal":  {nil, nil, func(_ map[string]int, lim Limits) (*Topo, error) { return single(2, lim) }},
+	"single":   {[]string{"k"}, map[string]int{"k": 2}, func(p map[string]int, lim Limits) (*Topo, error) { return single(p["k"], lim) }},
+	"reversed": {[]string{"k"}, map[string]int{"k": 2}, func(p map[string]int, lim Limits) (*Topo, error) { return reversed(p["k"], lim) }},
+	"linear":   {[]string{"k", "n"}, map[string]int{"k": 2, "n": 1}, func(p map[string]int, lim Limits) (*Topo, error) { return linear(p["k"], p["n"], lim) }},
+	"tree":     {[]string{"depth", "fanout"}, map[string]int{"depth": 1, "fanout": 2}, func(p map[string]int, lim Limits) (*Topo, error) { return tree(p["depth"], p["fanout"], lim) }},
+	"torus":    {[]string{"x", "y", "n"}, map[string]int{"n": 1}, func(p map[string]int, lim Limits) (*Topo, error) { return torus(p["x"], p["y"], p["n"], lim) }},
+}
+
+// The node counts of the built-in topologies, computed before anything is
+// generated (saturating, so a count that does not fit exceeds every limit).
+// Arguments are checked for range first.
+
+func singleNodes(k int) uint64 { return satAdd(uint64(k), 1) }
+
+func linearNodes(k, n int) uint64 { return satMul(uint64(k), satAdd(uint64(n), 1)) }
+
+// treeNodes is 1 + f + f^2 + ... + f^depth (switches, then the hosts).
+func treeNodes(depth, fanout int) uint64 {
+	total, level := uint64(0), uint64(1)
+	for d := 0; d <= depth; d++ {
+		total = satAdd(total, level)
+		level = satMul(level, uint64(fanout))
+		if total == math.MaxUint64 {
+			break
+		}
+	}
+	return total
+}
+
+func torusNodes(x, y, n int) uint64 {
+	return satMul(satMul(uint64(x), uint64(y)), satAdd(uint64(n), 1))
 }
 
 // BuiltinNames lists Mininet's topology names, sorted.
@@ -42,8 +68,22 @@ func FromSpecString(s string) (*Topo, error) {
 	return FromSpec(spec)
 }
 
-// FromSpec builds a built-in topology from a parsed spec.
-func FromSpec(spec Spec) (*Topo, error) {
+// FromSpec builds a built-in topology from a parsed spec, within the
+// default Limits.
+func FromSpec(spec Spec) (*Topo, error) { return FromSpecWith(spec, Limits{}) }
+
+// FromSpecStringWith is FromSpecString within the given limits.
+func FromSpecStringWith(s string, lim Limits) (*Topo, error) {
+	spec, err := ParseSpec(s)
+	if err != nil {
+		return nil, err
+	}
+	return FromSpecWith(spec, lim)
+}
+
+// FromSpecWith builds a built-in topology from a parsed spec; a topology
+// with more nodes than lim allows is refused before it is generated.
+func FromSpecWith(spec Spec, lim Limits) (*Topo, error) {
 	b, ok := builtins[spec.Name]
 	if !ok {
 		return nil, fmt.Errorf("%w: unknown topology %q; valid topologies are: %s",
@@ -53,7 +93,7 @@ func FromSpec(spec Spec) (*Topo, error) {
 	if err != nil {
 		return nil, err
 	}
-	return b.build(p)
+	return b.build(p, lim.named("--topo "+spec.String()))
 }
 
 func atLeast(topoName, param string, v, min int) error {
@@ -64,8 +104,13 @@ func atLeast(topoName, param string, v, min int) error {
 }
 
 // Single is Mininet's SingleSwitchTopo: s1 with hosts h1..hk.
-func Single(k int) (*Topo, error) {
+func Single(k int) (*Topo, error) { return single(k, Limits{}) }
+
+func single(k int, lim Limits) (*Topo, error) {
 	if err := atLeast("single", "k", k, 1); err != nil {
+		return nil, err
+	}
+	if err := lim.checkBuiltin(fmt.Sprintf("single,%d", k), singleNodes(k)); err != nil {
 		return nil, err
 	}
 	t := New()
@@ -78,8 +123,13 @@ func Single(k int) (*Topo, error) {
 
 // Reversed is Mininet's SingleSwitchReversedTopo: like Single, but h1 sits on
 // the highest switch port.
-func Reversed(k int) (*Topo, error) {
+func Reversed(k int) (*Topo, error) { return reversed(k, Limits{}) }
+
+func reversed(k int, lim Limits) (*Topo, error) {
 	if err := atLeast("reversed", "k", k, 1); err != nil {
+		return nil, err
+	}
+	if err := lim.checkBuiltin(fmt.Sprintf("reversed,%d", k), singleNodes(k)); err != nil {
 		return nil, err
 	}
 	t := New()
@@ -92,11 +142,16 @@ func Reversed(k int) (*Topo, error) {
 
 // Linear is Mininet's LinearTopo: switches s1..sk in a chain with n hosts on
 // each (h<i> when n is 1, h<j>s<i> otherwise).
-func Linear(k, n int) (*Topo, error) {
+func Linear(k, n int) (*Topo, error) { return linear(k, n, Limits{}) }
+
+func linear(k, n int, lim Limits) (*Topo, error) {
 	if err := atLeast("linear", "k", k, 1); err != nil {
 		return nil, err
 	}
 	if err := atLeast("linear", "n", n, 1); err != nil {
+		return nil, err
+	}
+	if err := lim.checkBuiltin(fmt.Sprintf("linear,%d,%d", k, n), linearNodes(k, n)); err != nil {
 		return nil, err
 	}
 	t := New()
@@ -121,11 +176,16 @@ func Linear(k, n int) (*Topo, error) {
 // Tree is Mininet's TreeTopo: a tree of switches of the given depth and
 // fanout with hosts as leaves, numbered in pre-order. Each child subtree is
 // built before the link to its parent, which fixes Mininet's port order.
-func Tree(depth, fanout int) (*Topo, error) {
+func Tree(depth, fanout int) (*Topo, error) { return tree(depth, fanout, Limits{}) }
+
+func tree(depth, fanout int, lim Limits) (*Topo, error) {
 	if err := atLeast("tree", "depth", depth, 0); err != nil {
 		return nil, err
 	}
 	if err := atLeast("tree", "fanout", fanout, 1); err != nil {
+		return nil, err
+	}
+	if err := lim.checkBuiltin(fmt.Sprintf("tree,depth=%d,fanout=%d", depth, fanout), treeNodes(depth, fanout)); err != nil {
 		return nil, err
 	}
 	t := New()
@@ -151,11 +211,16 @@ func Tree(depth, fanout int) (*Topo, error) {
 // Torus is Mininet's TorusTopo: an x by y grid of switches s<i>x<j> with
 // wrap-around links, n hosts per switch. It has loops, so its switches get
 // STP turned on.
-func Torus(x, y, n int) (*Topo, error) {
+func Torus(x, y, n int) (*Topo, error) { return torus(x, y, n, Limits{}) }
+
+func torus(x, y, n int, lim Limits) (*Topo, error) {
 	if x < 3 || y < 3 {
 		return nil, fmt.Errorf("%w: topology torus: x and y must be at least 3 (Mininet's rule for compatibility with 2.1), got %dx%d", ErrBadSpec, x, y)
 	}
 	if err := atLeast("torus", "n", n, 1); err != nil {
+		return nil, err
+	}
+	if err := lim.checkBuiltin(fmt.Sprintf("torus,%d,%d,%d", x, y, n), torusNodes(x, y, n)); err != nil {
 		return nil, err
 	}
 	t := New()

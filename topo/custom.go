@@ -1,7 +1,6 @@
 package topo
 
 import (
-	"bytes"
 	"context"
 	"embed"
 	"encoding/json"
@@ -23,10 +22,6 @@ import (
 //
 //go:embed shim/*.py shim/mininet/*.py
 var shimFS embed.FS
-
-// customTimeout bounds a custom file's run when the caller's context has no
-// deadline: a file that loops forever must not hang hymn.
-const customTimeout = time.Minute
 
 // CustomError is a Mininet custom file that failed while hymn ran it: the
 // exception's last traceback line, and the line of the file it came from.
@@ -70,6 +65,13 @@ var knownCustomKeys = []string{
 // name the file does not define falls back to Mininet's built-ins, as mn
 // merges the two. A file that raises yields a *CustomError and no topology.
 func LoadCustom(ctx context.Context, path string, spec Spec) (*Topo, []string, error) {
+	return LoadCustomWith(ctx, path, spec, Limits{})
+}
+
+// LoadCustomWith is LoadCustom within lim: the file's run is bounded by
+// lim.CustomTimeout, what it prints and the result it writes by
+// lim.MaxFileSize, and a built-in it falls back to by lim.MaxNodes.
+func LoadCustomWith(ctx context.Context, path string, spec Spec, lim Limits) (*Topo, []string, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, nil, err
@@ -80,7 +82,7 @@ func LoadCustom(ctx context.Context, path string, spec Spec) (*Topo, []string, e
 	if spec.Name == "" {
 		return nil, nil, fmt.Errorf("%w: custom file %s: no topology name given (use --topo NAME)", ErrBadSpec, path)
 	}
-	res, err := runCustom(ctx, abs, spec)
+	res, err := runCustom(ctx, abs, spec, lim)
 	if err != nil {
 		if ce, ok := errors.AsType[*CustomError](err); ok {
 			ce.File = path
@@ -89,7 +91,7 @@ func LoadCustom(ctx context.Context, path string, spec Spec) (*Topo, []string, e
 	}
 	if res.Missing {
 		if _, ok := builtins[spec.Name]; ok {
-			t, err := FromSpec(spec)
+			t, err := FromSpecWith(spec, lim)
 			return t, nil, err
 		}
 		names := slices.Concat(res.Available, BuiltinNames())
@@ -98,9 +100,12 @@ func LoadCustom(ctx context.Context, path string, spec Spec) (*Topo, []string, e
 		return nil, nil, fmt.Errorf("%w: topology %q is not defined in %s (its topos dictionary has: %s); valid topologies are: %s",
 			ErrBadSpec, spec.Name, path, quoteList(res.Available), strings.Join(names, ", "))
 	}
+	if err := lim.CheckNodeCount(fmt.Sprintf("custom file %s, topology %s", path, spec.Name), uint64(len(res.Nodes))); err != nil {
+		return nil, nil, err
+	}
 	t, warnings, err := res.build()
 	if err != nil {
-		return nil, nil, fmt.Errorf("custom file %s, topology %s: %w", path, spec.Name, err)
+		return nil, nil, &FileError{File: path, Field: "topology " + spec.Name, Err: err}
 	}
 	return t, warnings, nil
 }
@@ -138,7 +143,7 @@ type customLink struct {
 	Params Params `json:"params"`
 }
 
-func runCustom(ctx context.Context, file string, spec Spec) (*customResult, error) {
+func runCustom(ctx context.Context, file string, spec Spec, lim Limits) (*customResult, error) {
 	python, err := exec.LookPath("python3")
 	if err != nil {
 		return nil, fmt.Errorf("%w: running Mininet custom topology files needs it (apt-get install python3)", ErrNoPython)
@@ -163,22 +168,29 @@ func runCustom(ctx context.Context, file string, spec Spec) (*customResult, erro
 	if err := os.WriteFile(reqPath, req, 0o600); err != nil {
 		return nil, err
 	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, customTimeout)
-		defer cancel()
-	}
+	parent := ctx
+	timeout := lim.customTimeout()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	// -B and PYTHONDONTWRITEBYTECODE keep __pycache__ out of the user's
 	// directory; -s keeps user site-packages (a real mininet there) out.
 	cmd := exec.CommandContext(ctx, python, "-B", "-s", filepath.Join(dir, "hymn_custom.py"), reqPath, resPath)
 	cmd.Env = append(os.Environ(), "PYTHONPATH="+dir+pathListTail(os.Getenv("PYTHONPATH")), "PYTHONDONTWRITEBYTECODE=1")
 	cmd.WaitDelay = 2 * time.Second
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	// What the file prints is kept only for the error message: its tail,
+	// bounded, so a file printing forever costs no memory.
+	out := &tailBuffer{max: 64 << 10}
+	cmd.Stdout, cmd.Stderr = out, out
 	runErr := cmd.Run()
-	data, readErr := os.ReadFile(resPath)
+	if parent.Err() != nil {
+		return nil, fmt.Errorf("running custom file %s: %w", file, parent.Err())
+	}
 	if ctx.Err() != nil {
-		return nil, fmt.Errorf("running custom file %s: %w", file, ctx.Err())
+		return nil, limitErr("custom file %s ran longer than the limit of %v (set --custom-timeout to raise it)", file, timeout)
+	}
+	data, readErr := readLimited(resPath, lim.maxFileSize())
+	if errors.Is(readErr, ErrTooLarge) {
+		return nil, limitErr("custom file %s: its topology is larger than the limit of %s (set --max-file-size to raise it)", file, sizeString(lim.maxFileSize()))
 	}
 	if readErr != nil {
 		msg := lastLine(out.String())
@@ -196,6 +208,26 @@ func runCustom(ctx context.Context, file string, spec Spec) (*customResult, erro
 	}
 	return &res, nil
 }
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	max int
+	buf []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	n := len(p)
+	if len(p) > t.max {
+		p = p[len(p)-t.max:]
+	}
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > t.max {
+		t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.max:]...)
+	}
+	return n, nil
+}
+
+func (t *tailBuffer) String() string { return string(t.buf) }
 
 func pathListTail(p string) string {
 	if p == "" {

@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -87,9 +86,16 @@ var (
 // LoadFile reads a topology in hymn's YAML or JSON format (JSON is YAML, so
 // one loader serves both). Every mistake is reported with the file, line and
 // field; nothing is returned unless the whole file is right.
-func LoadFile(path string) (*Topo, FileOptions, error) {
-	data, err := os.ReadFile(path)
+func LoadFile(path string) (*Topo, FileOptions, error) { return LoadFileWith(path, Limits{}) }
+
+// LoadFileWith is LoadFile within lim: a file above lim.MaxFileSize is
+// refused without being read further (so /dev/zero does not hang).
+func LoadFileWith(path string, lim Limits) (*Topo, FileOptions, error) {
+	data, err := readLimited(path, lim.maxFileSize())
 	if err != nil {
+		if errors.Is(err, ErrTooLarge) {
+			return nil, FileOptions{}, err
+		}
 		return nil, FileOptions{}, fmt.Errorf("reading topology file: %w", err)
 	}
 	return Load(path, data)
@@ -653,6 +659,9 @@ func (l *fileLoader) node(e nodeEntry) {
 			params[k] = v
 		}
 	}
+	if err := checkNodeParams(&Node{Name: e.name, Kind: kind, Params: params}); err != nil {
+		l.errAt(e.at, e.field, "%v", err)
+	}
 	l.nodeLine[e.name] = e.at.Line
 	l.addChecked(e.at, e.field, func() { l.t.AddNode(e.name, kind, params) })
 }
@@ -797,8 +806,8 @@ func (l *fileLoader) endpoint(n *yaml.Node, field string) endpoint {
 			case "intf":
 				s, ok := l.str(p.val, f)
 				if ok {
-					if len(s) > MaxIntfName || s == "" || strings.ContainsAny(s, " /:\t") {
-						l.errAt(p.val, f, "%q is not a valid interface name (1 to %d bytes, no spaces, '/' or ':')", s, MaxIntfName)
+					if err := CheckIntfName(s); err != nil {
+						l.errAt(p.val, f, "%v", err)
 						ok = false
 					}
 				}
@@ -910,6 +919,7 @@ func (l *fileLoader) link(n *yaml.Node, field string) {
 	if !ends[0].ok || !ends[1].ok {
 		return
 	}
+	l.checkLinkParams(params, byKey, field, n)
 	for i, e := range ends {
 		suffix := strconv.Itoa(i + 1)
 		set := func(key, v string) {
@@ -955,6 +965,35 @@ func (l *fileLoader) link(n *yaml.Node, field string) {
 				name, len(name), MaxIntfName)
 		}
 	}
+}
+
+// checkLinkParams validates a link's parameters (emulation values such as
+// delay included) where they are written, so a bad value is a usage error
+// with its line, not a failure while links are being built.
+func (l *fileLoader) checkLinkParams(params Params, byKey map[string]pair, field string, at *yaml.Node) {
+	err := CheckLinkParams(params)
+	if err == nil {
+		return
+	}
+	// Point at the first value that is wrong on its own, if there is one.
+	for _, sect := range append([]string{"params"}, directionKeys...) {
+		p, ok := byKey[sect]
+		if !ok || isNull(p.val) {
+			continue
+		}
+		ps, _ := l.mapping(p.val, field+"."+sect)
+		for _, q := range ps {
+			key := q.key
+			if sect != "params" {
+				key = sect + "." + q.key
+			}
+			if one := CheckLinkParams(Params{key: params[key]}); one != nil {
+				l.errAt(deref(q.val), field+"."+sect+"."+q.key, "%v", one)
+				return
+			}
+		}
+	}
+	l.errAt(at, field+".params", "%v", err)
 }
 
 // jsonToNode builds a YAML node tree from JSON, with line and column

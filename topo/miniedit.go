@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"os"
 	"strconv"
 	"strings"
 
@@ -16,9 +15,15 @@ import (
 // What hymn cannot honour (controllers, sFlow, external interfaces...) is
 // listed in FileOptions.Warnings rather than refused, so the drawing still
 // runs; the ipBase of the file is returned in FileOptions.IPBase.
-func LoadMiniEdit(path string) (*Topo, FileOptions, error) {
-	data, err := os.ReadFile(path)
+func LoadMiniEdit(path string) (*Topo, FileOptions, error) { return LoadMiniEditWith(path, Limits{}) }
+
+// LoadMiniEditWith is LoadMiniEdit within lim (the file's size).
+func LoadMiniEditWith(path string, lim Limits) (*Topo, FileOptions, error) {
+	data, err := readLimited(path, lim.maxFileSize())
 	if err != nil {
+		if errors.Is(err, ErrTooLarge) {
+			return nil, FileOptions{}, err
+		}
 		return nil, FileOptions{}, fmt.Errorf("reading MiniEdit file: %w", err)
 	}
 	return LoadMiniEditData(path, data)
@@ -372,6 +377,18 @@ func (m *mnLoader) link(ps []pair, at *yaml.Node, field string) {
 				if v, ok := m.value(p.val, field+".opts."+p.key); ok && v != "" {
 					params[p.key] = v
 				}
+			}
+			for _, p := range q {
+				if v, ok := params[p.key]; ok {
+					if err := CheckLinkParams(Params{p.key: v}); err != nil {
+						m.errAt(deref(p.val), field+".opts."+p.key, "%v", err)
+						return
+					}
+				}
+			}
+			if err := CheckLinkParams(params); err != nil {
+				m.errAt(deref(o), field+".opts", "%v", err)
+				return
 			}
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"strings"
 )
 
@@ -128,6 +129,11 @@ func Resolve(t *Topo, opts AddressOptions) (*Plan, error) {
 	if next == 0 {
 		next = 1
 	}
+	for _, n := range t.Nodes() {
+		if err := checkNodeParams(n); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	for _, n := range t.Hosts() {
 		pn := &PlannedNode{Node: *n}
 		if next >= capacity {
@@ -161,6 +167,10 @@ func Resolve(t *Topo, opts AddressOptions) (*Plan, error) {
 	}
 
 	for _, l := range t.SortedLinks() {
+		if err := CheckLinkParams(l.Params); err != nil {
+			errs = append(errs, fmt.Errorf("link %s<->%s: %w", l.Node1, l.Node2, err))
+			continue
+		}
 		i1, err1 := newIntf(l.Node1, l.Port1, l.Params["intfName1"])
 		i2, err2 := newIntf(l.Node2, l.Port2, l.Params["intfName2"])
 		if err := errors.Join(err1, err2); err != nil {
@@ -224,6 +234,9 @@ func (p *Plan) AddNode(name string, kind Kind, params Params) (*PlannedNode, err
 	if n.Params == nil {
 		n.Params = Params{}
 	}
+	if err := checkNodeParams(n); err != nil {
+		return nil, err
+	}
 	pn := &PlannedNode{Node: *n}
 	if n.IsSwitch() {
 		if err := checkDPID(n); err != nil {
@@ -260,6 +273,9 @@ func (p *Plan) AddLink(node1, node2 string, params Params) (*PlannedLink, error)
 	if node1 == node2 {
 		return nil, fmt.Errorf("link %s<->%s: a node cannot be linked to itself", node1, node2)
 	}
+	if err := CheckLinkParams(params); err != nil {
+		return nil, fmt.Errorf("link %s<->%s: %w", node1, node2, err)
+	}
 	nextPort := func(n *PlannedNode) int {
 		port := n.PortBase()
 		for _, i := range n.Intfs {
@@ -293,20 +309,19 @@ func (p *Plan) AddLink(node1, node2 string, params Params) (*PlannedLink, error)
 func newIntf(node string, port int, name string) (*Intf, error) {
 	if name == "" {
 		name = IntfName(node, port)
+		if len(name) > MaxIntfName {
+			return nil, fmt.Errorf("interface name %s is %d bytes; Linux allows at most %d (shorten the node name %q)",
+				name, len(name), MaxIntfName, node)
+		}
 	}
-	if len(name) > MaxIntfName {
-		return nil, fmt.Errorf("interface name %s is %d bytes; Linux allows at most %d (shorten the node name %q)",
-			name, len(name), MaxIntfName, node)
+	if err := CheckIntfName(name); err != nil {
+		return nil, fmt.Errorf("node %s: %w", node, err)
 	}
 	return &Intf{Name: name, Node: node, Port: port}, nil
 }
 
 func sortIntfs(in []*Intf) {
-	for i := 1; i < len(in); i++ {
-		for j := i; j > 0 && in[j].Port < in[j-1].Port; j-- {
-			in[j], in[j-1] = in[j-1], in[j]
-		}
-	}
+	slices.SortStableFunc(in, func(a, b *Intf) int { return a.Port - b.Port })
 }
 
 // hostIP returns the host's address: its ip= parameter if given ("none"

@@ -256,16 +256,52 @@ func mergeParams(ps []Params) Params {
 	return out
 }
 
+// MaxNodeName bounds node names: they become part of namespace file names
+// and of interface names (which the kernel limits to 15 bytes anyway).
+const MaxNodeName = 64
+
 // checkNodeName accepts the names that can become part of an interface name
-// and of a namespace file name.
+// and of a namespace file name: letters, digits, '_', '.' and '-', starting
+// with a letter, digit or '_' (so never an option like -h, nor . or ..).
 func checkNodeName(name string) error {
 	if name == "" {
 		return errors.New("node name is empty")
+	}
+	if len(name) > MaxNodeName {
+		return fmt.Errorf("node name %.20q... is %d bytes; at most %d are allowed", name, len(name), MaxNodeName)
 	}
 	if strings.ContainsFunc(name, func(r rune) bool {
 		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '.' || r == '-')
 	}) {
 		return fmt.Errorf("node name %q: only letters, digits, '_', '.' and '-' are allowed", name)
+	}
+	if name[0] == '-' || name[0] == '.' {
+		return fmt.Errorf("node name %q: must start with a letter, a digit or '_'", name)
+	}
+	return nil
+}
+
+// CheckNodeName reports whether name can name a node (see AddNode).
+func CheckNodeName(name string) error { return checkNodeName(name) }
+
+// CheckIntfName reports whether name can name an interface: 1 to
+// MaxIntfName bytes of letters, digits, '_', '.', '-' and '@', not starting
+// with '-' or '.' (the kernel refuses '.', '..', '/', ':' and blanks; hymn
+// also keeps names that read as options or paths out).
+func CheckIntfName(name string) error {
+	if name == "" {
+		return errors.New("interface name is empty")
+	}
+	if len(name) > MaxIntfName {
+		return fmt.Errorf("interface name %.20q is %d bytes; Linux allows at most %d", name, len(name), MaxIntfName)
+	}
+	if strings.ContainsFunc(name, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '.' || r == '-' || r == '@')
+	}) {
+		return fmt.Errorf("interface name %q: only letters, digits, '_', '.', '-' and '@' are allowed", name)
+	}
+	if name[0] == '-' || name[0] == '.' {
+		return fmt.Errorf("interface name %q: must not start with '-' or '.'", name)
 	}
 	return nil
 }

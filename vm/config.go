@@ -3,6 +3,7 @@ package vm
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -89,6 +90,16 @@ const RunBase = "/run/hymn/vm"
 // to addHost) to cfg. Unknown keys are ignored, as CIMininet relies on one
 // script driving both Host and VMHost. Values are checked by Validate.
 func ParseParams(cfg *Config, params map[string]string) error {
+	if err := parseParams(cfg, params); err != nil {
+		if cfg.Name != "" {
+			return fmt.Errorf("vm %s: %w", cfg.Name, err)
+		}
+		return err
+	}
+	return nil
+}
+
+func parseParams(cfg *Config, params map[string]string) error {
 	for k, v := range params {
 		v = strings.TrimSpace(v)
 		switch k {
@@ -99,6 +110,9 @@ func ParseParams(cfg *Config, params map[string]string) error {
 			}
 			if n < 1 {
 				return fmt.Errorf("%w: cpus=%d: a VM needs at least 1 vCPU", ErrBadParam, n)
+			}
+			if n > MaxCPUs {
+				return fmt.Errorf("%w: cpus=%d: at most %d vCPUs", ErrBadParam, n, MaxCPUs)
 			}
 			cfg.CPUs = n
 		case "memory", "mem":
@@ -137,15 +151,26 @@ func ParseParams(cfg *Config, params map[string]string) error {
 	return nil
 }
 
+// Bounds of VM parameters, checked while parsing so no value makes hymn
+// loop or allocate in proportion to it.
+const (
+	MaxCPUs = 255  // vCPUs of one VM (QEMU's pc machine without x2APIC)
+	MaxCore = 8191 // highest host core number a cpupin list may name (the kernel's NR_CPUS at most)
+	// MaxMemoryMiB bounds memory= (16 TiB); the host's own memory is
+	// checked when the VM starts.
+	MaxMemoryMiB = 16 << 20
+)
+
 // parseCPUList reads "24,25", "[24, 25]" (Python's list as Mininet files
-// write it) or "24-27".
+// write it) or "24-27". Core numbers are at most MaxCore and the list names
+// at most MaxCPUs cores (one per vCPU).
 func parseCPUList(s string) ([]int, error) {
 	s = strings.Trim(strings.TrimSpace(s), "[]()")
 	var out []int
 	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' }) {
 		lo, hi, isRange := strings.Cut(f, "-")
 		a, err := strconv.Atoi(lo)
-		if err != nil {
+		if err != nil || a < 0 {
 			return nil, fmt.Errorf("%q is not a core number", f)
 		}
 		b := a
@@ -153,6 +178,12 @@ func parseCPUList(s string) ([]int, error) {
 			if b, err = strconv.Atoi(hi); err != nil || b < a {
 				return nil, fmt.Errorf("%q is not a core range", f)
 			}
+		}
+		if b > MaxCore {
+			return nil, fmt.Errorf("core %d is above %d", b, MaxCore)
+		}
+		if len(out)+(b-a+1) > MaxCPUs {
+			return nil, fmt.Errorf("more than %d cores (one per vCPU, at most %d vCPUs)", MaxCPUs, MaxCPUs)
 		}
 		for c := a; c <= b; c++ {
 			out = append(out, c)
@@ -178,7 +209,7 @@ func parseMemory(s string) (int64, error) {
 		num, unit = num[:len(num)-1], strings.ToUpper(num[len(num)-1:])
 	}
 	n, err := strconv.ParseFloat(num, 64)
-	if err != nil || n <= 0 {
+	if err != nil || !(n > 0) || math.IsInf(n, 0) {
 		return 0, fmt.Errorf("%w: memory=%q: not a size (use e.g. 512M or 4G)", ErrBadParam, s)
 	}
 	var mib float64
@@ -196,6 +227,9 @@ func parseMemory(s string) (int64, error) {
 	}
 	if mib < 64 {
 		return 0, fmt.Errorf("%w: memory=%q: at least 64M is needed to boot", ErrBadParam, s)
+	}
+	if mib > MaxMemoryMiB {
+		return 0, fmt.Errorf("%w: memory=%q: at most 16T", ErrBadParam, s)
 	}
 	return int64(mib), nil
 }
@@ -271,6 +305,9 @@ func (c *Config) resolve() (*resolved, error) {
 	}
 	if r.CPUs < 0 {
 		return nil, wrap(fmt.Errorf("%w: cpus=%d: a VM needs at least 1 vCPU", ErrBadParam, r.CPUs))
+	}
+	if r.CPUs > MaxCPUs {
+		return nil, wrap(fmt.Errorf("%w: cpus=%d: at most %d vCPUs", ErrBadParam, r.CPUs, MaxCPUs))
 	}
 	if n, err := parseMemory(r.Memory); err != nil {
 		return nil, wrap(err)

@@ -1,0 +1,218 @@
+package topo
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ErrTooLarge marks an input beyond one of the limits (node count, file
+// size, custom-topology output). The message names the limit and the option
+// that raises it.
+var ErrTooLarge = errors.New("too large")
+
+// Limits bound what an input may ask hymn to hold or build. The zero value
+// means the defaults below; each field has a command-line flag to raise it.
+type Limits struct {
+	// MaxNodes bounds the node count of a topology (--max-nodes); 0 means
+	// DefaultMaxNodes(), a negative value means no limit.
+	MaxNodes int
+	// MaxFileSize bounds a topology file, and the result a Mininet custom
+	// file prints (--max-file-size); 0 means DefaultMaxFileSize.
+	MaxFileSize int64
+	// CustomTimeout bounds the run of a Mininet custom .py file
+	// (--custom-timeout); 0 means DefaultCustomTimeout.
+	CustomTimeout time.Duration
+
+	label string // names the input in messages ("--topo linear,5")
+}
+
+// LimitError is an input beyond a limit; it matches ErrTooLarge.
+type LimitError struct{ Msg string }
+
+func (e *LimitError) Error() string { return e.Msg }
+
+// Is makes a LimitError match ErrTooLarge.
+func (e *LimitError) Is(target error) bool { return target == ErrTooLarge }
+
+func limitErr(format string, args ...any) error {
+	return &LimitError{Msg: fmt.Sprintf(format, args...)}
+}
+
+func (l Limits) named(label string) Limits {
+	l.label = label
+	return l
+}
+
+// checkBuiltin checks a built-in topology's node count; def names it when
+// the limits carry no label (a Go caller of Linear, Tree...).
+func (l Limits) checkBuiltin(def string, nodes uint64) error {
+	what := l.label
+	if what == "" {
+		what = def
+	}
+	return l.CheckNodeCount(what, nodes)
+}
+
+// Defaults of Limits.
+const (
+	DefaultMaxFileSize   = 16 << 20
+	DefaultCustomTimeout = time.Minute
+	// NodeMemory is the memory one namespace node costs with its share of
+	// links, shells and bookkeeping: linear,250 (500 nodes, 499 links) took
+	// 658 KiB a node of MemAvailable on the development VM; 1 MiB leaves
+	// room for the processes users start in nodes.
+	NodeMemory = 1 << 20
+	// fallbackMaxNodes applies when /proc/meminfo cannot be read.
+	fallbackMaxNodes = 10000
+	// minMaxNodes keeps small machines (and busy ones) usable.
+	minMaxNodes = 100
+)
+
+// DefaultMaxNodes is the node count whose estimated memory (NodeMemory per
+// node) fits in the machine's MemAvailable.
+func DefaultMaxNodes() int {
+	avail, err := memAvailable()
+	if err != nil || avail <= 0 {
+		return fallbackMaxNodes
+	}
+	return max(int(avail/NodeMemory), minMaxNodes)
+}
+
+// memAvailable returns MemAvailable from /proc/meminfo in bytes.
+func memAvailable() (int64, error) {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "MemAvailable:"); ok {
+			fs := strings.Fields(rest)
+			if len(fs) == 0 {
+				break
+			}
+			kib, err := strconv.ParseInt(fs[0], 10, 64)
+			if err != nil {
+				return 0, err
+			}
+			return kib * 1024, nil
+		}
+	}
+	return 0, errors.New("no MemAvailable in /proc/meminfo")
+}
+
+func (l Limits) maxNodes() int {
+	if l.MaxNodes == 0 {
+		return DefaultMaxNodes()
+	}
+	if l.MaxNodes < 0 {
+		return math.MaxInt
+	}
+	return l.MaxNodes
+}
+
+func (l Limits) maxFileSize() int64 {
+	if l.MaxFileSize <= 0 {
+		return DefaultMaxFileSize
+	}
+	return l.MaxFileSize
+}
+
+func (l Limits) customTimeout() time.Duration {
+	if l.CustomTimeout <= 0 {
+		return DefaultCustomTimeout
+	}
+	return l.CustomTimeout
+}
+
+// CheckNodeCount refuses a node count above the limit; what names the
+// input in the message ("--topo tree,depth=30,fanout=2").
+func (l Limits) CheckNodeCount(what string, nodes uint64) error {
+	limit := l.maxNodes()
+	if nodes > uint64(limit) {
+		return limitErr("%s: %s nodes exceeds the limit of %d (estimated %d MiB per node against MemAvailable; set --max-nodes to raise it)",
+			what, countString(nodes), limit, NodeMemory>>20)
+	}
+	return nil
+}
+
+// countString prints a count, saturated counts as "more than 2^63".
+func countString(n uint64) string {
+	if n == math.MaxUint64 {
+		return "more than 18446744073709551614"
+	}
+	return strconv.FormatUint(n, 10)
+}
+
+// readLimited reads a whole file, refusing anything above max bytes
+// (device files such as /dev/zero included) without reading further.
+func readLimited(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.IsDir() {
+		return nil, fmt.Errorf("%s is a directory", path)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > max {
+		return nil, limitErr("%s is larger than the limit of %s (set --max-file-size to raise it)", path, sizeString(max))
+	}
+	return data, nil
+}
+
+func sizeString(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// Saturating arithmetic for node counts: a result that does not fit is
+// math.MaxUint64, which exceeds every limit.
+func satMul(a, b uint64) uint64 {
+	if a != 0 && b > math.MaxUint64/a {
+		return math.MaxUint64
+	}
+	return a * b
+}
+
+func satAdd(a, b uint64) uint64 {
+	if a > math.MaxUint64-b {
+		return math.MaxUint64
+	}
+	return a + b
+}
+
+// satPow returns b^e, saturated.
+func satPow(b uint64, e int) uint64 {
+	if e <= 0 {
+		return 1
+	}
+	if b <= 1 {
+		return b
+	}
+	r := uint64(1)
+	for range e {
+		r = satMul(r, b)
+		if r == math.MaxUint64 {
+			break
+		}
+	}
+	return r
+}

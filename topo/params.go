@@ -1,0 +1,134 @@
+package topo
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"sync/atomic"
+)
+
+// linkParamsCheck validates a link's emulation parameters (delay, bw,
+// emu...). The emulator's parser lives above topo (package hymn turns link
+// Params into emulator configurations), so hymn registers it here; without
+// it only topo's own link parameters are checked.
+var linkParamsCheck atomic.Pointer[func(Params) error]
+
+// SetLinkParamsCheck registers the function that validates a link's
+// emulation parameters at load and resolve time, so a bad delay= is a
+// usage error naming the file and line, not a failure half-way through
+// building. Package hymn calls it from init.
+func SetLinkParamsCheck(fn func(Params) error) { linkParamsCheck.Store(&fn) }
+
+// nodeParamsCheck validates backend parameters of a node (a VM's cpus,
+// memory, cpupin...), registered by package hymn like linkParamsCheck.
+var nodeParamsCheck atomic.Pointer[func(name string, p Params) error]
+
+// SetNodeParamsCheck registers the function that validates a node's backend
+// parameters at load and resolve time.
+func SetNodeParamsCheck(fn func(name string, p Params) error) { nodeParamsCheck.Store(&fn) }
+
+// CheckLinkParams validates the parameters of one link: topo's own (mtu,
+// kind, intfName1/2, ip1/2, mac1/2 are checked by Resolve) and the
+// registered emulation check.
+func CheckLinkParams(p Params) error {
+	var errs []error
+	if v, ok := p["mtu"]; ok {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < 68 || n > 65535 {
+			errs = append(errs, fmt.Errorf("mtu=%q: must be a whole number of bytes from 68 to 65535", v))
+		}
+	}
+	if v, ok := p["kind"]; ok {
+		switch strings.ToLower(v) {
+		case "", "veth", "sriov", "hwpair":
+		default:
+			errs = append(errs, fmt.Errorf("kind=%q: use veth or sriov", v))
+		}
+	}
+	for _, k := range []string{"intfName1", "intfName2"} {
+		if v, ok := p[k]; ok && v != "" {
+			if err := CheckIntfName(v); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", k, err))
+			}
+		}
+	}
+	if len(errs) == 0 {
+		if fn := linkParamsCheck.Load(); fn != nil {
+			errs = append(errs, (*fn)(p))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// checkNodeParams validates the node parameters hymn itself reads (the
+// backends check theirs: vm parameters in hymn.New). Unknown keys stay
+// allowed, as Mininet ignores them.
+func checkNodeParams(n *Node) error {
+	var errs []error
+	bad := func(k, format string, a ...any) {
+		errs = append(errs, fmt.Errorf("node %s: %s=%q: %s", n.Name, k, n.Params[k], fmt.Sprintf(format, a...)))
+	}
+	if v, ok := n.Params["cpu"]; ok {
+		if f, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err != nil || !validCPUFraction(f) {
+			bad("cpu", "must be a fraction in (0, 1], or -1 for no limit")
+		}
+	}
+	if v, ok := n.Params["dpid"]; ok {
+		if err := checkDPIDValue(v); err != nil {
+			bad("dpid", "%v", err)
+		}
+	}
+	if v := strings.TrimSpace(n.Params["defaultRoute"]); v != "" {
+		if _, err := checkRoute("default " + v); err != nil {
+			bad("defaultRoute", "%v", err)
+		}
+	}
+	if v, ok := n.Params["routes"]; ok {
+		for _, r := range strings.Split(v, ";") {
+			if strings.TrimSpace(r) == "" {
+				continue
+			}
+			if _, err := checkRoute(r); err != nil {
+				bad("routes", "%v", err)
+			}
+		}
+	}
+	if v, ok := n.Params["backend"]; ok {
+		switch v {
+		case "", "netns", "vm":
+		default:
+			bad("backend", "use netns or vm")
+		}
+	}
+	if fn := nodeParamsCheck.Load(); fn != nil && len(errs) == 0 {
+		if err := (*fn)(n.Name, n.Params); err != nil {
+			errs = append(errs, fmt.Errorf("node %s: %w", n.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// validCPUFraction accepts Mininet's cpu values: a finite share in (0, 1],
+// or -1 (no limit).
+func validCPUFraction(f float64) bool {
+	return f == -1 || (!math.IsNaN(f) && f > 0 && f <= 1)
+}
+
+// ValidCPUFraction reports whether f is a CPU share hymn accepts (--host
+// cfs,cpu=F and a node's cpu parameter): finite, in (0, 1], or -1.
+func ValidCPUFraction(f float64) bool { return validCPUFraction(f) }
+
+// checkDPIDValue accepts a datapath id as Mininet does: up to 16 hex
+// digits, optionally with 0x.
+func checkDPIDValue(v string) error {
+	h := strings.TrimPrefix(strings.TrimPrefix(strings.TrimSpace(v), "0x"), "0X")
+	if h == "" || len(h) > 16 {
+		return errors.New("must be 1 to 16 hex digits")
+	}
+	if _, err := strconv.ParseUint(h, 16, 64); err != nil {
+		return errors.New("must be hex digits")
+	}
+	return nil
+}
