@@ -4,7 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
+	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Distribution selects the law of the delay innovations C (spec §3.4).
@@ -103,12 +107,18 @@ type Config struct {
 	Reorder         bool // heap (reordering allowed) instead of FIFO
 	Police          PolicerConfig
 	Space           SpacerConfig
+	Trace           TraceConfig // a delivery trace as the rate (trace.go)
 	Loss            LossConfig
 	Overhead        int // bytes added to each frame for rate calculations
 	MaxFrame        int // largest frame (bytes, without overhead) the link carries
 	Buffer          int // buffer capacity in packets
 	Seed            uint64
 	SeedSet         bool // false: New picks a random seed and reports it in Stats
+	// AllowLarge lifts the limits that protect against typing mistakes
+	// (times above MaxTime, a buffer whose memory exceeds a quarter of the
+	// machine's): text key `allow-large`, link parameter allow_large=1.
+	// The hard limits (HardMaxTime, MaxFrameLimit, MaxBufferPackets) stay.
+	AllowLarge bool
 }
 
 // Defaults from spec §2, §5.1 and §7.
@@ -123,6 +133,77 @@ const (
 	// should use it to size their arrays.
 	MaxBatch = 16
 )
+
+// Limits of the parameters (see Validate). The soft ones catch typing
+// mistakes (`jitter 1000000000s`, a buffer that would take the machine's
+// memory) and are lifted by Config.AllowLarge; the hard ones keep the
+// arithmetic in range (int64 ns, frame buffers a port can hold).
+const (
+	// MaxTime bounds delay, jitter, half-life and rate-interval unless
+	// AllowLarge is set.
+	MaxTime = time.Hour
+	// HardMaxTime bounds them always: 10⁶ s (11.6 days) keeps every
+	// departure time, even 9000 σ out, inside int64 nanoseconds.
+	HardMaxTime = 1e6 * time.Second
+	// MaxFrameLimit is the largest max-frame: 64 KiB, the largest IP
+	// packet plus its Ethernet header, and the largest slot of an
+	// AF_PACKET ring block. A link's MTU may bound it lower (forwarder).
+	MaxFrameLimit = 1 << 16
+	// MaxBufferPackets bounds the buffer capacity always.
+	MaxBufferPackets = 1 << 28
+	// MaxRate bounds the policer and spacer rates (1 Pbit/s).
+	MaxRate = 1e15
+	// MaxOverhead bounds the per-packet overhead.
+	MaxOverhead = 4096
+	// PacketRecordBytes is the memory one queued packet takes in the
+	// emulator (its Packet record plus a lost packet's slot time), for the
+	// memory estimate of a buffer.
+	PacketRecordBytes = 48
+	// FrameBufferBytes bounds the frame buffers (slots) a forwarder keeps
+	// per direction by default (ForwarderConfig.MaxBuffered).
+	FrameBufferBytes = 128 << 20
+)
+
+// SlotSize is the frame buffer size a forwarder uses for frames of up to
+// maxFrame bytes: a power of two ≥ 2 KiB holding the frame, a VLAN tag and
+// room for the port's header.
+func SlotSize(maxFrame int) int {
+	slot := 2048
+	for slot < maxFrame+4+64 {
+		slot <<= 1
+	}
+	return slot
+}
+
+// MemoryEstimate is the most memory (bytes) one direction of a link with
+// this configuration can take in a forwarder with default settings: a
+// record per buffered packet plus the frame buffers, which are bounded
+// by FrameBufferBytes.
+func (c *Config) MemoryEstimate() uint64 {
+	slot := uint64(SlotSize(c.MaxFrame))
+	frames := min(uint64(max(c.Buffer, 0))+2*MaxBatch, max(FrameBufferBytes/slot, 2*MaxBatch))
+	return uint64(max(c.Buffer, 0))*PacketRecordBytes + frames*slot
+}
+
+// memoryBudget is the most a direction may take without AllowLarge: a
+// quarter of the machine's physical memory. Tests replace it.
+var memoryBudget = sync.OnceValue(func() uint64 {
+	var si unix.Sysinfo_t
+	if err := unix.Sysinfo(&si); err != nil || si.Totalram == 0 {
+		return 1 << 30 // unknown: assume a 4 GiB machine
+	}
+	return uint64(si.Totalram) * uint64(max(si.Unit, 1)) / 4
+})
+
+func fmtBytes(b uint64) string {
+	switch {
+	case b >= 1<<30:
+		return strconv.FormatFloat(float64(b)/(1<<30), 'f', 1, 64) + " GiB"
+	case b >= 1<<20:
+		return strconv.FormatFloat(float64(b)/(1<<20), 'f', 1, 64) + " MiB"
+	}
+	return strconv.FormatUint(b, 10) + " B"
+}
 
 // DefaultConfig returns a link with no impairment and the spec's defaults.
 func DefaultConfig() Config {
@@ -157,13 +238,27 @@ func fieldErr(field, format string, args ...any) error {
 
 func badProb(p float64) bool { return math.IsNaN(p) || p < 0 || p > 1 }
 
+// checkTime enforces the time limits: never negative, at most MaxTime
+// unless AllowLarge, and never beyond HardMaxTime.
+func (c *Config) checkTime(field string, d time.Duration) error {
+	switch {
+	case d < 0:
+		return fieldErr(field, "must not be negative (got %v)", d)
+	case d > HardMaxTime:
+		return fieldErr(field, "%v exceeds the hard limit of %v", d, HardMaxTime)
+	case d > MaxTime && !c.AllowLarge:
+		return fieldErr(field, "%v exceeds the limit of %v (add allow-large, or allow_large=1 on a link, to go up to %v)", d, MaxTime, HardMaxTime)
+	}
+	return nil
+}
+
 // Validate checks every field and returns the first problem found.
 func (c *Config) Validate() error {
-	if c.Delay < 0 {
-		return fieldErr("delay", "must not be negative (got %v)", c.Delay)
+	if err := c.checkTime("delay", c.Delay); err != nil {
+		return err
 	}
-	if c.Jitter < 0 {
-		return fieldErr("jitter", "must not be negative (got %v)", c.Jitter)
+	if err := c.checkTime("jitter", c.Jitter); err != nil {
+		return err
 	}
 	if c.Distribution >= numDistributions {
 		return fieldErr("distribution", "unknown distribution %d", uint8(c.Distribution))
@@ -174,20 +269,33 @@ func (c *Config) Validate() error {
 	if (c.Distribution == LogNormal || c.Distribution == Gamma) && c.Delay <= 0 {
 		return fieldErr("delay", "distribution %s needs a mean delay > 0", c.Distribution)
 	}
-	if c.HalfLife < 0 {
-		return fieldErr("half-life", "must not be negative (got %v)", c.HalfLife)
+	if err := c.checkTime("half-life", c.HalfLife); err != nil {
+		return err
 	}
 	if c.RateInterval <= 0 {
 		return fieldErr("rate-interval", "must be > 0 (got %v)", c.RateInterval)
 	}
-	if c.Overhead < 0 || c.Overhead > 4096 {
-		return fieldErr("overhead", "must be between 0 and 4096 bytes (got %d)", c.Overhead)
+	if err := c.checkTime("rate-interval", c.RateInterval); err != nil {
+		return err
 	}
-	if c.MaxFrame < 1 || c.MaxFrame > 1<<20 {
-		return fieldErr("max-frame", "must be between 1 and 1048576 bytes (got %d)", c.MaxFrame)
+	if c.Overhead < 0 || c.Overhead > MaxOverhead {
+		return fieldErr("overhead", "must be between 0 and %d bytes (got %d)", MaxOverhead, c.Overhead)
 	}
-	if c.Buffer < 1 || c.Buffer > 1<<28 {
-		return fieldErr("limit", "buffer capacity must be between 1 and 268435456 packets (got %d)", c.Buffer)
+	if c.MaxFrame < 1 || c.MaxFrame > MaxFrameLimit {
+		return fieldErr("max-frame", "must be between 1 and %d bytes (got %d)", MaxFrameLimit, c.MaxFrame)
+	}
+	if c.Buffer < 1 || c.Buffer > MaxBufferPackets {
+		return fieldErr("limit", "buffer capacity must be between 1 and %d packets (got %d)", MaxBufferPackets, c.Buffer)
+	}
+	if m, budget := c.MemoryEstimate(), memoryBudget(); m > budget && !c.AllowLarge {
+		return fieldErr("limit", "%d packets of up to %d bytes need up to %s per direction (%d B per queued packet plus frame buffers), more than a quarter of this machine's memory (%s); lower the limit or add allow-large",
+			c.Buffer, c.MaxFrame, fmtBytes(m), PacketRecordBytes, fmtBytes(budget))
+	}
+	if c.Police.Enabled && c.Police.Rate > MaxRate {
+		return fieldErr("police rate", "%d bit/s exceeds the limit of %g bit/s", c.Police.Rate, float64(MaxRate))
+	}
+	if c.Space.Enabled && c.Space.Rate > MaxRate {
+		return fieldErr("rate", "%d bit/s exceeds the limit of %g bit/s", c.Space.Rate, float64(MaxRate))
 	}
 	wire := uint64(c.MaxFrame + c.Overhead)
 	if c.Police.Enabled {
@@ -205,6 +313,9 @@ func (c *Config) Validate() error {
 		if c.Space.Limit != 0 && c.Space.Limit < wire {
 			return fieldErr("space limit", "%d bytes is smaller than one frame on the wire (%d bytes)", c.Space.Limit, wire)
 		}
+	}
+	if err := c.Trace.validate(c); err != nil {
+		return err
 	}
 	l := &c.Loss
 	switch l.Model {
@@ -278,6 +389,7 @@ func Overhead(bytes int) Option              { return func(c *Config) { c.Overhe
 func MaxFrame(bytes int) Option              { return func(c *Config) { c.MaxFrame = bytes } }
 func BufferPackets(n int) Option             { return func(c *Config) { c.Buffer = n } }
 func Seed(s uint64) Option                   { return func(c *Config) { c.Seed, c.SeedSet = s, true } }
+func AllowLarge(on bool) Option              { return func(c *Config) { c.AllowLarge = on } }
 func RandomLossProb(p float64) Option {
 	return func(c *Config) { c.Loss = LossConfig{Model: RandomLoss, Prob: p} }
 }

@@ -16,6 +16,7 @@ type Emulator struct {
 	delay   delayer
 	police  policer
 	space   spacer
+	trace   traceStage // trace-driven rate (trace.go), instead of the spacer
 	loss    lossState
 	fifo    ring
 	heap    calendar
@@ -35,6 +36,7 @@ type Emulator struct {
 	lateHist  Histogram
 
 	pending atomic.Pointer[pendingChange]
+	sched   *scheduleRun // schedule_run.go
 }
 
 type pendingChange struct {
@@ -83,14 +85,15 @@ func (e *Emulator) apply(cfg Config, reset bool) {
 	e.delay.configure(&e.cfg)
 	e.police.configure(cfg.Police)
 	e.space.configure(cfg.Space)
-	if !cfg.Space.Enabled {
+	e.trace.configure(cfg.Trace)
+	if !cfg.Space.Enabled && cfg.Trace.Trace == nil {
 		e.ghosts.reset() // without a spacer lost packets hold no slot
 	}
 	e.loss.configure(cfg.Loss)
 	if cfg.Seed != old.Seed || reset {
 		e.seedRNG(cfg.Seed)
 	}
-	heap := cfg.Reorder && !cfg.Space.Enabled
+	heap := cfg.Reorder && !cfg.Space.Enabled && cfg.Trace.Trace == nil
 	if heap != e.useHeap {
 		// Move what is queued to the other discipline; nothing is lost.
 		if heap {
@@ -152,6 +155,9 @@ func (e *Emulator) Receive(now int64, in []Packet, dropped []Packet) []Packet {
 	if pc := e.pending.Load(); pc != nil && e.pending.CompareAndSwap(pc, nil) {
 		_ = e.Reconfigure(pc.cfg, pc.reset) // validated when requested
 	}
+	if e.sched != nil {
+		e.runSchedule(now)
+	}
 	if len(in) == 0 {
 		return dropped
 	}
@@ -196,10 +202,17 @@ func (e *Emulator) receiveOne(now int64, p *Packet) bool {
 			return false
 		}
 		due = start
+	} else if e.trace.on {
+		start, ok := e.trace.schedule(due, int(p.Len))
+		if !ok {
+			c.spacerDropped++
+			return false
+		}
+		due = start
 	}
 	if e.loss.cfg.Model != NoLoss && e.loss.lost(e.rng) {
 		c.lost++
-		if e.space.on {
+		if e.space.on || e.trace.on {
 			// Lost on the wire (spec §1.4, §5.2): the packet used its
 			// slot, so it holds its place in the buffer until the slot
 			// starts, like the frames around it. Counting it keeps the
@@ -236,6 +249,18 @@ func (e *Emulator) occupancy(now int64) int {
 // NextDue reports the departure time of the next packet, if any, so a
 // transmitter can sleep until then.
 func (e *Emulator) NextDue() (int64, bool) {
+	if t, ok := e.scheduleDue(); ok {
+		// A schedule point wakes the transmitter too (Release applies it).
+		due, queued := e.queueDue()
+		if !queued || t < due {
+			return t, true
+		}
+		return due, true
+	}
+	return e.queueDue()
+}
+
+func (e *Emulator) queueDue() (int64, bool) {
 	if e.useHeap {
 		if e.heap.len() == 0 {
 			return 0, false
@@ -252,6 +277,9 @@ func (e *Emulator) NextDue() (int64, bool) {
 // and returns how many it wrote. It never sends early; ports pass an out of
 // MaxBatch packets.
 func (e *Emulator) Release(now int64, out []Packet) int {
+	if e.sched != nil {
+		e.runSchedule(now)
+	}
 	n := 0
 	for n < len(out) {
 		var p Packet
