@@ -39,8 +39,9 @@ type Options struct {
 	IPBase  netip.Prefix // --ipbase; zero means 10.0.0.0/8
 	AutoMAC bool         // --mac
 	STP     bool         // STP on every switch (torus switches have it anyway)
-	// Switch is the switch kind: "lxbr" (default, a Linux bridge) or
-	// "ovsbr" (Open vSwitch in userspace mode, standalone).
+	// Switch is the switch kind: "lxbr" (default, a Linux bridge),
+	// "ovsbr" (Open vSwitch in userspace mode, standalone) or "ovsk"
+	// (Open vSwitch OpenFlow switches connected to the controllers).
 	Switch  string
 	Workers int // setup concurrency; 0 chooses from the CPU count
 	// CPU makes every host CPU-limited (mn --host cfs,cpu=F); nil for none.
@@ -56,6 +57,14 @@ type Options struct {
 	Links string
 	// SRIOV configures SR-IOV links; its fields win over Links' options.
 	SRIOV *sriov.Config
+	// Controllers are OpenFlow controllers added to the topology's own
+	// (mn's --controller); with Switch "ovsk" every switch connects to all
+	// of them (sdn.go).
+	Controllers []topo.Controller
+	// FailMode ("secure", Mininet's default, or "standalone") and
+	// Protocols ("OpenFlow10,OpenFlow13") of OpenFlow switches; a switch's
+	// failMode and protocols params win.
+	FailMode, Protocols string
 	// MaxNodes bounds the topology's node count (mn --max-nodes): 0 means
 	// topo.DefaultMaxNodes(), what the machine's available memory holds;
 	// negative means no limit.
@@ -98,6 +107,8 @@ type Network struct {
 	// Backend state made on first use (emulated.go, sriovlink.go).
 	emuState atomic.Pointer[emuNet]
 	sriov    atomic.Pointer[sriovNet]
+
+	sdn *sdnNet // controllers and OpenFlow switches (sdn.go)
 }
 
 // netLink is a planned link and, once created, its veth pair.
@@ -126,6 +137,9 @@ func New(t *topo.Topo, opts Options) (*Network, error) {
 		opts.Workers = defaultWorkers()
 	}
 	n := &Network{opts: opts, plan: plan, run: owner.NewRunID(), nodes: map[string]Node{}}
+	if err := n.initSDN(t); err != nil {
+		return nil, err
+	}
 	// Backends and VM parameters are checked here, before anything exists.
 	var errs []error
 	for _, p := range plan.Nodes {
@@ -205,6 +219,9 @@ func (n *Network) Build(ctx context.Context) (err error) {
 	lg.Debugf("*** created %d host namespaces in %v\n", len(hosts), time.Since(t0))
 	lg.Info("*** Adding switches:\n")
 	t0 = time.Now()
+	if err := n.buildOVS(); err != nil {
+		return err
+	}
 	if err := n.createNodes(ctx, switches); err != nil {
 		return err
 	}
@@ -275,6 +292,12 @@ func (n *Network) createNodes(ctx context.Context, list []*topo.PlannedNode) err
 			}
 			return nil
 		}
+		if node, ok, err := n.newOpenFlowSwitch(p); ok {
+			made[i] = node
+			n.debugf("*** %s: OpenFlow switch on %s\n", p.Name, n.sdn.ovs.Namespace())
+			return err
+		}
+		n.debugf("*** %s: ip netns add %s\n", p.Name, ns)
 		stp := p.IsSwitch() && (n.opts.STP || truthy(p.Params["stp"]))
 		node, err := nodes.New(nodes.Config{Name: p.Name, Kind: p.Kind, Namespace: ns, STP: stp, CPU: n.cpuLimit(p),
 			OVS: p.IsSwitch() && n.opts.Switch == "ovsbr"})
@@ -299,12 +322,13 @@ func (n *Network) createLink(l *netLink) error {
 	if n.linkNeedsEmulator(l.plan) {
 		return n.createEmulatedLink(l)
 	}
+	n.debugLink(l.plan)
 	v, err := links.CreateVeth(n.linkEnd(l.plan, l.plan.Intf1), n.linkEnd(l.plan, l.plan.Intf2))
 	if err != nil {
 		return err
 	}
 	l.veth = v
-	if n.opts.Switch == "ovsbr" && (n.plan.Node(l.plan.Intf1.Node).IsSwitch() || n.plan.Node(l.plan.Intf2.Node).IsSwitch()) {
+	if n.usesOVS() && (n.plan.Node(l.plan.Intf1.Node).IsSwitch() || n.plan.Node(l.plan.Intf2.Node).IsSwitch()) {
 		// Open vSwitch's userspace datapath forwards frames as they are:
 		// checksums must be complete when they leave the senders.
 		for _, i := range []*topo.Intf{l.plan.Intf1, l.plan.Intf2} {
@@ -431,10 +455,9 @@ func (n *Network) Start(ctx context.Context) error {
 			return err
 		}
 	}
-	lg := n.log()
-	lg.Info("*** Starting controller\n\n")
-	switches := n.plan.Switches()
-	lg.Infof("*** Starting %d switches\n%s\n", len(switches), names(switches))
+	if err := n.startSDN(ctx); err != nil {
+		return err
+	}
 	return n.waitSTP(ctx)
 }
 
@@ -443,7 +466,7 @@ func (n *Network) Start(ctx context.Context) error {
 func (n *Network) WaitConnected(ctx context.Context) error {
 	switches := n.plan.Switches()
 	n.log().Info("*** Waiting for switches to connect\n")
-	err := n.waitSTP(ctx)
+	err := errors.Join(n.waitOpenFlow(ctx), n.waitSTP(ctx))
 	n.log().Info(names(switches) + "\n")
 	return err
 }
@@ -533,7 +556,7 @@ func (n *Network) teardown(verbose bool) error {
 	n.log().Debugf("*** stopped node processes in %v\n", time.Since(t0))
 	t0 = time.Now()
 
-	lg.Info("*** Stopping 0 controllers\n\n")
+	lg.Infof("*** Stopping %d controllers\n%s\n", len(n.ControllerNames()), strings.Join(append(n.ControllerNames(), ""), " "))
 	// Links are not deleted one by one: deleting a veth waits for an RCU
 	// grace period under the RTNL lock (about 5 ms each, serialised), while
 	// deleting a namespace removes all its interfaces in one batch. So the
@@ -546,6 +569,8 @@ func (n *Network) teardown(verbose bool) error {
 	t0 = time.Now()
 	lg.Infof("*** Stopping %d switches\n", len(switches))
 	errs = append(errs, n.deleteNodes(ctx, switches))
+	// Controllers stop after the switches that use them (sdn.go).
+	errs = append(errs, n.stopSDN())
 	lg.Info(names(switches) + "\n")
 	lg.Infof("*** Stopping %d hosts\n", len(hosts))
 	errs = append(errs, n.deleteNodes(ctx, hosts))

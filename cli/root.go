@@ -93,6 +93,9 @@ Progress goes to stderr, as Mininet's does. hymn must run as root.`,
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return fmt.Errorf("%w: %v", ErrUsage, err) })
 	addMNFlags(root.Flags(), f)
+	if MNMode() {
+		setupMNMode(root, f) // mn.go
+	}
 	root.AddCommand(newCleanCmd(stdout, stderr), newVersionCmd(stdout), newEmulateCmd(), newRunCmd(stdin, stdout, stderr), NewGraphCmd(), NewVMCmd(), NewSRIOVCmd())
 	return root
 }
@@ -101,8 +104,8 @@ Progress goes to stderr, as Mininet's does. hymn must run as root.`,
 func addMNFlags(fl *pflag.FlagSet, f *mnFlags) {
 	f.changed = fl.Changed
 	fl.StringVar(&f.topo, "topo", "minimal", "topology spec: "+strings.Join(topo.BuiltinNames(), "|")+"[,arg...][,key=value...]")
-	fl.StringVar(&f.switchSpec, "switch", "lxbr", "switch: lxbr[,stp=1] (a Linux bridge in its own namespace) or ovsbr[,stp=1] (Open vSwitch in userspace mode, standalone)")
-	fl.StringArrayVar(&f.controller, "controller", nil, "controller: none (OpenFlow controllers are not supported: hymn's switches learn by themselves)")
+	fl.StringVar(&f.switchSpec, "switch", "lxbr", "switch: lxbr[,stp=1] (a Linux bridge in its own namespace), ovsbr[,stp=1] (Open vSwitch in userspace mode, standalone), or ovsk|ovs|default|user[,stp=1,failMode=secure|standalone,protocols=OpenFlow13] (Open vSwitch OpenFlow switches connected to the controllers)")
+	fl.StringArrayVar(&f.controller, "controller", nil, "controller (repeatable): default|ref|ovsc|remote[,ip=IP][,port=PORT]|none; without it, OpenFlow switches get default (ovs-testcontroller) and other switches none")
 	fl.StringVar(&f.link, "link", "default", "link type: default (veth), tc[,bw=MBIT,delay=T,jitter=T,loss=PCT,max_queue_size=N] or emu[,emulator params] (hymn's emulator on every link)")
 	fl.StringVar(&f.links, "links", "veth", "link backend: veth, or sriov[,pairs=PF:PF,vlans=400-4094,inventory=FILE,sim=auto|on|off] for SR-IOV VF pairs (simulated NIC without hardware)")
 	fl.BoolVar(&f.mac, "mac", false, "automatically set host MACs from their index (00:00:00:00:00:01, ...)")
@@ -122,7 +125,7 @@ func addMNFlags(fl *pflag.FlagSet, f *mnFlags) {
 	fl.StringVar(&f.nodes, "nodes", "netns", "backend of the hosts: netns (network namespaces) or vm (QEMU VMs; KVM when usable, else TCG)")
 	fl.StringVar(&f.nat, "nat", "", "add a NAT node (nat0) on the first switch, toward the root namespace; hosts route through it")
 	fl.Lookup("nat").NoOptDefVal = "nat0"
-	fl.BoolVar(&f.inNS, "innamespace", false, "accepted for compatibility: hymn's switches always run in their own namespace")
+	fl.BoolVar(&f.inNS, "innamespace", false, "OpenFlow switches in a namespace of their own (hymn's OpenFlow switches always are; the controller stays on 127.0.0.1)")
 	fl.IntVar(&f.listenPort, "listenport", 6654, "accepted for compatibility: no effect without OpenFlow")
 	fl.BoolVar(&f.noListen, "nolistenport", false, "accepted for compatibility: no effect without OpenFlow")
 	fl.StringVar(&f.custom, "custom", "", "topology file: a Mininet custom .py file (then --topo names one of its topos), a MiniEdit .mn file or a hymn YAML/JSON file")
@@ -225,11 +228,12 @@ func runMN(ctx context.Context, f *mnFlags, stdin *os.File, stdout, stderr io.Wr
 	if err != nil {
 		return err
 	}
-	switchKind, stp, err := parseSwitch(f.switchSpec)
+	sw, err := parseSwitchSpec(f.switchSpec, f.inNS, lg) // mn.go
 	if err != nil {
 		return err
 	}
-	if err := checkControllers(f.controller); err != nil {
+	controllers, err := parseControllers(f.controller, sw)
+	if err != nil {
 		return err
 	}
 	if err := ApplyLinkSpec(t, f.link); err != nil {
@@ -285,7 +289,8 @@ func runMN(ctx context.Context, f *mnFlags, stdin *os.File, stdout, stderr io.Wr
 	if f.nodes != hymn.BackendNetns && f.nodes != hymn.BackendVM {
 		return fmt.Errorf("%w: --nodes %s: use netns or vm", ErrUsage, f.nodes)
 	}
-	opts := hymn.Options{IPBase: base, AutoMAC: f.mac, STP: stp, Log: lg, CPU: hostOpts, Links: f.links, Nodes: f.nodes, Switch: switchKind, MaxNodes: lim.MaxNodes}
+	opts := hymn.Options{IPBase: base, AutoMAC: f.mac, STP: sw.stp, Log: lg, CPU: hostOpts, Links: f.links, Nodes: f.nodes, Switch: sw.kind,
+		Controllers: controllers, FailMode: sw.failMode, Protocols: sw.protocols, MaxNodes: lim.MaxNodes}
 	if err := hymn.CheckLinks(opts); err != nil {
 		return fmt.Errorf("%w: %v", ErrUsage, err)
 	}

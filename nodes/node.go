@@ -50,8 +50,9 @@ type NsNode struct {
 	shell   *Shell
 	closed  bool
 
-	cg  *cgroup    // CPU limits; nil for an unlimited node
-	ovs *ovsSwitch // an Open vSwitch switch's daemons; nil for a Linux bridge
+	cg     *cgroup    // CPU limits; nil for an unlimited node
+	ovs    *ovsSwitch // an Open vSwitch switch's daemons; nil for a Linux bridge
+	ovsNet *OVSNet    // the shared Open vSwitch of an OpenFlow switch (ovs_net.go)
 }
 
 // Config says how to create a namespace node.
@@ -237,6 +238,9 @@ func (n *NsNode) Close() error {
 // processes inside must be gone already.
 func (n *NsNode) Delete() error {
 	n.Close()
+	if n.ovsNet != nil {
+		return nil // the namespace is shared: OVSNet.Delete removes it
+	}
 	n.ovs.stop()
 	return errors.Join(n.cg.remove(), n.Named.Delete())
 }

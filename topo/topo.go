@@ -81,6 +81,8 @@ type Topo struct {
 	nextPort map[string]int
 	usedPort map[string]map[int]bool
 	errs     []error
+
+	controllers []*Controller // controller.go
 }
 
 // New returns an empty topology.

@@ -1,0 +1,401 @@
+package nodes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hymn-net/hymn/internal/proctree"
+)
+
+// Controller kinds, as mn's --controller names them.
+const (
+	ControllerDefault = "default" // Mininet's DefaultController: ref if installed, else ovsc
+	ControllerRef     = "ref"     // the OpenFlow reference controller ("controller")
+	ControllerOVSC    = "ovsc"    // Open vSwitch's ovs-testcontroller (Mininet's OVSController)
+	ControllerRemote  = "remote"  // a controller the user runs
+)
+
+// DefaultControllerPort is Mininet's (IANA's) OpenFlow port.
+const DefaultControllerPort = 6653
+
+// ControllerRunDir holds a record (pid and start time) and the log of every
+// controller process hymn runs, so hymn clean can stop one a killed hymn
+// left behind.
+const ControllerRunDir = "/run/hymn/controllers"
+
+// ControllerConfig says which controller to run or reach.
+type ControllerConfig struct {
+	Name string // c0
+	Kind string // default, ref, ovsc or remote
+	IP   string // where it listens; "" is 127.0.0.1
+	// Port is where it listens; 0 is 6653, or for a controller hymn runs
+	// the first free port from 6653 (another network may hold 6653).
+	Port int
+	// Record names the controller's record and log in ControllerRunDir
+	// (hymn-<run>-c0); "" for none.
+	Record string
+	// Relay is the Unix socket the network's Open vSwitch connects to;
+	// hymn relays it to IP:Port from its own (the root) namespace, where
+	// the controller listens.
+	Relay string
+	Logf  func(format string, args ...any) // commands and steps (-v debug); nil for none
+	Warnf func(format string, args ...any) // warnings; nil for none
+}
+
+// Controller is a running OpenFlow controller node (or a remote one hymn
+// relays the switches to).
+type Controller struct {
+	cfg   ControllerConfig
+	class string
+	d     *daemon
+	relay *relay
+}
+
+// ResolveControllerKind maps default to what Mininet's findController would
+// pick: the reference controller if installed, else ovs-testcontroller.
+func ResolveControllerKind(kind string) (string, error) {
+	switch kind {
+	case ControllerDefault:
+		if _, err := exec.LookPath("controller"); err == nil {
+			return ControllerRef, nil
+		}
+		if _, err := exec.LookPath("ovs-testcontroller"); err == nil {
+			return ControllerOVSC, nil
+		}
+		return "", errors.New("could not find a default OpenFlow controller (apt-get install openvswitch-testcontroller)")
+	case ControllerRef, ControllerRemote:
+		return kind, nil
+	case ControllerOVSC:
+		if _, err := exec.LookPath("ovs-testcontroller"); err != nil {
+			return "", errors.New("ovs-testcontroller is not installed (apt-get install openvswitch-testcontroller)")
+		}
+		return kind, nil
+	}
+	return "", fmt.Errorf("unknown controller %q: use default, ref, ovsc, remote or none", kind)
+}
+
+// StartController starts a local controller (or checks a remote one) and
+// the relay from the switches' socket to it.
+func StartController(ctx context.Context, cfg ControllerConfig) (_ *Controller, err error) {
+	if cfg.Logf == nil {
+		cfg.Logf = func(string, ...any) {}
+	}
+	if cfg.Warnf == nil {
+		cfg.Warnf = func(string, ...any) {}
+	}
+	if cfg.IP == "" {
+		cfg.IP = "127.0.0.1"
+	}
+	kind, err := ResolveControllerKind(cfg.Kind)
+	if err != nil {
+		return nil, fmt.Errorf("controller %s: %w", cfg.Name, err)
+	}
+	c := &Controller{cfg: cfg}
+	defer func() {
+		if err != nil {
+			c.Stop()
+		}
+	}()
+	switch kind {
+	case ControllerRemote:
+		c.class = "RemoteController"
+		if c.cfg.Port == 0 {
+			c.cfg.Port = DefaultControllerPort
+		}
+		if !listening(c.Addr()) {
+			cfg.Warnf("Unable to contact the remote controller at %s\n", c.Addr())
+		}
+	default:
+		c.class = "OVSController"
+		command := "ovs-testcontroller"
+		if kind == ControllerRef {
+			c.class = "Controller"
+			if _, err := exec.LookPath("controller"); err == nil {
+				command = "controller"
+			} else if _, err := exec.LookPath(command); err != nil {
+				return nil, fmt.Errorf("controller %s: neither controller nor ovs-testcontroller is installed (apt-get install openvswitch-testcontroller)", cfg.Name)
+			}
+		}
+		if err := c.pickPort(); err != nil {
+			return nil, err
+		}
+		if err := c.startProcess(command); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Relay != "" {
+		if c.relay, err = newRelay(cfg.Relay, c.Addr()); err != nil {
+			return nil, fmt.Errorf("controller %s: %w", cfg.Name, err)
+		}
+		cfg.Logf("*** %s: relaying %s to tcp:%s\n", cfg.Name, cfg.Relay, c.Addr())
+	}
+	return c, nil
+}
+
+// pickPort keeps a given port (Mininet refuses one in use) and otherwise
+// takes the first free port from 6653, so networks can run side by side.
+func (c *Controller) pickPort() error {
+	if c.cfg.Port != 0 {
+		if listening(c.Addr()) {
+			return fmt.Errorf("controller %s: please shut down the controller which is running on port %d", c.cfg.Name, c.cfg.Port)
+		}
+		return nil
+	}
+	for p := DefaultControllerPort; p < DefaultControllerPort+200; p++ {
+		l, err := net.Listen("tcp", net.JoinHostPort(c.cfg.IP, strconv.Itoa(p)))
+		if err != nil {
+			continue
+		}
+		l.Close()
+		if p != DefaultControllerPort {
+			c.cfg.Warnf("*** %s: port %d is in use; listening on %d\n", c.cfg.Name, DefaultControllerPort, p)
+		}
+		c.cfg.Port = p
+		return nil
+	}
+	return fmt.Errorf("controller %s: no free port in %d-%d", c.cfg.Name, DefaultControllerPort, DefaultControllerPort+199)
+}
+
+func (c *Controller) startProcess(command string) error {
+	args := []string{"ptcp:" + strconv.Itoa(c.cfg.Port) + ":" + c.cfg.IP}
+	if err := os.MkdirAll(ControllerRunDir, 0o700); err != nil {
+		return err
+	}
+	if command == "ovs-testcontroller" && c.cfg.Record != "" {
+		// Its control socket would go to /var/run/openvswitch, which
+		// exists only while the system's Open vSwitch runs.
+		args = append(args, "--unixctl="+filepath.Join(ControllerRunDir, c.cfg.Record+".ctl"))
+	}
+	cmd := exec.Command(command, args...)
+	cmd.Env = append(os.Environ(), "OVS_RUNDIR="+ControllerRunDir)
+	if c.cfg.Record != "" {
+		log, err := os.OpenFile(filepath.Join(ControllerRunDir, c.cfg.Record+".log"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+		if err != nil {
+			return err
+		}
+		defer log.Close()
+		cmd.Stdout, cmd.Stderr = log, log
+	}
+	d, err := startDaemon(-1, cmd)
+	if err != nil {
+		return fmt.Errorf("controller %s: starting %s: %w", c.cfg.Name, command, err)
+	}
+	c.d = d
+	c.cfg.Logf("*** %s: %s started: pid %d\n", c.cfg.Name, strings.Join(cmd.Args, " "), cmd.Process.Pid)
+	if c.cfg.Record != "" {
+		rec := fmt.Sprintf("%d %d\n", cmd.Process.Pid, startTime(cmd.Process.Pid))
+		if err := os.WriteFile(filepath.Join(ControllerRunDir, c.cfg.Record+".pid"), []byte(rec), 0o600); err != nil {
+			return err
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !listening(c.Addr()) {
+		if d.exited() {
+			return fmt.Errorf("controller %s: %s exited at once (its log: %s)", c.cfg.Name, command, filepath.Join(ControllerRunDir, c.cfg.Record+".log"))
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("controller %s: %s does not listen on %s", c.cfg.Name, command, c.Addr())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return nil
+}
+
+// Name returns the controller's name.
+func (c *Controller) Name() string { return c.cfg.Name }
+
+// Addr returns where the controller listens (ip:port).
+func (c *Controller) Addr() string {
+	return net.JoinHostPort(c.cfg.IP, strconv.Itoa(c.cfg.Port))
+}
+
+// Class is the Mininet class this controller corresponds to.
+func (c *Controller) Class() string { return c.class }
+
+// Pid is the controller process's pid; for a remote controller, hymn's
+// own (which relays to it).
+func (c *Controller) Pid() int {
+	if c.d != nil {
+		return c.d.cmd.Process.Pid
+	}
+	return os.Getpid()
+}
+
+// Target is what switches are told to connect to.
+func (c *Controller) Target() string {
+	if c.cfg.Relay != "" {
+		return "unix:" + c.cfg.Relay
+	}
+	return "tcp:" + c.Addr()
+}
+
+// String is Mininet's repr: <OVSController c0: 127.0.0.1:6653 pid=1234>.
+func (c *Controller) String() string {
+	return fmt.Sprintf("<%s %s: %s:%d pid=%d> ", c.class, c.cfg.Name, c.cfg.IP, c.cfg.Port, c.Pid())
+}
+
+// Stop stops the relay and the controller process and removes its record.
+func (c *Controller) Stop() error {
+	if c.relay != nil {
+		c.relay.close()
+		c.relay = nil
+	}
+	if c.d != nil {
+		c.cfg.Logf("*** %s: stopping pid %d\n", c.cfg.Name, c.d.cmd.Process.Pid)
+		c.d.stop()
+		c.d = nil
+	}
+	if c.cfg.Record != "" {
+		os.Remove(filepath.Join(ControllerRunDir, c.cfg.Record+".pid"))
+		os.Remove(filepath.Join(ControllerRunDir, c.cfg.Record+".log"))
+		os.Remove(filepath.Join(ControllerRunDir, c.cfg.Record+".ctl"))
+		os.Remove(ControllerRunDir) // only if empty
+	}
+	return nil
+}
+
+// RemoveControllers stops the controller processes recorded under names
+// starting with prefix (hymn-<run>-) that still run, and removes their
+// records: what hymn clean needs after a kill -9. A process is only killed
+// if its start time matches the record, so a reused pid is safe.
+func RemoveControllers(prefix string) (int, error) {
+	entries, err := os.ReadDir(ControllerRunDir)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	killed := 0
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), prefix) {
+			continue
+		}
+		path := filepath.Join(ControllerRunDir, e.Name())
+		if strings.HasSuffix(e.Name(), ".pid") {
+			var pid int
+			var st uint64
+			if data, err := os.ReadFile(path); err == nil {
+				if _, err := fmt.Sscan(string(data), &pid, &st); err == nil && pid > 0 && startTime(pid) == st {
+					syscall.Kill(pid, syscall.SIGKILL)
+					killed++
+				}
+			}
+		}
+		os.Remove(path)
+	}
+	os.Remove(ControllerRunDir)
+	return killed, nil
+}
+
+func startTime(pid int) uint64 {
+	f := proctree.StatFields(pid)
+	if len(f) < 20 {
+		return 0
+	}
+	v, _ := strconv.ParseUint(f[19], 10, 64)
+	return v
+}
+
+func listening(addr string) bool {
+	c, err := net.DialTimeout("tcp", addr, 300*time.Millisecond)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
+}
+
+// relay accepts the switches' connections on a Unix socket and carries
+// each to the controller over TCP from hymn's namespace: the switches'
+// namespace has no route to the root namespace's loopback, and this way
+// the OpenFlow traffic is on the root namespace's lo, where Mininet's is.
+type relay struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	conns  map[net.Conn]bool
+	closed bool
+	wg     sync.WaitGroup
+}
+
+func newRelay(path, target string) (*relay, error) {
+	os.Remove(path)
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("relay socket: %w", err)
+	}
+	r := &relay{ln: ln, target: target, conns: map[net.Conn]bool{}}
+	r.wg.Add(1)
+	go r.serve()
+	return r, nil
+}
+
+func (r *relay) track(c net.Conn, add bool) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if add {
+		if r.closed {
+			c.Close()
+			return false
+		}
+		r.conns[c] = true
+	} else {
+		delete(r.conns, c)
+	}
+	return true
+}
+
+func (r *relay) serve() {
+	defer r.wg.Done()
+	for {
+		in, err := r.ln.Accept()
+		if err != nil {
+			return
+		}
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			defer in.Close()
+			if !r.track(in, true) {
+				return
+			}
+			defer r.track(in, false)
+			out, err := net.DialTimeout("tcp", r.target, 2*time.Second)
+			if err != nil {
+				return // the switch retries, as it would against a controller that is down
+			}
+			defer out.Close()
+			if !r.track(out, true) {
+				return
+			}
+			defer r.track(out, false)
+			done := make(chan struct{}, 2)
+			go func() { io.Copy(out, in); done <- struct{}{} }()
+			go func() { io.Copy(in, out); done <- struct{}{} }()
+			<-done
+		}()
+	}
+}
+
+func (r *relay) close() {
+	r.ln.Close()
+	r.mu.Lock()
+	r.closed = true
+	for c := range r.conns {
+		c.Close()
+	}
+	r.mu.Unlock()
+	r.wg.Wait()
+}

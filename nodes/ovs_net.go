@@ -1,0 +1,386 @@
+package nodes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hymn-net/hymn/internal/netnsx"
+	"github.com/hymn-net/hymn/topo"
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+)
+
+// OVSNetNode is the node-name part of the namespace all OpenFlow switches
+// of a network share (hymn-<run>-@ovs): '@' is not allowed in node names,
+// so it never collides with one.
+const OVSNetNode = "@ovs"
+
+// OVSNet is one Open vSwitch instance (ovsdb-server and ovs-vswitchd, in
+// userspace mode) serving every OpenFlow switch of a network. Its switches
+// share one namespace, where their ports are, much as Mininet's switches
+// share the root namespace: two daemons and one database transaction for
+// the whole network instead of a pair of daemons per switch.
+type OVSNet struct {
+	named *netnsx.Named
+	dir   string
+	logf  func(format string, args ...any)
+
+	mu      sync.Mutex
+	daemons []*daemon
+	ports   map[string][]string   // switch -> ports, in attachment order
+	bridges map[string]*OVSBridge // running bridges
+}
+
+// OVSBridge is an OpenFlow switch as Open vSwitch runs it.
+type OVSBridge struct {
+	Name        string
+	DPID        string   // hex, ':' allowed; "" derives it from the name's digits as Mininet does
+	FailMode    string   // "secure" (Mininet's default) or "standalone"
+	Protocols   string   // "OpenFlow10,OpenFlow13"; "" leaves OVS's default
+	STP         bool     // spanning tree (the bridge's stp_enable)
+	Controllers []string // OpenFlow targets (unix:PATH, tcp:IP:PORT)
+}
+
+// NewOVSNet creates the shared namespace and starts the daemons. logf, if
+// not nil, receives every command it runs (-v debug).
+func NewOVSNet(namespace, dir string, logf func(string, ...any)) (_ *OVSNet, err error) {
+	if err := OVSAvailable(); err != nil {
+		return nil, err
+	}
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	o := &OVSNet{dir: dir, logf: logf, ports: map[string][]string{}, bridges: map[string]*OVSBridge{}}
+	logf("*** creating namespace %s for the Open vSwitch switches\n", namespace)
+	if o.named, err = netnsx.CreateNamed(namespace); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			o.Delete()
+		}
+	}()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	db := filepath.Join(dir, "conf.db")
+	logf("*** ovsdb-tool create %s %s\n", db, ovsSchema())
+	if out, err := exec.Command("ovsdb-tool", "create", db, ovsSchema()).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("ovsdb-tool create: %v: %s", err, strings.TrimSpace(string(out)))
+	}
+	sock := o.dbSock()
+	if err := o.start("ovsdb-server", db, "--remote=punix:"+sock, "--pidfile="+filepath.Join(dir, "ovsdb-server.pid"),
+		"--unixctl="+filepath.Join(dir, "ovsdb-server.ctl"), "--log-file="+filepath.Join(dir, "ovsdb-server.log")); err != nil {
+		return nil, err
+	}
+	if err := waitForFile(sock, 10*time.Second); err != nil {
+		return nil, fmt.Errorf("ovsdb-server: %w", err)
+	}
+	if err := o.start("ovs-vswitchd", "unix:"+sock, "--pidfile="+filepath.Join(dir, "ovs-vswitchd.pid"),
+		"--unixctl="+filepath.Join(dir, "ovs-vswitchd.ctl"), "--log-file="+filepath.Join(dir, "ovs-vswitchd.log")); err != nil {
+		return nil, err
+	}
+	if _, err := o.Vsctl(context.Background(), "--no-wait", "init"); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// Namespace names the switches' shared namespace.
+func (o *OVSNet) Namespace() string { return o.named.Namespace() }
+
+// Dir is the directory of the database, sockets and logs.
+func (o *OVSNet) Dir() string { return o.dir }
+
+func (o *OVSNet) dbSock() string { return filepath.Join(o.dir, "db.sock") }
+
+func (o *OVSNet) env() []string {
+	return append(os.Environ(), "OVS_RUNDIR="+o.dir, "OVS_LOGDIR="+o.dir, "OVS_DBDIR="+o.dir, "OVS_SYSCONFDIR="+o.dir)
+}
+
+func (o *OVSNet) start(name string, args ...string) error {
+	cmd := exec.Command(name, args...)
+	cmd.Env = o.env()
+	d, err := startDaemon(o.named.NsHandle(), cmd)
+	if err != nil {
+		return fmt.Errorf("starting %s: %w", name, err)
+	}
+	o.logf("*** %s started in %s: pid %d: %s\n", name, o.Namespace(), cmd.Process.Pid, strings.Join(cmd.Args, " "))
+	o.mu.Lock()
+	o.daemons = append(o.daemons, d)
+	o.mu.Unlock()
+	return nil
+}
+
+// Vsctl runs ovs-vsctl against the network's database.
+func (o *OVSNet) Vsctl(ctx context.Context, args ...string) (string, error) {
+	full := append([]string{"--db=unix:" + o.dbSock(), "--timeout=30"}, args...)
+	o.logf("*** ovs-vsctl %s\n", strings.Join(args, " "))
+	out, err := exec.CommandContext(ctx, "ovs-vsctl", full...).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("ovs-vsctl %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	}
+	return string(out), nil
+}
+
+// Ofctl runs "ovs-ofctl CMD BRIDGE ARGS..." against one of the network's
+// switches (Mininet's dpctl) and returns its combined output.
+func (o *OVSNet) Ofctl(ctx context.Context, bridge, cmd string, args ...string) (string, error) {
+	full := []string{}
+	o.mu.Lock()
+	if b := o.bridges[bridge]; b != nil && b.Protocols != "" {
+		full = append(full, "-O", b.Protocols)
+	}
+	o.mu.Unlock()
+	full = append(full, cmd, bridge)
+	full = append(full, args...)
+	o.logf("*** ovs-ofctl %s\n", strings.Join(full, " "))
+	c := exec.CommandContext(ctx, "ovs-ofctl", full...)
+	c.Env = o.env()
+	out, err := c.CombinedOutput()
+	return string(out), err
+}
+
+// NewSwitch returns the node of a switch: the shared namespace, seen
+// through handles of its own.
+func (o *OVSNet) NewSwitch(name string) (*NsNode, error) {
+	named, err := netnsx.OpenNamed(o.Namespace())
+	if err != nil {
+		return nil, err
+	}
+	return &NsNode{Named: named, name: name, kind: topo.KindSwitch, ovsNet: o}, nil
+}
+
+// attach makes an interface a port of a switch: at once if the bridge
+// runs, else when StartBridges creates it.
+func (o *OVSNet) attach(sw, intf string) error {
+	o.mu.Lock()
+	o.ports[sw] = append(o.ports[sw], intf)
+	running := o.bridges[sw] != nil
+	o.mu.Unlock()
+	if running {
+		_, err := o.Vsctl(context.Background(), "add-port", sw, intf)
+		return err
+	}
+	return nil
+}
+
+// DefaultDPID is Mininet's datapath id of a switch: the given one without
+// ':' or else the digits of its name, as 16 hex digits.
+func DefaultDPID(name, dpid string) (string, error) {
+	if dpid == "" {
+		digits := strings.Map(func(r rune) rune {
+			if r >= '0' && r <= '9' {
+				return r
+			}
+			return -1
+		}, name)
+		var v uint64
+		if _, err := fmt.Sscan(digits, &v); err != nil {
+			return "", fmt.Errorf("switch %s: unable to derive default datapath ID - please either specify a dpid or use a canonical switch name such as s23", name)
+		}
+		dpid = fmt.Sprintf("%x", v)
+	}
+	dpid = strings.ReplaceAll(dpid, ":", "")
+	if len(dpid) > 16 || strings.Trim(strings.ToLower(dpid), "0123456789abcdef") != "" {
+		return "", fmt.Errorf("switch %s: dpid %q is not at most 16 hex digits", name, dpid)
+	}
+	return strings.Repeat("0", 16-len(dpid)) + strings.ToLower(dpid), nil
+}
+
+// StartBridges creates the bridges with their ports and controllers in one
+// database transaction and waits until ovs-vswitchd has applied it.
+func (o *OVSNet) StartBridges(ctx context.Context, bridges []*OVSBridge) error {
+	if len(bridges) == 0 {
+		return nil
+	}
+	var args []string
+	o.mu.Lock()
+	for _, b := range bridges {
+		dpid, err := DefaultDPID(b.Name, b.DPID)
+		if err != nil {
+			o.mu.Unlock()
+			return err
+		}
+		fail := b.FailMode
+		if fail == "" {
+			fail = "secure"
+		}
+		args = append(args, "--", "--may-exist", "add-br", b.Name, "--", "set", "bridge", b.Name, "datapath_type=netdev",
+			"fail_mode="+fail, "other-config:datapath-id="+dpid, "other-config:disable-in-band=true",
+			fmt.Sprintf("stp_enable=%t", b.STP))
+		if b.Protocols != "" {
+			args = append(args, "protocols="+b.Protocols)
+		}
+		var ids []string
+		for i, target := range b.Controllers {
+			id := fmt.Sprintf("@c%d_%s", i, strings.NewReplacer("-", "_", ".", "_").Replace(b.Name))
+			ids = append(ids, id)
+			args = append(args, "--", "--id="+id, "create", "controller", "target=\""+target+"\"", "max_backoff=1000")
+		}
+		if len(ids) > 0 {
+			args = append(args, "--", "set", "bridge", b.Name, "controller=["+strings.Join(ids, ",")+"]")
+		}
+		for _, p := range o.ports[b.Name] {
+			args = append(args, "--", "--may-exist", "add-port", b.Name, p)
+		}
+	}
+	o.mu.Unlock()
+	if _, err := o.Vsctl(ctx, args...); err != nil {
+		return err
+	}
+	o.mu.Lock()
+	for _, b := range bridges {
+		o.bridges[b.Name] = b
+	}
+	o.mu.Unlock()
+	return nil
+}
+
+// StopBridge deletes a running bridge; its ports stay and come back with
+// StartBridges (Mininet's "switch s1 stop").
+func (o *OVSNet) StopBridge(ctx context.Context, name string) error {
+	if _, err := o.Vsctl(ctx, "--if-exists", "del-br", name); err != nil {
+		return err
+	}
+	o.mu.Lock()
+	delete(o.bridges, name)
+	o.mu.Unlock()
+	return nil
+}
+
+// Bridge returns a running bridge's configuration, or nil.
+func (o *OVSNet) Bridge(name string) *OVSBridge {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.bridges[name]
+}
+
+// WaitConnected waits until every controller connection of the running
+// bridges is up.
+func (o *OVSNet) WaitConnected(ctx context.Context) error {
+	for {
+		out, err := o.Vsctl(ctx, "--format=csv", "--no-headings", "--columns=is_connected", "list", "controller")
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(out, "false") {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// Delete stops the daemons, removes the namespace (and with it every
+// switch port) and the directory.
+func (o *OVSNet) Delete() error {
+	o.mu.Lock()
+	ds := o.daemons
+	o.daemons = nil
+	o.mu.Unlock()
+	for i := len(ds) - 1; i >= 0; i-- {
+		ds[i].stop()
+	}
+	var err error
+	if o.named != nil {
+		o.logf("*** deleting namespace %s\n", o.Namespace())
+		err = o.named.Delete()
+	}
+	os.RemoveAll(o.dir)
+	os.Remove(filepath.Dir(o.dir)) // only if no other network uses it
+	return err
+}
+
+// attachPortUp brings a port of a shared-namespace switch up.
+func (n *NsNode) attachPortUp(intf string) error {
+	if err := n.ovsNet.attach(n.name, intf); err != nil {
+		return err
+	}
+	return n.Netlink(func(h *netlink.Handle) error {
+		link, err := h.LinkByName(intf)
+		if err != nil {
+			return err
+		}
+		return h.LinkSetUp(link)
+	})
+}
+
+// OVSNet returns the shared Open vSwitch of a switch node, or nil.
+func (n *NsNode) OVSNet() *OVSNet { return n.ovsNet }
+
+// daemon is a long-running child: it is started from a goroutine that
+// keeps its OS thread locked for the child's whole life, so the child's
+// parent-death signal fires when hymn dies (kill -9 included) and never
+// because the Go runtime retired the thread that forked it.
+type daemon struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// startDaemon starts cmd in namespace ns (-1: hymn's own), in a process
+// group of its own (a Ctrl-C at the terminal is for hymn, not for it).
+func startDaemon(ns netns.NsHandle, cmd *exec.Cmd) (*daemon, error) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	d := &daemon{cmd: cmd, done: make(chan struct{})}
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the child
+		if ns >= 0 {
+			if err := netns.Set(ns); err != nil {
+				started <- fmt.Errorf("entering namespace: %w", err)
+				return
+			}
+		}
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		cmd.Wait()
+		close(d.done)
+	}()
+	if err := <-started; err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// stop kills the daemon and waits (bounded) for it.
+func (d *daemon) stop() {
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-d.done:
+		return
+	case <-time.After(500 * time.Millisecond):
+	}
+	d.cmd.Process.Kill()
+	select {
+	case <-d.done:
+	case <-time.After(5 * time.Second):
+	}
+}
+
+// exited reports whether the daemon has ended.
+func (d *daemon) exited() bool {
+	select {
+	case <-d.done:
+		return true
+	default:
+		return false
+	}
+}
+
+var errNoController = errors.New("controller is not running")

@@ -1,0 +1,156 @@
+package topo
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Controller is an OpenFlow controller of a topology, as Mininet's
+// addController adds one: Kind is default, ref, ovsc or remote; IP and
+// Port say where it listens (zero values: 127.0.0.1 and 6653, or for a
+// controller hymn runs, the first free port from 6653).
+type Controller struct {
+	Name string
+	Kind string
+	IP   string
+	Port int
+}
+
+// ControllerKinds are the kinds a topology may name (none adds nothing).
+var ControllerKinds = []string{"default", "ref", "ovsc", "remote"}
+
+// ParseController reads mn's --controller spec:
+// default|ref|ovsc|remote|none[,ip=IP][,port=PORT] (remote also takes
+// ip:port or ip positionally, as Mininet's RemoteController does). It
+// returns nil for none.
+func ParseController(name, spec string) (*Controller, error) {
+	s, err := ParseSpec(spec)
+	if err != nil {
+		return nil, fmt.Errorf("--controller: %w", err)
+	}
+	kind := strings.ToLower(s.Name)
+	if kind == "none" {
+		return nil, nil
+	}
+	c := &Controller{Name: name, Kind: kind}
+	args := s.Args
+	if len(args) > 0 {
+		c.IP, args = args[0], args[1:]
+	}
+	if len(args) > 0 {
+		p, err := strconv.Atoi(args[0])
+		if err != nil {
+			return nil, fmt.Errorf("--controller %s: port %q is not a number", spec, args[0])
+		}
+		c.Port, args = p, args[1:]
+	}
+	if len(args) > 0 {
+		return nil, fmt.Errorf("--controller %s: unexpected argument %q", spec, args[0])
+	}
+	for _, kv := range s.Kwargs {
+		switch kv.Key {
+		case "ip":
+			c.IP = kv.Value
+		case "port":
+			p, err := strconv.Atoi(kv.Value)
+			if err != nil {
+				return nil, fmt.Errorf("--controller %s: port %q is not a number", spec, kv.Value)
+			}
+			c.Port = p
+		case "name":
+			c.Name = kv.Value
+		default:
+			return nil, fmt.Errorf("--controller %s: unknown option %q (it takes ip and port)", spec, kv.Key)
+		}
+	}
+	return c, c.Validate()
+}
+
+// Validate checks a controller's fields, with Mininet's ip:port shorthand
+// folded in.
+func (c *Controller) Validate() error {
+	if err := checkNodeName(c.Name); err != nil {
+		return fmt.Errorf("controller: %w", err)
+	}
+	if c.Kind == "" {
+		c.Kind = "default"
+	}
+	known := false
+	for _, k := range ControllerKinds {
+		known = known || c.Kind == k
+	}
+	if !known {
+		return fmt.Errorf("controller %s: unknown kind %q: use default, ref, ovsc, remote or none", c.Name, c.Kind)
+	}
+	if host, port, ok := strings.Cut(c.IP, ":"); ok {
+		p, err := strconv.Atoi(port)
+		if err != nil {
+			return fmt.Errorf("controller %s: %q is not ip:port", c.Name, c.IP)
+		}
+		c.IP, c.Port = host, p
+	}
+	if c.IP != "" && !validIPv4(c.IP) {
+		return fmt.Errorf("controller %s: ip %q is not an IPv4 address", c.Name, c.IP)
+	}
+	if c.Kind != "remote" && c.IP != "" && c.IP != "127.0.0.1" {
+		return fmt.Errorf("controller %s: a controller hymn runs listens on 127.0.0.1; use remote for one at %s", c.Name, c.IP)
+	}
+	if c.Port < 0 || c.Port > 65535 {
+		return fmt.Errorf("controller %s: port %d is out of range", c.Name, c.Port)
+	}
+	return nil
+}
+
+func validIPv4(s string) bool {
+	p, err := parseIP(s, 32)
+	return err == nil && p.Bits() == 32
+}
+
+// AddController adds an OpenFlow controller and returns its name. The
+// controller params are kind (default), ip and port.
+func (t *Topo) AddController(name string, params ...Params) string {
+	p := mergeParams(params)
+	c := &Controller{Name: name, Kind: p["kind"], IP: p["ip"]}
+	if v, ok := p["port"]; ok {
+		port, err := strconv.Atoi(v)
+		if err != nil {
+			t.fail(fmt.Errorf("controller %s: port %q is not a number", name, v))
+			return name
+		}
+		c.Port = port
+	}
+	t.AddControllerSpec(c)
+	return name
+}
+
+// AddControllerSpec adds a controller as given.
+func (t *Topo) AddControllerSpec(c *Controller) {
+	if err := c.Validate(); err != nil {
+		t.fail(err)
+		return
+	}
+	if _, dup := t.byName[c.Name]; dup {
+		t.fail(fmt.Errorf("%w: %q is a node and a controller", ErrDuplicateNode, c.Name))
+		return
+	}
+	for _, o := range t.controllers {
+		if o.Name == c.Name {
+			t.fail(fmt.Errorf("%w: controller %q is added twice", ErrDuplicateNode, c.Name))
+			return
+		}
+	}
+	cc := *c
+	t.controllers = append(t.controllers, &cc)
+}
+
+// Controllers returns the topology's controllers in the order they were
+// added.
+func (t *Topo) Controllers() []*Controller {
+	out := make([]*Controller, len(t.controllers))
+	for i, c := range t.controllers {
+		cc := *c
+		out[i] = &cc
+	}
+	return out
+}
