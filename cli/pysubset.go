@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"math"
 	"net"
 	"regexp"
 	"strconv"
@@ -38,26 +39,70 @@ func (s *shell) doPy(ctx context.Context, args string) bool {
 }
 
 func (s *shell) doPx(ctx context.Context, args string) bool {
-	for _, stmt := range strings.Split(args, ";") {
+	for _, st := range parsePx(args) {
+		out, err := s.evalPy(ctx, st.expr)
+		if err != nil {
+			s.outf("%v\n", err)
+			return false
+		}
+		if st.print {
+			s.out(out + "\n")
+		}
+	}
+	return false
+}
+
+// pxStmt is one statement of a px line: an expression, printed or not.
+type pxStmt struct {
+	expr  string
+	print bool
+}
+
+// parsePx splits a px line into statements at semicolons outside quotes,
+// dropping empty ones and imports (hymn has every name Mininet scripts
+// import).
+func parsePx(line string) []pxStmt {
+	var stmts []pxStmt
+	for _, stmt := range splitOutsideQuotes(line, ';') {
 		stmt = strings.TrimSpace(stmt)
 		if stmt == "" || pyImportRE.MatchString(stmt) {
 			continue
 		}
-		if strings.HasPrefix(stmt, "print ") || strings.HasPrefix(stmt, "print(") {
-			out, err := s.evalPy(ctx, strings.Trim(strings.TrimPrefix(stmt, "print"), " ()"))
-			if err != nil {
-				s.outf("%v\n", err)
-				return false
+		if rest, ok := strings.CutPrefix(stmt, "print"); ok && (strings.HasPrefix(rest, " ") || strings.HasPrefix(rest, "(")) {
+			rest = strings.TrimSpace(rest)
+			if strings.HasPrefix(rest, "(") && strings.HasSuffix(rest, ")") {
+				rest = strings.TrimSpace(rest[1 : len(rest)-1])
 			}
-			s.out(out + "\n")
+			stmts = append(stmts, pxStmt{expr: rest, print: true})
 			continue
 		}
-		if _, err := s.evalPy(ctx, stmt); err != nil {
-			s.outf("%v\n", err)
-			return false
+		stmts = append(stmts, pxStmt{expr: stmt})
+	}
+	return stmts
+}
+
+// splitOutsideQuotes splits s at sep bytes that are not inside a Python
+// string literal ('...' or "..." with backslash escapes).
+func splitOutsideQuotes(s string, sep byte) []string {
+	var parts []string
+	var quote byte
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case quote != 0 && c == '\\':
+			i++ // the escaped byte cannot end the literal
+		case quote != 0 && c == quote:
+			quote = 0
+		case quote != 0:
+		case c == '\'' || c == '"':
+			quote = c
+		case c == sep:
+			parts = append(parts, s[start:i])
+			start = i + 1
 		}
 	}
-	return false
+	return append(parts, s[start:])
 }
 
 // pyArgs splits a call's arguments into positional values and keywords,
@@ -67,9 +112,9 @@ func pyArgs(raw string) (pos []string, kw map[string]string) {
 	if strings.TrimSpace(raw) == "" {
 		return nil, kw
 	}
-	for _, a := range strings.Split(raw, ",") {
+	for _, a := range splitOutsideQuotes(raw, ',') {
 		a = strings.TrimSpace(a)
-		if k, v, ok := strings.Cut(a, "="); ok && !strings.ContainsAny(k, `'"`) {
+		if k, v, ok := strings.Cut(a, "="); ok && isPyName(strings.TrimSpace(k)) {
 			kw[strings.TrimSpace(k)] = unquote(strings.TrimSpace(v))
 			continue
 		}
@@ -78,22 +123,94 @@ func pyArgs(raw string) (pos []string, kw map[string]string) {
 	return pos, kw
 }
 
-func unquote(s string) string {
-	if len(s) >= 2 && (s[0] == '\'' || s[0] == '"') && s[len(s)-1] == s[0] {
-		return s[1 : len(s)-1]
+// isPyName reports whether s is a Python identifier (ASCII).
+func isPyName(s string) bool {
+	if s == "" {
+		return false
 	}
-	return s
+	for i, c := range s {
+		if c != '_' && (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && (i == 0 || c < '0' || c > '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// unquote turns a Python string literal into its value (the escapes a
+// command line needs: \\ \' \" \n \t); anything else is returned as is.
+func unquote(s string) string {
+	if len(s) < 2 || (s[0] != '\'' && s[0] != '"') || s[len(s)-1] != s[0] {
+		return s
+	}
+	body := s[1 : len(s)-1]
+	if !strings.Contains(body, "\\") {
+		return body
+	}
+	var b strings.Builder
+	for i := 0; i < len(body); i++ {
+		c := body[i]
+		if c != '\\' || i+1 == len(body) {
+			b.WriteByte(c)
+			continue
+		}
+		i++
+		switch body[i] {
+		case 'n':
+			b.WriteByte('\n')
+		case 't':
+			b.WriteByte('\t')
+		case '\\', '\'', '"':
+			b.WriteByte(body[i])
+		default:
+			b.WriteByte('\\')
+			b.WriteByte(body[i])
+		}
+	}
+	return b.String()
+}
+
+// pyKind says which of the understood forms an expression has.
+type pyKind int
+
+const (
+	pyOther    pyKind = iota // a bare name (a node, net) or unsupported
+	pyNet                    // net.<attr>[(args)]
+	pyWait                   // waitListening(args)
+	pyNodeCall               // <node>.<method>[(args)]
+)
+
+// pyExpr is a parsed py expression.
+type pyExpr struct {
+	kind   pyKind
+	target string // the node, or net's attribute
+	method string
+	call   bool
+	args   string // between the parentheses, unparsed (see pyArgs)
+}
+
+// parsePy recognizes the expression forms py understands; it does not
+// look anything up, so it can be tested and fuzzed alone.
+func parsePy(expr string) pyExpr {
+	if m := pyNetRE.FindStringSubmatch(expr); m != nil {
+		return pyExpr{kind: pyNet, target: m[1], call: m[2] != "", args: m[3]}
+	}
+	if m := pyWaitRE.FindStringSubmatch(expr); m != nil {
+		return pyExpr{kind: pyWait, call: true, args: m[1]}
+	}
+	if m := pyCallRE.FindStringSubmatch(expr); m != nil {
+		return pyExpr{kind: pyNodeCall, target: m[1], method: m[2], call: m[3] != "", args: m[4]}
+	}
+	return pyExpr{kind: pyOther, target: expr}
 }
 
 func (s *shell) evalPy(ctx context.Context, expr string) (string, error) {
-	if m := pyNetRE.FindStringSubmatch(expr); m != nil {
-		return s.evalNet(ctx, m[1], m[3])
-	}
-	if m := pyWaitRE.FindStringSubmatch(expr); m != nil {
-		return "", s.waitListening(ctx, m[1])
-	}
-	if m := pyCallRE.FindStringSubmatch(expr); m != nil {
-		return s.evalNode(ctx, m[1], m[2], m[3] != "", m[4])
+	switch e := parsePy(expr); e.kind {
+	case pyNet:
+		return s.evalNet(ctx, e.target, e.args)
+	case pyWait:
+		return "", s.waitListening(ctx, e.args)
+	case pyNodeCall:
+		return s.evalNode(ctx, e.target, e.method, e.call, e.args)
 	}
 	if p := s.net.Plan().Node(expr); p != nil {
 		return strings.TrimSpace(s.nodeRepr(p)), nil
@@ -209,29 +326,11 @@ func (s *shell) macFromLink(ctx context.Context, node, intf string) (string, err
 // waitListening is Mininet's util.waitListening(client, server='127.0.0.1',
 // port=80, timeout=None): poll from client until server:port accepts.
 func (s *shell) waitListening(ctx context.Context, rawArgs string) error {
-	pos, kw := pyArgs(rawArgs)
-	get := func(i int, key, def string) string {
-		if v, ok := kw[key]; ok {
-			return v
-		}
-		if i < len(pos) {
-			return pos[i]
-		}
-		return def
-	}
-	client, server := get(0, "client", ""), get(1, "server", "127.0.0.1")
-	port, err := strconv.Atoi(get(2, "port", "80"))
+	w, err := parseWaitListening(rawArgs)
 	if err != nil {
-		return fmt.Errorf("waitListening: bad port")
+		return err
 	}
-	timeout := time.Duration(0)
-	if t := get(3, "timeout", "None"); t != "None" {
-		secs, err := strconv.ParseFloat(t, 64)
-		if err != nil {
-			return fmt.Errorf("waitListening: bad timeout %q", t)
-		}
-		timeout = time.Duration(secs * float64(time.Second))
-	}
+	client, server, port, timeout := w.client, w.server, w.port, w.timeout
 	node, err := s.net.NsNode(client)
 	if err != nil {
 		return fmt.Errorf("waitListening: client %s: %v", client, err)
@@ -261,4 +360,48 @@ func (s *shell) waitListening(ctx context.Context, rawArgs string) error {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// maxWaitTimeout bounds waitListening's timeout: a day is more than any
+// script waits, and larger floats overflow a time.Duration.
+const maxWaitTimeout = 24 * time.Hour
+
+// waitArgs are waitListening's arguments.
+type waitArgs struct {
+	client, server string
+	port           int
+	timeout        time.Duration // 0: none
+}
+
+// parseWaitListening reads Mininet's waitListening(client,
+// server='127.0.0.1', port=80, timeout=None) arguments and checks them.
+func parseWaitListening(rawArgs string) (waitArgs, error) {
+	pos, kw := pyArgs(rawArgs)
+	get := func(i int, key, def string) string {
+		if v, ok := kw[key]; ok {
+			return v
+		}
+		if i < len(pos) {
+			return pos[i]
+		}
+		return def
+	}
+	w := waitArgs{client: get(0, "client", ""), server: get(1, "server", "127.0.0.1")}
+	if w.client == "" {
+		return w, fmt.Errorf("waitListening: no client node")
+	}
+	p := get(2, "port", "80")
+	port, err := strconv.Atoi(p)
+	if err != nil || port < 1 || port > 65535 {
+		return w, fmt.Errorf("waitListening: bad port %q (1-65535)", p)
+	}
+	w.port = port
+	if t := get(3, "timeout", "None"); t != "None" {
+		secs, err := strconv.ParseFloat(t, 64)
+		if err != nil || math.IsNaN(secs) || secs < 0 || secs > maxWaitTimeout.Seconds() {
+			return w, fmt.Errorf("waitListening: bad timeout %q (seconds, 0 to %v)", t, maxWaitTimeout.Seconds())
+		}
+		w.timeout = time.Duration(secs * float64(time.Second))
+	}
+	return w, nil
 }

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/hymn-net/hymn"
@@ -32,7 +33,29 @@ type shell struct {
 	lg     *mnlog.Logger
 	stdout io.Writer
 	intr   *interrupter
+
+	// Nesting of source files and of command prefixes (time, noecho): each
+	// level is Go stack, and a file that sources itself would recurse until
+	// the stack overflows and the network is leaked.
+	sourceDepth int
+	prefixDepth int
+	// unwinding is set when a source nested too deep: every enclosing
+	// source stops reading instead of retrying the same recursion.
+	unwinding bool
 }
+
+// Limits on nesting, far above any real use.
+const (
+	maxSourceDepth = 16
+	maxPrefixDepth = 8
+	// maxLineLen bounds a command line read from the terminal, a pipe or
+	// a source file (source /dev/zero must not eat memory).
+	maxLineLen = 1 << 20
+)
+
+// prefixCommands are the commands that run the rest of the line as a
+// command of its own.
+var prefixCommands = map[string]bool{"time": true, "noecho": true}
 
 // shellCommand is one command of the shell: its help line and its action.
 // An action returns true to leave the shell.
@@ -124,9 +147,13 @@ func (s *shell) runLines(ctx context.Context, r *bufio.Reader, interactive bool)
 		if interactive {
 			fmt.Fprint(s.stdout, Prompt)
 		}
-		line, err := readCancellable(ctx, func() (string, error) { return r.ReadString('\n') })
+		line, err := readCancellable(ctx, func() (string, error) { return readLine(r, maxLineLen) })
 		if ctx.Err() != nil {
 			return true
+		}
+		if errors.Is(err, errLineTooLong) {
+			s.outf("*** Error: %v: stopped reading\n", err)
+			return false
 		}
 		if line == "" && err != nil {
 			if interactive {
@@ -141,8 +168,29 @@ func (s *shell) runLines(ctx context.Context, r *bufio.Reader, interactive bool)
 		if s.onecmd(ctx, line) {
 			return true
 		}
+		if s.unwinding && !interactive {
+			return false
+		}
 	}
 	return true
+}
+
+// errLineTooLong is returned by readLine for a line over its limit.
+var errLineTooLong = fmt.Errorf("command line longer than %d bytes", maxLineLen)
+
+// readLine reads up to and including '\n', at most limit bytes.
+func readLine(r *bufio.Reader, limit int) (string, error) {
+	var line []byte
+	for {
+		frag, err := r.ReadSlice('\n')
+		if len(line)+len(frag) > limit {
+			return "", errLineTooLong
+		}
+		line = append(line, frag...)
+		if err != bufio.ErrBufferFull {
+			return string(line), err
+		}
+	}
 }
 
 // readCancellable runs a blocking read in a goroutine of its own and
@@ -239,14 +287,37 @@ func stripComment(line string) string {
 	return line
 }
 
-// onecmd runs one command line and reports whether the shell should end.
-func (s *shell) onecmd(ctx context.Context, line string) bool {
+// splitCommand splits a command line into the command's name and its
+// arguments, as Python's cmd module does for Mininet (the name ends at the
+// first space). ok is false for a blank line.
+func splitCommand(line string) (name, args string, ok bool) {
 	line = strings.TrimSpace(line)
 	if line == "" {
+		return "", "", false
+	}
+	name, args, _ = strings.Cut(line, " ")
+	return name, strings.TrimSpace(args), true
+}
+
+// prefixChain counts the prefix commands (time, noecho) line starts with.
+func prefixChain(line string) int {
+	n := 0
+	for {
+		name, args, ok := splitCommand(line)
+		if !ok || !prefixCommands[name] {
+			return n
+		}
+		n++
+		line = args
+	}
+}
+
+// onecmd runs one command line and reports whether the shell should end.
+func (s *shell) onecmd(ctx context.Context, line string) bool {
+	name, args, ok := splitCommand(line)
+	if !ok {
 		return false // Mininet does not repeat the last command
 	}
-	name, args, _ := strings.Cut(line, " ")
-	args = strings.TrimSpace(args)
 	if c, ok := shellCommands[name]; ok {
 		return c.run(s, ctx, args)
 	}
@@ -258,27 +329,40 @@ func (s *shell) onecmd(ctx context.Context, line string) bool {
 		s.nodeCommand(ctx, name, args)
 		return false
 	}
-	s.outf("*** Unknown command: %s\n", line)
+	s.outf("*** Unknown command: %s\n", strings.TrimSpace(line))
 	return false
+}
+
+// substituteNodes replaces each space-separated token that names a node by
+// the address lookup gives for it, as Mininet's CLI does.
+func substituteNodes(args string, lookup func(token string) (string, bool)) string {
+	tokens := strings.Split(args, " ")
+	for i, tok := range tokens {
+		if addr, ok := lookup(tok); ok {
+			tokens[i] = addr
+		}
+	}
+	return strings.Join(tokens, " ")
 }
 
 // nodeCommand runs a command on a node with exact node-name tokens replaced
 // by the node's IP, streaming its output; Ctrl-C interrupts it.
 func (s *shell) nodeCommand(ctx context.Context, name, args string) {
-	tokens := strings.Split(args, " ")
-	for i, tok := range tokens {
+	line := substituteNodes(args, func(tok string) (string, bool) {
 		if ip, err := s.net.IP(tok); err == nil {
-			tokens[i] = ip.String()
-		} else if p := s.net.Plan().Node(tok); p != nil && p.IsSwitch() {
+			return ip.String(), true
+		}
+		if p := s.net.Plan().Node(tok); p != nil && p.IsSwitch() {
 			// Mininet's switches answer with their default interface,
 			// the loopback: keep its word-for-word substitution.
-			tokens[i] = "127.0.0.1"
+			return "127.0.0.1", true
 		}
-	}
+		return "", false
+	})
 	node, _ := s.net.Node(name)
 	cctx, done := s.intr.commandContext(ctx)
 	defer done()
-	_, err := node.CmdStream(cctx, strings.Join(tokens, " "), logWriter{s.lg})
+	_, err := node.CmdStream(cctx, line, logWriter{s.lg})
 	if errors.Is(err, context.Canceled) && ctx.Err() == nil {
 		s.out("\n")
 	} else if err != nil && ctx.Err() == nil {
@@ -601,7 +685,22 @@ func (s *shell) doSh(ctx context.Context, args string) bool {
 	return false
 }
 
+// enterPrefix counts one more prefix level for cmd, refusing the whole
+// chain (before any of it runs) when it would nest too deep.
+func (s *shell) enterPrefix(cmd, args string) bool {
+	if s.prefixDepth+1+prefixChain(args) > maxPrefixDepth {
+		s.outf("*** Error: %s: more than %d nested time/noecho prefixes\n", cmd, maxPrefixDepth)
+		return false
+	}
+	s.prefixDepth++
+	return true
+}
+
 func (s *shell) doTime(ctx context.Context, args string) bool {
+	if !s.enterPrefix("time", args) {
+		return false
+	}
+	defer func() { s.prefixDepth-- }()
 	start := time.Now()
 	s.onecmd(ctx, args)
 	s.outf("*** Elapsed time: %0.6f secs\n", time.Since(start).Seconds())
@@ -609,6 +708,10 @@ func (s *shell) doTime(ctx context.Context, args string) bool {
 }
 
 func (s *shell) doNoecho(ctx context.Context, args string) bool {
+	if !s.enterPrefix("noecho", args) {
+		return false
+	}
+	defer func() { s.prefixDepth-- }()
 	// Node commands never echo here: their shell has no terminal.
 	return s.onecmd(ctx, args)
 }
@@ -621,12 +724,31 @@ func (s *shell) runScript(ctx context.Context, path string) {
 }
 
 func (s *shell) doSource(ctx context.Context, args string) bool {
-	f, err := os.Open(strings.TrimSpace(args))
+	path := strings.TrimSpace(args)
+	if s.sourceDepth >= maxSourceDepth {
+		s.outf("*** Error: source %s: nested more than %d deep (does a file source itself?)\n", path, maxSourceDepth)
+		s.unwinding = true
+		return false
+	}
+	// A FIFO or device would block in open or never end: only files.
+	// O_NONBLOCK keeps the open of a FIFO from waiting for a writer.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		s.outf("error reading file %s\n", strings.TrimSpace(args))
+		s.outf("error reading file %s\n", path)
 		return false
 	}
 	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		s.outf("*** Error: source %s: not a regular file\n", path)
+		return false
+	}
+	s.sourceDepth++
+	defer func() {
+		s.sourceDepth--
+		if s.sourceDepth == 0 {
+			s.unwinding = false
+		}
+	}()
 	return s.runLines(ctx, bufio.NewReader(f), false)
 }
 
