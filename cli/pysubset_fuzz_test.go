@@ -9,8 +9,8 @@ import (
 
 func TestParsePx(t *testing.T) {
 	for line, want := range map[string][]pxStmt{
-		"print h1.IP()":                             {{"h1.IP()", true}},
-		"print(h1.IP())":                            {{"h1.IP()", true}},
+		"print h1.IP()":  {{"h1.IP()", true}},
+		"print(h1.IP())": {{"h1.IP()", true}},
 		"from mininet.util import x; print h1.name": {{"h1.name", true}},
 		"h1.cmd('a; b'); h2.cmd(\"c;d\")":           {{"h1.cmd('a; b')", false}, {"h2.cmd(\"c;d\")", false}},
 		"printer.cmd('x')":                          {{"printer.cmd('x')", false}},
