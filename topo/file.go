@@ -73,7 +73,7 @@ var (
 	optionKeys     = []string{"ipbase", "mac"}
 	defaultKeys    = []string{"node", "host", "switch", "router", "link"}
 	nodeKeys       = []string{"name", "kind", "backend", "ip", "mac", "routes", "params"}
-	linkKeys       = []string{"endpoints", "a", "b", "kind", "params", "a>b", "b>a"}
+	linkKeys       = []string{"endpoints", "a", "b", "kind", "params", "a>b", "b>a", "schedule"}
 	endpointKeys   = []string{"node", "port", "intf", "ip", "mac"}
 	nodeKinds      = []string{string(KindHost), string(KindSwitch), string(KindRouter)}
 	nodeBackends   = []string{"netns", "vm"}
@@ -913,6 +913,7 @@ func (l *fileLoader) link(n *yaml.Node, field string) {
 			own["kind"] = k.Value
 		}
 	}
+	l.linkSchedule(byKey, field, own) // schedule.go
 	for k, v := range own {
 		params[k] = v
 	}

@@ -1,0 +1,252 @@
+package topo
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/hymn-net/hymn/emulator"
+	"go.yaml.in/yaml/v3"
+)
+
+// A link's `schedule:` in a hymn file (docs/schedules.md):
+//
+//	schedule: sat.csv                       # a schedule file, both directions
+//	schedule:                               # inline, both directions
+//	  - {at: 0s, params: {delay: 20ms}}
+//	  - {at: 15s, params: {delay: 40ms}}
+//	schedule:
+//	  repeat: 30s                           # optional period
+//	  ramp: true                            # linear change between points (default for all)
+//	  points: [...]                         # or file: sat.csv
+//	schedule:
+//	  a>b: {points: [...], repeat: 30s}     # per direction (each any form above)
+//	  b>a: down.csv
+//
+// The schedule is checked here, with the YAML line of each mistake, and
+// stored in the link's params ("schedule", "a>b.schedule", "b>a.schedule")
+// in the inline text form the network reads. File names (and those of
+// `trace` parameters) are taken relative to the topology file and read now,
+// so a bad schedule or trace stops the load.
+
+var (
+	scheduleKeys      = []string{"repeat", "ramp", "points", "file", "a>b", "b>a"}
+	schedulePointKeys = []string{"at", "params", "ramp"}
+	scheduleParamKeys = []string{"delay", "jitter", "rate", "loss"}
+)
+
+// linkSchedule handles the link's schedule: key and the file references
+// among its params (own).
+func (l *fileLoader) linkSchedule(byKey map[string]pair, field string, own Params) {
+	for k, v := range own {
+		base := strings.TrimPrefix(strings.TrimPrefix(k, "a>b."), "b>a.")
+		if base != "trace" && base != "schedule" {
+			continue
+		}
+		path := l.relPath(v)
+		own[k] = path
+		var err error
+		if base == "trace" {
+			_, err = emulator.LoadDeliveryTrace(path)
+		} else {
+			_, err = emulator.LoadSchedule(path)
+		}
+		if err != nil {
+			l.errAt(nil, field+".params."+k, "%v", err)
+		}
+	}
+	p, ok := byKey["schedule"]
+	if !ok {
+		return
+	}
+	n := deref(p.val)
+	f := field + ".schedule"
+	if n != nil && n.Kind == yaml.MappingNode {
+		ps, ok := l.mapping(n, f)
+		if !ok {
+			return
+		}
+		var dirs []pair
+		for _, q := range ps {
+			if q.key == "a>b" || q.key == "b>a" {
+				dirs = append(dirs, q)
+			}
+		}
+		if len(dirs) > 0 {
+			if len(dirs) != len(ps) {
+				l.errAt(n, f, "give either a>b:/b>a: or one schedule for both directions, not both")
+				return
+			}
+			for _, q := range dirs {
+				l.oneSchedule(q.val, f+"."+q.key, q.key+".schedule", own)
+			}
+			return
+		}
+	}
+	l.oneSchedule(p.val, f, "schedule", own)
+}
+
+func (l *fileLoader) relPath(v string) string {
+	v = strings.TrimSpace(v)
+	if v == "" || filepath.IsAbs(v) || strings.HasPrefix(v, "time,") {
+		return v
+	}
+	return filepath.Join(filepath.Dir(l.file), v)
+}
+
+// oneSchedule reads one schedule (file name, list of points, or mapping)
+// and stores it under key.
+func (l *fileLoader) oneSchedule(v *yaml.Node, field, key string, own Params) {
+	if _, dup := own[key]; dup {
+		l.errAt(v, field, "%s is also given in the link's params; keep one", key)
+		return
+	}
+	n := deref(v)
+	switch {
+	case n != nil && n.Kind == yaml.ScalarNode && n.ShortTag() == "!!str":
+		path := l.relPath(n.Value)
+		if _, err := emulator.LoadSchedule(path); err != nil {
+			l.errAt(n, field, "%v", err)
+			return
+		}
+		own[key] = path
+		return
+	case n != nil && n.Kind == yaml.SequenceNode:
+		if s, ok := l.schedulePoints(n, field, "", false); ok {
+			own[key] = s.Encode()
+		}
+		return
+	case n == nil || n.Kind != yaml.MappingNode:
+		l.errAt(n, field, "must be a file name, a list of points or a mapping (points:, repeat:, ramp:), got %s", kindName(n))
+		return
+	}
+	ps, ok := l.mapping(n, field)
+	if !ok {
+		return
+	}
+	l.checkKeys(ps, field, scheduleKeys[:4])
+	byKey := map[string]pair{}
+	for _, p := range ps {
+		byKey[p.key] = p
+	}
+	repeat := ""
+	if p, ok := byKey["repeat"]; ok {
+		if repeat, ok = l.value(p.val, field+".repeat"); !ok {
+			return
+		}
+	}
+	ramp := false
+	if p, ok := byKey["ramp"]; ok {
+		if ramp, ok = l.boolean(p.val, field+".ramp"); !ok {
+			return
+		}
+	}
+	pts, hasPts := byKey["points"]
+	file, hasFile := byKey["file"]
+	switch {
+	case hasPts == hasFile:
+		l.errAt(n, field, "give points: or file:")
+	case hasFile:
+		if repeat != "" || byKey["ramp"].val != nil {
+			l.errAt(n, field, "a schedule file sets its own repeat and ramp")
+			return
+		}
+		l.oneSchedule(file.val, field+".file", key, own)
+	default:
+		list := deref(pts.val)
+		if list == nil || list.Kind != yaml.SequenceNode {
+			l.errAt(list, field+".points", "must be a list of {at:, params:}, got %s", kindName(list))
+			return
+		}
+		if s, ok := l.schedulePoints(list, field+".points", repeat, ramp); ok {
+			own[key] = s.Encode()
+		}
+	}
+}
+
+// schedulePoints turns YAML points into the CSV form and lets the emulator
+// parse it, mapping its line numbers back to the YAML nodes, so that the
+// file format and YAML follow one set of rules.
+func (l *fileLoader) schedulePoints(list *yaml.Node, field, repeat string, ramp bool) (*emulator.Schedule, bool) {
+	var b strings.Builder
+	b.WriteString("time,delay,jitter,rate,loss,ramp\n")
+	nodes := []*yaml.Node{list} // CSV line k (from 1) was written from nodes[k-1]
+	before := len(l.errs)
+	for i, item := range list.Content {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		ps, ok := l.mapping(item, f)
+		if !ok {
+			continue
+		}
+		l.checkKeys(ps, f, schedulePointKeys)
+		cells := map[string]string{"ramp": fmt.Sprint(ramp)}
+		for _, p := range ps {
+			switch p.key {
+			case "at":
+				if v, ok := l.cell(p.val, f+".at"); ok {
+					cells["time"] = v
+				}
+			case "ramp":
+				if v, ok := l.boolean(p.val, f+".ramp"); ok {
+					cells["ramp"] = fmt.Sprint(v)
+				}
+			case "params":
+				pp, ok := l.mapping(p.val, f+".params")
+				if !ok {
+					continue
+				}
+				l.checkKeys(pp, f+".params", scheduleParamKeys)
+				for _, q := range pp {
+					if v, ok := l.cell(q.val, f+".params."+q.key); ok {
+						cells[q.key] = v
+					}
+				}
+			}
+		}
+		if cells["time"] == "" {
+			l.errAt(item, f, "a point needs at:")
+			continue
+		}
+		fmt.Fprintf(&b, "%s,%s,%s,%s,%s,%s\n", cells["time"], cells["delay"], cells["jitter"], cells["rate"], cells["loss"], cells["ramp"])
+		nodes = append(nodes, item)
+	}
+	if repeat != "" {
+		if strings.ContainsAny(repeat, ",;\n") {
+			l.errAt(list, field, "repeat %q is not a time", repeat)
+			return nil, false
+		}
+		fmt.Fprintf(&b, "repeat,%s\n", repeat)
+		nodes = append(nodes, list)
+	}
+	if len(l.errs) > before {
+		return nil, false
+	}
+	s, err := emulator.ParseSchedule(l.file, []byte(b.String()))
+	if err != nil {
+		at := list
+		var te *emulator.TraceError
+		if errors.As(err, &te) {
+			if te.Line >= 1 && te.Line <= len(nodes) {
+				at = nodes[te.Line-1]
+			}
+			err = errors.New(te.Msg)
+		}
+		l.errAt(at, field, "%v", err)
+		return nil, false
+	}
+	return s, true
+}
+
+// cell is a scalar that fits in a CSV cell.
+func (l *fileLoader) cell(n *yaml.Node, field string) (string, bool) {
+	v, ok := l.value(n, field)
+	if !ok {
+		return "", false
+	}
+	if strings.ContainsAny(v, ",;\n\r") {
+		l.errAt(n, field, "%q: a value cannot contain ',' or ';'", v)
+		return "", false
+	}
+	return strings.TrimSpace(v), true
+}
