@@ -226,13 +226,27 @@ func (n *Network) StopSwitch(ctx context.Context, name string) error {
 	return n.sdn.ovs.StopBridge(ctx, name)
 }
 
-// waitOpenFlow waits until the OpenFlow switches are connected to their
-// controllers (mn -w).
+// waitOpenFlow waits until every running OpenFlow switch is connected to
+// every controller (mn -w).
 func (n *Network) waitOpenFlow(ctx context.Context) error {
 	if n.OVS() == nil || len(n.sdn.controllers) == 0 {
 		return nil
 	}
-	return n.sdn.ovs.WaitConnected(ctx)
+	want := n.sdn.ovs.RunningBridges()
+	for {
+		ready := true
+		for _, c := range n.sdn.controllers {
+			ready = ready && c.Connections() >= want
+		}
+		if ready {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 }
 
 // stopSDN stops the shared Open vSwitch (after the switch nodes) and then

@@ -87,6 +87,8 @@ func init() {
 		"noecho":       {"Run an interactive command with echoing turned off.\nUsage: noecho [cmd args]", (*shell).doNoecho},
 		"source":       {"Read commands from an input file.\nUsage: source <file>", (*shell).doSource},
 		"wait":         {"Wait until all switches have connected to a controller", (*shell).doWait},
+		"dpctl":        {"Run dpctl (or ovs-ofctl) command on all switches.\nUsage: dpctl command [arg1] [arg2] ...", (*shell).doDpctl},
+		"switch":       {"Starts or stops a switch", (*shell).doSwitch},
 		"xterm":        {"Spawn xterm(s) for the given node(s).\nUsage: xterm node1 node2 ...", (*shell).doXterm},
 		"gterm":        {"Spawn gnome-terminal(s) for the given node(s).\nUsage: gterm node1 node2 ...", (*shell).doXterm},
 		"x":            {"Create an X11 tunnel to the given node,\noptionally starting a client.\nUsage: x node [cmd args]", (*shell).doX},
@@ -441,6 +443,7 @@ func (s *shell) doNodes(context.Context, string) bool {
 	for _, n := range s.net.Plan().Nodes {
 		names = append(names, n.Name)
 	}
+	names = append(names, s.net.ControllerNames()...) // shell_sdn.go
 	sort.Strings(names)
 	s.outf("available nodes are: \n%s\n", strings.Join(names, " "))
 	return false
@@ -476,6 +479,7 @@ func (s *shell) doNet(context.Context, string) bool {
 		}
 		b.WriteString("\n")
 	}
+	b.WriteString(s.controllerNet())
 	s.out(b.String())
 	return false
 }
@@ -524,7 +528,7 @@ func (s *shell) nodeRepr(n *topo.PlannedNode) string {
 			pid = node.Pid()
 		}
 	}
-	return fmt.Sprintf("<%s %s: %s pid=%d> ", className(n), n.Name, strings.Join(intfs, ","), pid)
+	return fmt.Sprintf("<%s %s: %s pid=%d> ", s.classOf(n), n.Name, strings.Join(intfs, ","), pid)
 }
 
 func (s *shell) doDump(context.Context, string) bool {
@@ -532,6 +536,7 @@ func (s *shell) doDump(context.Context, string) bool {
 	for _, n := range s.orderedNodes() {
 		b.WriteString(s.nodeRepr(n) + "\n")
 	}
+	b.WriteString(s.controllerDump())
 	s.out(b.String())
 	return false
 }
@@ -541,6 +546,7 @@ func (s *shell) doIntfs(context.Context, string) bool {
 	for _, n := range s.orderedNodes() {
 		fmt.Fprintf(&b, "%s: %s\n", n.Name, strings.Join(intfNames(n), ","))
 	}
+	b.WriteString(s.controllerIntfs())
 	s.out(b.String())
 	return false
 }

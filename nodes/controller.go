@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -232,6 +233,15 @@ func (c *Controller) Pid() int {
 	return os.Getpid()
 }
 
+// Connections returns how many switches are connected to the controller
+// through hymn's relay (connections the controller has answered).
+func (c *Controller) Connections() int {
+	if c.relay == nil {
+		return 0
+	}
+	return int(c.relay.answered.Load())
+}
+
 // Target is what switches are told to connect to.
 func (c *Controller) Target() string {
 	if c.cfg.Relay != "" {
@@ -328,6 +338,9 @@ type relay struct {
 	conns  map[net.Conn]bool
 	closed bool
 	wg     sync.WaitGroup
+	// answered counts the open switch connections the controller has
+	// spoken on (its OFPT_HELLO): what "connected" means to a switch.
+	answered atomic.Int64
 }
 
 func newRelay(path, target string) (*relay, error) {
@@ -383,7 +396,27 @@ func (r *relay) serve() {
 			defer r.track(out, false)
 			done := make(chan struct{}, 2)
 			go func() { io.Copy(out, in); done <- struct{}{} }()
-			go func() { io.Copy(in, out); done <- struct{}{} }()
+			go func() {
+				buf := make([]byte, 32*1024)
+				counted := false
+				for {
+					k, err := out.Read(buf)
+					if k > 0 {
+						if !counted {
+							counted = true
+							r.answered.Add(1)
+							defer r.answered.Add(-1)
+						}
+						if _, werr := in.Write(buf[:k]); werr != nil {
+							break
+						}
+					}
+					if err != nil {
+						break
+					}
+				}
+				done <- struct{}{}
+			}()
 			<-done
 		}()
 	}

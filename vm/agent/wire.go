@@ -76,11 +76,10 @@ func (l *LineReader) Next() ([]byte, error) {
 			return bytes.TrimSuffix(l.buf, []byte{'\n'}), nil
 		case errors.Is(err, bufio.ErrBufferFull):
 			continue
-		case errors.Is(err, io.EOF) && (tooLong || len(l.buf) > l.max):
-			// The +1 above was for a newline this last line lacks.
-			return nil, ErrTooLong
-		case errors.Is(err, io.EOF) && len(l.buf) > 0:
+		case errors.Is(err, io.EOF) && len(l.buf) > 0 && !tooLong:
 			return l.buf, nil
+		case errors.Is(err, io.EOF) && tooLong:
+			return nil, ErrTooLong
 		default:
 			return nil, err
 		}
