@@ -57,18 +57,37 @@ type Config struct {
 	// HostFS is the host directory shared read-only with the guest over
 	// virtio-9p and mounted at /host, whose programs and libraries the
 	// guest then runs (iperf3, tcpdump...), as a namespace node would: ""
-	// means "/", "none" shares nothing.
+	// means "/", "none" shares nothing. The guest sees it with the rights
+	// of the unprivileged user QEMU runs as: only what every user of the
+	// host may read (no /etc/shadow, no 0600 keys, no /root).
 	HostFS string
+	// ShareHostRoot runs QEMU as root instead, so the guest reads every
+	// file of HostFS that root may read (/etc/shadow, private keys): only
+	// for trusted guests. Parameter share=root (default share=world).
+	ShareHostRoot bool
+	// AllowDevices lets Image be a block device (parameter
+	// allow_device=on); by default it must be a regular file.
+	AllowDevices bool
+	// AllowMachineProps lets Machine carry QEMU machine properties after
+	// the type ("q35,kernel-irqchip=split"; parameter
+	// allow_machine_props=on); by default it is a bare machine type.
+	AllowMachineProps bool
+	// QEMUUser is the user and group id QEMU runs as (unless
+	// ShareHostRoot); 0 picks one per VM in [QEMUUserBase,
+	// QEMUUserBase+65536), ids no account should own.
+	QEMUUser uint32
 	// Offload lets hot-plugged NICs hand partially checksummed and TSO
 	// frames to the host (fast, but hymn's user-space link emulator would
 	// forward them with bad checksums, see platform notes); off by default,
 	// so the guest sends finished frames. Parameter offload=on.
 	Offload bool
 
-	// CacheDir holds built boot images; "" means DefaultCacheDir().
+	// CacheDir holds built boot images; "" means DefaultCacheDir(). It
+	// must belong to the user running hymn and not be writable by others.
 	CacheDir string
 	// RunDir holds the QMP and agent sockets and the console log; "" means
-	// /run/hymn/vm/<Namespace>. It is removed by Close.
+	// /run/hymn/vm/<Namespace>. New creates it (mode 0700) and fails if it
+	// exists; Close removes it.
 	RunDir string
 	// BootTimeout bounds the wait for the agent; 0 means 60 s (TCG is slow,
 	// and several VMs may boot at once on few cores).
@@ -131,14 +150,27 @@ func parseParams(cfg *Config, params map[string]string) error {
 			cfg.Accel = v
 		case "hostfs":
 			cfg.HostFS = v
-		case "offload":
-			switch strings.ToLower(v) {
-			case "1", "on", "true", "yes":
-				cfg.Offload = true
-			case "0", "off", "false", "no":
-				cfg.Offload = false
+		case "share":
+			switch v {
+			case "world":
+				cfg.ShareHostRoot = false
+			case "root":
+				cfg.ShareHostRoot = true
 			default:
-				return fmt.Errorf("%w: offload=%q: use on or off", ErrBadParam, v)
+				return fmt.Errorf("%w: share=%q: use world (what every user may read) or root (everything root may read: unsafe)", ErrBadParam, v)
+			}
+		case "offload", "allow_device", "allow_machine_props":
+			on, err := parseOnOff(k, v)
+			if err != nil {
+				return err
+			}
+			switch k {
+			case "offload":
+				cfg.Offload = on
+			case "allow_device":
+				cfg.AllowDevices = on
+			default:
+				cfg.AllowMachineProps = on
 			}
 		case "cpupin":
 			pins, err := parseCPUList(v)
@@ -281,6 +313,8 @@ type resolved struct {
 	Config
 	memMiB int64
 	accel  string // kvm or tcg
+	q35    bool   // the machine is a q35 (PCIe root ports for hot-plug)
+	uid    uint32 // QEMU's user and group; 0 with ShareHostRoot
 }
 
 var tcgWarnOnce sync.Once
@@ -320,15 +354,27 @@ func (c *Config) resolve() (*resolved, error) {
 	if r.Machine == "" {
 		r.Machine = DefaultMachine
 	}
-	if r.Machine != "pc" && r.Machine != "q35" && !strings.HasPrefix(r.Machine, "pc-") {
-		return nil, wrap(fmt.Errorf("%w: machine=%q: use pc or q35", ErrBadParam, r.Machine))
+	q35, err := checkMachine(r.Machine, r.AllowMachineProps)
+	if err != nil {
+		return nil, wrap(err)
 	}
-	for name, path := range map[string]string{"kernel": r.Kernel, "initrd": r.Initrd, "image": r.Image} {
-		if path == "" {
-			continue
+	r.q35 = q35
+	for _, f := range []struct{ name, path string }{{"kernel", r.Kernel}, {"initrd", r.Initrd}} {
+		if f.path != "" {
+			if err := checkBootFile(f.name, f.path, r.ShareHostRoot); err != nil {
+				return nil, wrap(err)
+			}
 		}
-		if _, err := os.Stat(path); err != nil {
-			return nil, wrap(fmt.Errorf("%w: %s=%q: %v", ErrBadParam, name, path, errors.Unwrap(err)))
+	}
+	if r.Image != "" {
+		if err := checkImage(r.Image, r.AllowDevices); err != nil {
+			return nil, wrap(err)
+		}
+	}
+	if !r.ShareHostRoot {
+		r.uid = r.QEMUUser
+		if r.uid == 0 {
+			r.uid = pickQEMUUser()
 		}
 	}
 	if r.HostFS == "" {

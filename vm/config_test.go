@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -28,6 +29,21 @@ func TestParseParamsAndValidate(t *testing.T) {
 		{map[string]string{"machine": "virt"}, "machine"},
 		{map[string]string{"accel": "hvf"}, "accel"},
 		{map[string]string{"hostfs": "/no/such/dir"}, "hostfs"},
+		{map[string]string{"share": "all"}, "share"},
+		{map[string]string{"allow_device": "maybe"}, "allow_device"},
+		// Devices and special files as disk or boot files.
+		{map[string]string{"image": "/dev/null"}, "image"},
+		{map[string]string{"image": "/dev/zero"}, "image"},
+		{map[string]string{"image": "/dev/zero", "allow_device": "on"}, "image"},
+		{map[string]string{"image": "/"}, "image"},
+		{map[string]string{"kernel": "/dev/zero"}, "kernel"},
+		// Machine types and properties.
+		{map[string]string{"machine": "microvm"}, "machine"},
+		{map[string]string{"machine": "pc-"}, "machine"},
+		{map[string]string{"machine": "pc,memory-backend=mem0"}, "allow_machine_props"},
+		{map[string]string{"machine": "q35,dumpdtb=/etc/passwd"}, "allow_machine_props"},
+		{map[string]string{"machine": "q35,,x=1", "allow_machine_props": "on"}, "machine"},
+		{map[string]string{"machine": "q35,x=a b", "allow_machine_props": "on"}, "machine"},
 	}
 	for _, c := range bad {
 		cfg := Config{Name: "h1", Namespace: "hymn-abcdef-h1"}
@@ -105,8 +121,7 @@ func TestQEMUArgs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := runPaths(r.RunDir)
-	args := qemuArgs(r, "/k/vmlinuz", "/k/initrd", p)
+	args := qemuArgs(r, true, true)
 	check := func(flag string, want ...string) {
 		t.Helper()
 		if got := argValue(args, flag); !slices.Equal(got, want) {
@@ -117,12 +132,17 @@ func TestQEMUArgs(t *testing.T) {
 	check("-smp", "2")
 	check("-m", "1024M")
 	check("-machine", "pc")
-	check("-kernel", "/k/vmlinuz")
-	check("-initrd", "/k/initrd")
+	check("-kernel", "/dev/fd/6")
+	check("-initrd", "/dev/fd/7")
 	check("-append", baseCmdline+" hymn.name=h1 idle=poll")
-	check("-qmp", "unix:"+filepath.Join(RunBase, "hymn-abcdef-h1", "qmp.sock")+",server=on,wait=off")
-	check("-serial", "file:"+filepath.Join(RunBase, "hymn-abcdef-h1", "console.log"))
+	check("-chardev", "socket,id=qmp,fd=3,server=on,wait=off", "socket,id=agent,fd=4,server=on,wait=off")
+	check("-mon", "chardev=qmp,mode=control")
+	check("-add-fd", "fd=5,set=1")
+	check("-serial", "file:/dev/fdset/1")
 	check("-fsdev", "local,id=hostfs,path=/,security_model=none,readonly=on")
+	if r.uid < QEMUUserBase || r.uid > QEMUUserBase+0x10000 {
+		t.Errorf("QEMU user %#x outside the VM range", r.uid)
+	}
 	if !slices.Contains(args, "-nodefaults") || !slices.Contains(args, "-no-reboot") {
 		t.Errorf("missing -nodefaults or -no-reboot: %q", args)
 	}
@@ -135,11 +155,12 @@ func TestQEMUArgs(t *testing.T) {
 
 	// KVM gets the host CPU; q35 gets root ports for hot-plug; disks.
 	r.accel = AccelKVM
-	r.Machine = "q35"
+	r.Machine, r.q35 = "q35", true
 	r.Image = "/img/root.squashfs"
-	args = qemuArgs(r, "", "", p)
+	args = qemuArgs(r, false, false)
 	check("-cpu", "host")
-	check("-drive", "file=/img/root.squashfs,if=virtio,format=raw,readonly=on")
+	check("-add-fd", "fd=5,set=1", "fd=8,set=2")
+	check("-drive", "file=/dev/fdset/2,if=virtio,format=raw,readonly=on")
 	if slices.Contains(args, "-kernel") || slices.Contains(args, "-append") {
 		t.Errorf("kernel args without a kernel: %q", args)
 	}
@@ -152,7 +173,108 @@ func TestQEMUArgs(t *testing.T) {
 	if ports != q35RootPorts {
 		t.Errorf("%d root ports, want %d", ports, q35RootPorts)
 	}
-	if got := driveSpec("/a,b/disk.qcow2"); got != "file=/a,,b/disk.qcow2,if=virtio,format=qcow2,snapshot=on" {
+	if got := driveSpec("/a,b/disk.qcow2", "/a,b/disk.qcow2"); got != "file=/a,,b/disk.qcow2,if=virtio,format=qcow2,snapshot=on" {
 		t.Errorf("driveSpec: %s", got)
+	}
+}
+
+func TestMachineTypes(t *testing.T) {
+	for m, q35 := range map[string]bool{"pc": false, "q35": true, "pc-i440fx-7.2": false, "pc-q35-7.2": true} {
+		got, err := checkMachine(m, false)
+		if err != nil || got != q35 {
+			t.Errorf("%s: q35=%v %v", m, got, err)
+		}
+	}
+	if got, err := checkMachine("q35,kernel-irqchip=split", true); err != nil || !got {
+		t.Errorf("q35 with a property, allowed: %v %v", got, err)
+	}
+	if _, err := checkMachine("q35,kernel-irqchip=split", false); err == nil || !strings.Contains(err.Error(), "allow_machine_props=on") {
+		t.Errorf("q35 with a property, not allowed: %v", err)
+	}
+}
+
+// TestImageDevices: block devices only with allow_device=on; character
+// devices, FIFOs and directories never.
+func TestImageDevices(t *testing.T) {
+	var block string
+	for _, p := range []string{"/dev/loop0", "/dev/vda", "/dev/sda", "/dev/nvme0n1"} {
+		if st, err := os.Stat(p); err == nil && st.Mode()&os.ModeDevice != 0 && st.Mode()&os.ModeCharDevice == 0 {
+			block = p
+			break
+		}
+	}
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkImage(fifo, true); err == nil {
+		t.Errorf("FIFO accepted as image")
+	}
+	if block == "" {
+		t.Log("no block device here to try")
+		return
+	}
+	err := (&Config{Name: "h1", Namespace: "n", Image: block}).Validate()
+	if err == nil || !strings.Contains(err.Error(), "allow_device=on") {
+		t.Errorf("block device %s without allow_device: %v", block, err)
+	}
+	if err := (&Config{Name: "h1", Namespace: "n", Image: block, AllowDevices: true}).Validate(); err != nil {
+		t.Errorf("block device %s with allow_device: %v", block, err)
+	}
+}
+
+// TestBootFileReadableByQEMU: an unprivileged QEMU reopens kernel= through
+// /dev/fd, so a file others cannot read is refused up front (and accepted
+// with share=root, where QEMU is root).
+func TestBootFileReadableByQEMU(t *testing.T) {
+	k := filepath.Join(t.TempDir(), "vmlinuz")
+	if err := os.WriteFile(k, []byte("k"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err := (&Config{Name: "h1", Namespace: "n", Kernel: k}).Validate()
+	if !errors.Is(err, ErrBadParam) || !strings.Contains(err.Error(), "not readable by others") {
+		t.Errorf("0600 kernel: %v", err)
+	}
+	if err := (&Config{Name: "h1", Namespace: "n", Kernel: k, ShareHostRoot: true}).Validate(); err != nil {
+		t.Errorf("0600 kernel with share=root: %v", err)
+	}
+	cfg := Config{Name: "h1", Namespace: "n"}
+	if err := ParseParams(&cfg, map[string]string{"share": "root", "allow_device": "on", "allow_machine_props": "yes"}); err != nil || !cfg.ShareHostRoot || !cfg.AllowDevices || !cfg.AllowMachineProps {
+		t.Errorf("opt-in parameters: %+v %v", cfg, err)
+	}
+}
+
+// TestRunDirPrivate: the socket directory is made 0700 and exclusively.
+func TestRunDirPrivate(t *testing.T) {
+	base := t.TempDir()
+	dir := filepath.Join(base, "vm", "hymn-x-h1")
+	old := syscall.Umask(0)
+	defer syscall.Umask(old)
+	if err := makeRunDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{dir, filepath.Dir(dir)} {
+		if st, err := os.Stat(d); err != nil || st.Mode().Perm() != 0o700 {
+			t.Errorf("%s: mode %v %v", d, st.Mode().Perm(), err)
+		}
+	}
+	if err := makeRunDir(dir); err == nil {
+		t.Errorf("an existing run directory was reused")
+	}
+	open := filepath.Join(base, "open")
+	os.Mkdir(open, 0o777)
+	os.Chmod(open, 0o777)
+	if err := makeRunDir(filepath.Join(open, "x")); err == nil || !strings.Contains(err.Error(), "writable by group or others") {
+		t.Errorf("run directory in a world-writable parent: %v", err)
+	}
+	// The sockets QEMU gets are 0600.
+	sock := filepath.Join(dir, "qmp.sock")
+	f, err := listenFile(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if st, err := os.Stat(sock); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("socket mode %v %v", st.Mode().Perm(), err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"debug/elf"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +21,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -29,6 +31,9 @@ type Image struct {
 	Initrd        string // path of the initramfs (uncompressed cpio)
 	KernelRelease string // 6.1.0-57-amd64
 	Cached        bool   // true when the image was already built
+	// Rebuilt says why a cached image was discarded and built again (its
+	// files no longer match the hashes of its manifest); "" otherwise.
+	Rebuilt string
 }
 
 // ImageOptions choose the inputs of BuildImageWith; empty fields are found
@@ -42,24 +47,39 @@ type ImageOptions struct {
 
 // imageFormat changes whenever the layout of the initramfs changes, so a
 // cached image of an older hymn is never reused.
-const imageFormat = "hymn-image-v3"
+const imageFormat = "hymn-image-v4"
 
 // bootModules are the drivers the boot image loads; their dependencies
 // (virtio, virtio_ring, failover, ...) come from modules.dep.
 var bootModules = []string{"virtio_pci", "virtio_console", "virtio_net", "virtio_blk", "9pnet_virtio", "9p"}
 
-// DefaultCacheDir is where built images are kept.
+// CacheEnv names the environment variable that moves hymn's cache from
+// /var/cache/hymn.
+const CacheEnv = "HYMN_CACHE"
+
+// DefaultCacheDir is where built images are kept: $HYMN_CACHE/vm, else
+// /var/cache/hymn/vm for root, else the user's cache directory (a user can
+// build an image, only root boots VMs). The directory is created 0700 and
+// must belong to the user running hymn and be writable by nobody else
+// (anyone who can write it chooses the kernel root boots).
 func DefaultCacheDir() string {
-	if d, err := os.UserCacheDir(); err == nil {
-		return filepath.Join(d, "hymn", "vm")
+	if d := os.Getenv(CacheEnv); d != "" {
+		return filepath.Join(d, "vm")
 	}
-	return filepath.Join(os.TempDir(), "hymn-vm-cache")
+	if os.Geteuid() != 0 {
+		if d, err := os.UserCacheDir(); err == nil {
+			return filepath.Join(d, "hymn", "vm")
+		}
+	}
+	return "/var/cache/hymn/vm"
 }
 
 // BuildImage builds (or finds in cacheDir) hymn's boot image from the
 // host's Debian kernel, its virtio modules, busybox-static and the guest
 // agent. The cache key is a hash of every input, so a second call with
-// unchanged inputs only reads and hashes them.
+// unchanged inputs only reads and hashes them, and checks the cached files
+// against the SHA-256 sums of the image's manifest: an image that does not
+// match is built again (Image.Rebuilt says why).
 func BuildImage(ctx context.Context, cacheDir string) (*Image, error) {
 	return BuildImageWith(ctx, cacheDir, ImageOptions{})
 }
@@ -74,6 +94,9 @@ func BuildImageWith(ctx context.Context, cacheDir string, opts ImageOptions) (*I
 	defer buildMu.Unlock()
 	if cacheDir == "" {
 		cacheDir = DefaultCacheDir()
+	}
+	if err := makePrivateDir("boot image cache", cacheDir); err != nil {
+		return nil, err
 	}
 	if opts.Modules == "" {
 		opts.Modules = "/lib/modules"
@@ -132,14 +155,22 @@ func BuildImageWith(ctx context.Context, cacheDir string, opts ImageOptions) (*I
 			img.Kernel = filepath.Join(dir, "vmlinux")
 		}
 	}
-	if fileExists(img.Kernel) && fileExists(img.Initrd) {
-		img.Cached = true
-		usePVH()
-		return img, nil
-	}
-
-	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
-		return nil, fmt.Errorf("boot image: %w", err)
+	if _, err := os.Lstat(dir); err == nil {
+		verr := verifyImage(dir)
+		if verr == nil {
+			img.Cached = true
+			usePVH()
+			return img, nil
+		}
+		// Moved aside first, so a rename of the new image cannot fail
+		// on it, then removed.
+		img.Rebuilt = verr.Error()
+		aside := filepath.Join(cacheDir, ".bad-"+key)
+		os.RemoveAll(aside)
+		if err := os.Rename(dir, aside); err != nil {
+			return nil, fmt.Errorf("boot image: discarding %s (%v): %w", dir, verr, err)
+		}
+		os.RemoveAll(aside)
 	}
 	// Built in a temporary directory and renamed into place, so concurrent
 	// builders (VMs booting in parallel) never see half an image.
@@ -187,9 +218,13 @@ func BuildImageWith(ctx context.Context, cacheDir string, opts ImageOptions) (*I
 	if err != nil {
 		return nil, fmt.Errorf("boot image: writing the initramfs: %w", err)
 	}
-	os.Chmod(tmp, 0o755) // MkdirTemp's 0700 would hide the image from users
+	if err := writeManifest(tmp); err != nil {
+		return nil, fmt.Errorf("boot image: %w", err)
+	}
+	// The directory stays 0700 (MkdirTemp's mode): QEMU, unprivileged,
+	// gets the files as descriptors.
 	if err := os.Rename(tmp, dir); err != nil {
-		if fileExists(img.Kernel) && fileExists(img.Initrd) {
+		if verifyImage(dir) == nil {
 			img.Cached = true // another builder won the race
 			usePVH()
 			return img, nil
@@ -483,7 +518,7 @@ func buildAgentFromSource(ctx context.Context, cacheDir string) (string, error) 
 	if st, err := os.Stat(out); err == nil && !newerSources(srcDir, filepath.Join(root, "go.sum"), st.ModTime()) {
 		return out, nil
 	}
-	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+	if err := makePrivateDir("agent build cache", filepath.Dir(out)); err != nil {
 		return "", err
 	}
 	f, err := os.CreateTemp(filepath.Dir(out), ".hymn-agent-")
@@ -540,4 +575,137 @@ func copyFile(dst, src string) error {
 		return err
 	}
 	return out.Close()
+}
+
+// manifestName is the file in each cached image that lists the SHA-256 of
+// every other file in it.
+const manifestName = "manifest.json"
+
+// manifest is what manifestName holds.
+type manifest struct {
+	Format string            `json:"format"`
+	SHA256 map[string]string `json:"sha256"` // file name -> hex digest
+}
+
+// imageFiles are the names an image directory may hold besides the
+// manifest; vmlinux is optional (a kernel without PVH support).
+var imageFiles = []string{"vmlinuz", "vmlinux", "initramfs.cpio"}
+
+// writeManifest hashes the image files in dir and writes the manifest
+// atomically (a temporary file renamed into place).
+func writeManifest(dir string) error {
+	m := manifest{Format: imageFormat, SHA256: map[string]string{}}
+	for _, name := range imageFiles {
+		sum, err := hashFile(filepath.Join(dir, name))
+		if errors.Is(err, fs.ErrNotExist) && name == "vmlinux" {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		m.SHA256[name] = sum
+	}
+	data, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".manifest-")
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(append(data, '\n')); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return err
+	}
+	if err := errors.Join(f.Chmod(0o644), f.Sync(), f.Close()); err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	return os.Rename(f.Name(), filepath.Join(dir, manifestName))
+}
+
+// verifyImage checks a cached image before it is booted: the directory
+// and every file belong to hymn's user and nobody else may write them, no
+// symlinks, the manifest names the kernel and the initramfs, and every
+// file has the SHA-256 the manifest gives.
+func verifyImage(dir string) error {
+	if err := checkPrivateDir("cached image", dir); err != nil {
+		return err
+	}
+	check := func(name string) (*os.File, error) {
+		path := filepath.Join(dir, name)
+		f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+		if err != nil {
+			return nil, err
+		}
+		st, err := f.Stat()
+		if err == nil && !st.Mode().IsRegular() {
+			err = fmt.Errorf("%s: not a regular file", path)
+		}
+		if err == nil {
+			if sys, ok := st.Sys().(*syscall.Stat_t); !ok || int(sys.Uid) != os.Geteuid() || st.Mode().Perm()&0o022 != 0 {
+				err = fmt.Errorf("%s: not owned by uid %d or writable by others", path, os.Geteuid())
+			}
+		}
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		return f, nil
+	}
+	f, err := check(manifestName)
+	if err != nil {
+		return fmt.Errorf("cached image %s: %w", dir, err)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, 64<<10))
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("cached image %s: %w", dir, err)
+	}
+	var m manifest
+	if err := json.Unmarshal(data, &m); err != nil || m.Format != imageFormat || m.SHA256["vmlinuz"] == "" || m.SHA256["initramfs.cpio"] == "" {
+		return fmt.Errorf("cached image %s: unusable manifest", dir)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("cached image %s: %w", dir, err)
+	}
+	for _, e := range entries {
+		if e.Name() != manifestName && m.SHA256[e.Name()] == "" {
+			return fmt.Errorf("cached image %s: %s is not in the manifest", dir, e.Name())
+		}
+	}
+	for name, want := range m.SHA256 {
+		if !slices.Contains(imageFiles, name) {
+			return fmt.Errorf("cached image %s: manifest names %q", dir, name)
+		}
+		f, err := check(name)
+		if err != nil {
+			return fmt.Errorf("cached image %s: %w", dir, err)
+		}
+		h := sha256.New()
+		_, err = io.Copy(h, f)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("cached image %s: %w", dir, err)
+		}
+		if got := hex.EncodeToString(h.Sum(nil)); got != want {
+			return fmt.Errorf("cached image %s: %s has SHA-256 %.12s..., the manifest says %.12s...", dir, name, got, want)
+		}
+	}
+	return nil
+}
+
+func hashFile(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }

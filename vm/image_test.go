@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -59,8 +60,76 @@ func TestBuildImageCached(t *testing.T) {
 	if !img2.Cached || img2.Initrd != img.Initrd {
 		t.Fatalf("second build not served from the cache: %+v", img2)
 	}
-	if d > time.Second {
-		t.Errorf("cached build took %v, want < 1 s", d)
+	if d > 2*time.Second {
+		t.Errorf("cached build took %v, want < 2 s", d)
+	}
+	if st, err := os.Stat(filepath.Dir(img.Initrd)); err != nil || st.Mode().Perm() != 0o700 {
+		t.Errorf("image directory mode %v %v, want 0700", st.Mode().Perm(), err)
+	}
+
+	// Whoever changes a cached file changes what root boots: the manifest
+	// hashes catch it and the image is built again.
+	tamper := []struct {
+		what string
+		do   func() error
+	}{
+		{"initramfs appended to", func() error {
+			f, err := os.OpenFile(img.Initrd, os.O_WRONLY|os.O_APPEND, 0)
+			if err != nil {
+				return err
+			}
+			f.Write([]byte("evil"))
+			return f.Close()
+		}},
+		{"kernel replaced by a symlink", func() error {
+			os.Remove(img.Kernel)
+			return os.Symlink("/etc/passwd", img.Kernel)
+		}},
+		{"manifest removed", func() error { return os.Remove(filepath.Join(filepath.Dir(img.Initrd), manifestName)) }},
+		{"extra file", func() error { return os.WriteFile(filepath.Join(filepath.Dir(img.Initrd), "extra"), nil, 0o644) }},
+		{"group-writable kernel", func() error { return os.Chmod(img.Kernel, 0o664) }},
+	}
+	for _, c := range tamper {
+		if err := c.do(); err != nil {
+			t.Fatalf("%s: %v", c.what, err)
+		}
+		img3, err := BuildImage(ctx, dir)
+		if err != nil {
+			t.Fatalf("%s: %v", c.what, err)
+		}
+		if img3.Cached || img3.Rebuilt == "" {
+			t.Errorf("%s: not rebuilt: %+v", c.what, img3)
+		}
+		t.Logf("%s: rebuilt: %s", c.what, img3.Rebuilt)
+		if err := verifyImage(filepath.Dir(img3.Initrd)); err != nil {
+			t.Errorf("%s: the rebuilt image does not verify: %v", c.what, err)
+		}
+	}
+
+	// A cache directory others may write, or that someone else owns, is
+	// refused outright.
+	os.Chmod(dir, 0o777)
+	if _, err := BuildImage(ctx, dir); err == nil || !strings.Contains(err.Error(), "writable by group or others") {
+		t.Errorf("world-writable cache: %v", err)
+	}
+	os.Chmod(dir, 0o700)
+	if os.Geteuid() == 0 {
+		os.Chown(dir, 65534, 65534)
+		if _, err := BuildImage(ctx, dir); err == nil || !strings.Contains(err.Error(), "owned by uid 65534") {
+			t.Errorf("cache owned by nobody: %v", err)
+		}
+		os.Chown(dir, 0, 0)
+	}
+}
+
+func TestDefaultCacheDir(t *testing.T) {
+	t.Setenv(CacheEnv, "/srv/hymn-cache")
+	if got := DefaultCacheDir(); got != "/srv/hymn-cache/vm" {
+		t.Errorf("with $%s: %s", CacheEnv, got)
+	}
+	t.Setenv(CacheEnv, "")
+	if got := DefaultCacheDir(); os.Geteuid() == 0 && got != "/var/cache/hymn/vm" {
+		t.Errorf("root's cache: %s", got)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -31,14 +32,34 @@ type machine struct {
 }
 
 // startMachine starts QEMU inside the helper namespace ns, so the taps it
-// creates for netdev_add live there, and connects QMP.
+// opens for netdev_add live there, and connects QMP. Unless ShareHostRoot
+// is set, QEMU runs as the unprivileged r.uid: it gets its sockets, console
+// log and boot files as descriptors (see qemuArgs), and the taps are made
+// for it by AttachIntf.
 func startMachine(ctx context.Context, r *resolved, ns netns.NsHandle, kernel, initrd string) (_ *machine, err error) {
 	p := runPaths(r.RunDir)
-	cmd := exec.Command(r.QEMU, qemuArgs(r, kernel, initrd, p)...)
+	files, err := qemuFiles(r, p, kernel, initrd)
+	defer func() {
+		for _, f := range files {
+			f.Close() // QEMU has its copies
+		}
+	}()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(r.QEMU, qemuArgs(r, kernel != "", initrd != "")...)
+	cmd.ExtraFiles = files
 	// Its own process group, so a Ctrl-C at the terminal reaches hymn (which
 	// then shuts the VM down cleanly) and not QEMU directly; Pdeathsig ends
-	// QEMU if hymn is killed outright.
+	// QEMU if hymn is killed outright. Go sets Pdeathsig after the switch
+	// to r.uid, so it survives it (QEMU's own -runas would clear it).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if r.uid != 0 {
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: r.uid, Gid: r.uid, Groups: kvmGroups(r)}
+		// snapshot=on disks get their overlay in TMPDIR, which must be
+		// writable by r.uid.
+		cmd.Env = append(os.Environ(), "TMPDIR=/var/tmp")
+	}
 	m := &machine{cmd: cmd, stderr: &limitedBuffer{max: 8 << 10}, exited: make(chan struct{}), paths: p}
 	cmd.Stdout, cmd.Stderr = m.stderr, m.stderr
 	if err := netnsx.Do(ns, cmd.Start); err != nil {
@@ -54,6 +75,72 @@ func startMachine(ctx context.Context, r *resolved, ns netns.NsHandle, kernel, i
 		return nil, err
 	}
 	return m, nil
+}
+
+// qemuFiles opens what QEMU inherits, in the order of the fd constants:
+// the QMP and agent sockets (listening, mode 0600), the console log
+// (created exclusively, 0600), the kernel and initrd, the disk image
+// (read-only).
+func qemuFiles(r *resolved, p paths, kernel, initrd string) (files []*os.File, err error) {
+	add := func(f *os.File, err error) error {
+		if err != nil {
+			return err
+		}
+		files = append(files, f)
+		return nil
+	}
+	if err := add(listenFile(p.QMP)); err != nil {
+		return files, err
+	}
+	if err := add(listenFile(p.Agent)); err != nil {
+		return files, err
+	}
+	if err := add(os.OpenFile(p.Console, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)); err != nil {
+		return files, err
+	}
+	// Unused slots hold /dev/null so the numbers stay fixed.
+	for _, path := range []string{kernel, initrd} {
+		if path == "" {
+			path = os.DevNull
+		}
+		if err := add(os.Open(path)); err != nil {
+			return files, err
+		}
+	}
+	if r.Image != "" {
+		if err := add(os.Open(r.Image)); err != nil {
+			return files, err
+		}
+	}
+	return files, nil
+}
+
+// listenFile makes a listening unix socket at path (mode 0600) and returns
+// it as a file for QEMU; the socket stays when hymn's copy is closed.
+func listenFile(path string) (*os.File, error) {
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		return nil, err
+	}
+	l.SetUnlinkOnClose(false)
+	defer l.Close()
+	if err := os.Chmod(path, 0o600); err != nil {
+		return nil, err
+	}
+	return l.File()
+}
+
+// kvmGroups gives the unprivileged QEMU the group of /dev/kvm when it
+// uses KVM.
+func kvmGroups(r *resolved) []uint32 {
+	if r.accel != AccelKVM {
+		return nil
+	}
+	var st unix.Stat_t
+	if unix.Stat("/dev/kvm", &st) != nil || st.Gid == 0 {
+		return nil
+	}
+	return []uint32{st.Gid}
 }
 
 // exitError describes why QEMU ended, with what it printed.

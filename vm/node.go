@@ -32,6 +32,8 @@ type Node struct {
 	bootTime time.Duration
 	release  string
 
+	ownRunDir bool // New made cfg.RunDir (Close removes it)
+
 	mu     sync.Mutex
 	intfs  map[string]*guestIntf
 	nextID int
@@ -86,9 +88,10 @@ func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 	netnsx.Do(n.NsHandle(), func() error {
 		return os.WriteFile("/proc/sys/net/ipv6/conf/default/disable_ipv6", []byte("1"), 0o644)
 	})
-	if err := os.MkdirAll(r.RunDir, 0o755); err != nil {
+	if err := makeRunDir(r.RunDir); err != nil {
 		return nil, fmt.Errorf("vm %s: %w", r.Name, err)
 	}
+	n.ownRunDir = true
 	if n.m, err = startMachine(ctx, r, n.NsHandle(), kernel, initrd); err != nil {
 		return nil, fmt.Errorf("vm %s: %w", r.Name, err)
 	}
@@ -289,17 +292,19 @@ func (n *Node) AttachIntf(ctx context.Context, name string, mac net.HardwareAddr
 	gi := &guestIntf{name: name, tap: fmt.Sprintf("vtap%d", id), bridge: fmt.Sprintf("vbr%d", id),
 		netdev: fmt.Sprintf("net%d", id), devID: fmt.Sprintf("nic%d", id), mac: mac}
 	n.mu.Unlock()
-	if n.cfg.Machine == "q35" && id >= q35RootPorts {
+	if n.cfg.q35 && id >= q35RootPorts {
 		return fmt.Errorf("vm %s: interface %s: q35 VMs take at most %d hot-plugged NICs", n.cfg.Name, name, q35RootPorts)
 	}
 	wrap := func(err error) error { return fmt.Errorf("vm %s: attaching %s: %w", n.cfg.Name, name, err) }
 
-	// The bridge and the helper end first; the tap joins once QEMU made it.
-	// The link's MTU (set on the helper end by the network) is carried to
-	// the tap and the guest, so jumbo frames pass every hop.
+	// The bridge, the helper end and the tap first: hymn makes the tap
+	// (owned by QEMU's user, so the unprivileged QEMU may open it) and
+	// QEMU attaches to it by name. The link's MTU (set on the helper end
+	// by the network) is carried to the tap and the guest, so jumbo frames
+	// pass every hop.
 	mtu := 0
-	err = n.Netlink(func(h *netlink.Handle) error {
-		end, err := h.LinkByName(name)
+	err = netnsx.Do(n.NsHandle(), func() error {
+		end, err := netlink.LinkByName(name)
 		if err != nil {
 			return err
 		}
@@ -309,21 +314,39 @@ func (n *Node) AttachIntf(ctx context.Context, name string, mac net.HardwareAddr
 		// The end must not carry the guest's MAC: a bridge delivers frames
 		// for a port's own address to itself instead of forwarding them.
 		if string(end.Attrs().HardwareAddr) == string(mac) {
-			if err := h.LinkSetHardwareAddr(end, randomMAC()); err != nil {
+			if err := netlink.LinkSetHardwareAddr(end, randomMAC()); err != nil {
 				return fmt.Errorf("changing the MAC of %s: %w", name, err)
 			}
 		}
 		br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: gi.bridge}}
-		if err := h.LinkAdd(br); err != nil {
+		if err := netlink.LinkAdd(br); err != nil {
 			return fmt.Errorf("creating bridge %s: %w", gi.bridge, err)
 		}
-		if err := h.LinkSetMaster(end, br); err != nil {
+		if err := netlink.LinkSetMaster(end, br); err != nil {
 			return err
 		}
-		if err := h.LinkSetUp(br); err != nil {
+		if err := netlink.LinkSetUp(br); err != nil {
 			return err
 		}
-		return h.LinkSetUp(end)
+		if err := netlink.LinkSetUp(end); err != nil {
+			return err
+		}
+		// /dev/net/tun makes the tap in this thread's namespace: the
+		// helper namespace.
+		tap := &netlink.Tuntap{LinkAttrs: netlink.LinkAttrs{Name: gi.tap, MTU: mtu}, Mode: netlink.TUNTAP_MODE_TAP,
+			Flags: netlink.TUNTAP_NO_PI | netlink.TUNTAP_VNET_HDR | netlink.TUNTAP_TUN_EXCL, Owner: n.cfg.uid, Group: n.cfg.uid}
+		if err := netlink.LinkAdd(tap); err != nil {
+			return fmt.Errorf("creating tap %s: %w", gi.tap, err)
+		}
+		if mtu > 0 {
+			if err := netlink.LinkSetMTU(tap, mtu); err != nil {
+				return fmt.Errorf("MTU %d on %s: %w", mtu, gi.tap, err)
+			}
+		}
+		if err := netlink.LinkSetMaster(tap, br); err != nil {
+			return err
+		}
+		return netlink.LinkSetUp(tap)
 	})
 	if err != nil {
 		n.removeBridge(gi)
@@ -342,36 +365,13 @@ func (n *Node) AttachIntf(ctx context.Context, name string, mac net.HardwareAddr
 		n.m.qmpRun(cctx, "netdev_del", map[string]any{"id": gi.netdev})
 		n.removeBridge(gi)
 	}
-	err = n.Netlink(func(h *netlink.Handle) error {
-		tap, err := h.LinkByName(gi.tap)
-		if err != nil {
-			return err
-		}
-		br, err := h.LinkByName(gi.bridge)
-		if err != nil {
-			return err
-		}
-		if mtu > 0 {
-			if err := h.LinkSetMTU(tap, mtu); err != nil {
-				return fmt.Errorf("MTU %d on %s: %w", mtu, gi.tap, err)
-			}
-		}
-		if err := h.LinkSetMaster(tap, br); err != nil {
-			return err
-		}
-		return h.LinkSetUp(tap)
-	})
-	if err != nil {
-		undo()
-		return wrap(err)
-	}
 	dev := map[string]any{"driver": "virtio-net-pci", "id": gi.devID, "netdev": gi.netdev, "mac": mac.String()}
 	if !n.cfg.Offload {
 		// Without the CSUM feature the guest checksums every frame itself
 		// (and cannot use TSO), so frames survive any forwarder.
 		dev["csum"] = false
 	}
-	if n.cfg.Machine == "q35" {
+	if n.cfg.q35 {
 		dev["bus"] = fmt.Sprintf("rp%d", id+1)
 	}
 	if _, err := n.m.qmpRun(ctx, "device_add", dev); err != nil {
@@ -402,7 +402,7 @@ func (n *Node) AttachDevice(ctx context.Context, name string, dev map[string]any
 	if id == "" || len(mac) == 0 {
 		return fmt.Errorf("vm %s: attaching %s: the device needs an id and the interface's MAC", n.cfg.Name, name)
 	}
-	if _, ok := dev["bus"]; !ok && n.cfg.Machine == "q35" {
+	if _, ok := dev["bus"]; !ok && n.cfg.q35 {
 		n.mu.Lock()
 		port := n.nextID
 		n.nextID++
@@ -434,10 +434,14 @@ func (n *Node) DetachDevice(ctx context.Context, id string) error {
 	return nil
 }
 
+// removeBridge removes an interface's bridge and tap (hymn made the tap
+// persistent, so it outlives QEMU's netdev).
 func (n *Node) removeBridge(gi *guestIntf) {
 	n.Netlink(func(h *netlink.Handle) error {
-		if br, err := h.LinkByName(gi.bridge); err == nil {
-			h.LinkDel(br)
+		for _, name := range []string{gi.tap, gi.bridge} {
+			if l, err := h.LinkByName(name); err == nil {
+				h.LinkDel(l)
+			}
 		}
 		return nil
 	})
@@ -498,7 +502,7 @@ func (n *Node) Close() error {
 	}
 	n.Named.Close()
 	var err error
-	if n.cfg.RunDir != "" {
+	if n.cfg.RunDir != "" && n.ownRunDir {
 		err = os.RemoveAll(n.cfg.RunDir)
 		os.Remove(RunBase) // only succeeds once no other VM uses it
 	}

@@ -2,11 +2,13 @@ package vm
 
 import (
 	"context"
+	"debug/elf"
 	"fmt"
 	"net"
 	"net/netip"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -546,4 +548,106 @@ func TestVMAttachDevice(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	n.m.qmpRun(ctx, "netdev_del", map[string]any{"id": "devnet"})
+}
+
+// hostFSProbe makes a directory every user may enter (the guest sees the
+// host as an unprivileged user does) holding a dynamically linked C
+// program built on the host and a file only root may read.
+func hostFSProbe(t *testing.T) (dir string) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "hymn-hostfs-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o755)
+	src := filepath.Join(dir, "hello.c")
+	os.WriteFile(src, []byte("#include <stdio.h>\nint main(void) { puts(\"hello from the host\"); return 0; }\n"), 0o644)
+	if out, err := exec.Command("gcc", "-O2", "-o", filepath.Join(dir, "hello"), src).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	f, err := elf.Open(filepath.Join(dir, "hello"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dynamic := false
+	for _, p := range f.Progs {
+		dynamic = dynamic || p.Type == elf.PT_INTERP
+	}
+	f.Close()
+	if !dynamic {
+		t.Fatal("hello is not dynamically linked")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "secret"), []byte("root-only-secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestVMHostFSWorldOnly: by default the guest sees the host's file system
+// read-only and only what every user may read (QEMU runs unprivileged), yet
+// runs a program built on the host from the shared tree.
+func TestVMHostFSWorldOnly(t *testing.T) {
+	testenv.Root(t)
+	testenv.Tools(t, "qemu-system-x86_64", "gcc")
+	n := bootShared(t)
+	ctx := context.Background()
+	dir := hostFSProbe(t)
+	out, err := n.Cmd(ctx, "/host"+dir+"/hello")
+	if err != nil || out != "hello from the host\n" {
+		t.Errorf("host-built program in the guest: %q %v", out, err)
+	}
+	for _, p := range []string{dir + "/secret", "/etc/shadow"} {
+		out, _ = n.Cmd(ctx, "cat /host"+p+"; echo status=$?")
+		if strings.Contains(out, "root-only-secret") || strings.Contains(out, "root:") || !strings.Contains(out, "Permission denied") || strings.Contains(out, "status=0") {
+			t.Errorf("guest read root-only %s: %q", p, out)
+		}
+	}
+	out, _ = n.Cmd(ctx, "touch /host"+dir+"/written; echo status=$?")
+	if _, err := os.Stat(filepath.Join(dir, "written")); err == nil || strings.Contains(out, "status=0") {
+		t.Errorf("guest wrote into the host file system: %q", out)
+	}
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", n.Pid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if strings.HasPrefix(line, "Uid:") || strings.HasPrefix(line, "CapEff:") {
+			t.Logf("qemu %s", line)
+			if f := strings.Fields(line); f[0] == "Uid:" && f[1] == "0" || f[0] == "CapEff:" && strings.Trim(f[1], "0") != "" {
+				t.Errorf("qemu runs privileged: %s", line)
+			}
+		}
+	}
+}
+
+// TestVMShareHostRoot: share=root is the explicit, unsafe way back to a
+// guest that reads what root reads.
+func TestVMShareHostRoot(t *testing.T) {
+	testenv.Root(t)
+	testenv.Tools(t, "qemu-system-x86_64", "gcc")
+	if why := vmPrereqs(); why != "" {
+		testenv.Skip(t, why)
+	}
+	if testing.Short() {
+		t.Skip("boots a second VM")
+	}
+	dir := hostFSProbe(t)
+	run := claimRun(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	n, err := New(ctx, Config{Name: "r1", Namespace: owner.NamespaceName(run, "r1"), ShareHostRoot: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		n.Delete()
+		if left := leftovers(n); left != "" {
+			t.Errorf("left behind: %s", left)
+		}
+	}()
+	out, err := n.Cmd(ctx, "cat /host"+dir+"/secret")
+	if err != nil || out != "root-only-secret\n" {
+		t.Errorf("share=root guest cannot read the root-only file: %q %v", out, err)
+	}
 }

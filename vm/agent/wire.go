@@ -76,10 +76,11 @@ func (l *LineReader) Next() ([]byte, error) {
 			return bytes.TrimSuffix(l.buf, []byte{'\n'}), nil
 		case errors.Is(err, bufio.ErrBufferFull):
 			continue
-		case errors.Is(err, io.EOF) && len(l.buf) > 0 && !tooLong:
-			return l.buf, nil
-		case errors.Is(err, io.EOF) && tooLong:
+		case errors.Is(err, io.EOF) && (tooLong || len(l.buf) > l.max):
+			// The +1 above was for a newline this last line lacks.
 			return nil, ErrTooLong
+		case errors.Is(err, io.EOF) && len(l.buf) > 0:
+			return l.buf, nil
 		default:
 			return nil, err
 		}
