@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -294,5 +295,16 @@ func (n *Network) debugLink(l *topo.PlannedLink) {
 		if p := n.plan.Node(i.Node); p != nil && p.IsSwitch() {
 			n.debugf("*** %s: port %s joins the switch\n", i.Node, i.Name)
 		}
+	}
+}
+
+// debugProcs names the processes a teardown kills (-v debug).
+func (n *Network) debugProcs(pids []int) {
+	if !n.log().Enabled(mnlog.Debug) {
+		return
+	}
+	for _, pid := range pids {
+		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+		n.debugf("*** kill -9 %d (%s)\n", pid, strings.TrimSpace(string(comm)))
 	}
 }

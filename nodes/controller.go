@@ -136,7 +136,7 @@ func StartController(ctx context.Context, cfg ControllerConfig) (_ *Controller, 
 		}
 	}
 	if cfg.Relay != "" {
-		if c.relay, err = newRelay(cfg.Relay, c.Addr()); err != nil {
+		if c.relay, err = newRelay(cfg.Name, cfg.Relay, c.Addr(), cfg.Logf); err != nil {
 			return nil, fmt.Errorf("controller %s: %w", cfg.Name, err)
 		}
 		cfg.Logf("*** %s: relaying %s to tcp:%s\n", cfg.Name, cfg.Relay, c.Addr())
@@ -210,6 +210,7 @@ func (c *Controller) startProcess(command string) error {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+	c.cfg.Logf("*** %s: listening on %s\n", c.cfg.Name, c.Addr())
 	return nil
 }
 
@@ -267,6 +268,7 @@ func (c *Controller) Stop() error {
 		c.d = nil
 	}
 	if c.cfg.Record != "" {
+		c.cfg.Logf("*** %s: rm %s.{pid,log,ctl}\n", c.cfg.Name, filepath.Join(ControllerRunDir, c.cfg.Record))
 		os.Remove(filepath.Join(ControllerRunDir, c.cfg.Record+".pid"))
 		os.Remove(filepath.Join(ControllerRunDir, c.cfg.Record+".log"))
 		os.Remove(filepath.Join(ControllerRunDir, c.cfg.Record+".ctl"))
@@ -333,7 +335,9 @@ func listening(addr string) bool {
 // the OpenFlow traffic is on the root namespace's lo, where Mininet's is.
 type relay struct {
 	ln     net.Listener
+	name   string
 	target string
+	logf   func(string, ...any)
 	mu     sync.Mutex
 	conns  map[net.Conn]bool
 	closed bool
@@ -343,13 +347,13 @@ type relay struct {
 	answered atomic.Int64
 }
 
-func newRelay(path, target string) (*relay, error) {
+func newRelay(name, path, target string, logf func(string, ...any)) (*relay, error) {
 	os.Remove(path)
 	ln, err := net.Listen("unix", path)
 	if err != nil {
 		return nil, fmt.Errorf("relay socket: %w", err)
 	}
-	r := &relay{ln: ln, target: target, conns: map[net.Conn]bool{}}
+	r := &relay{ln: ln, name: name, target: target, logf: logf, conns: map[net.Conn]bool{}}
 	r.wg.Add(1)
 	go r.serve()
 	return r, nil
@@ -387,8 +391,10 @@ func (r *relay) serve() {
 			defer r.track(in, false)
 			out, err := net.DialTimeout("tcp", r.target, 2*time.Second)
 			if err != nil {
+				r.logf("*** %s: connecting a switch to tcp:%s: %v\n", r.name, r.target, err)
 				return // the switch retries, as it would against a controller that is down
 			}
+			r.logf("*** %s: switch connected (tcp %s -> %s)\n", r.name, out.LocalAddr(), r.target)
 			defer out.Close()
 			if !r.track(out, true) {
 				return

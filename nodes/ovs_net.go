@@ -59,7 +59,7 @@ func NewOVSNet(namespace, dir string, logf func(string, ...any)) (_ *OVSNet, err
 		logf = func(string, ...any) {}
 	}
 	o := &OVSNet{dir: dir, logf: logf, ports: map[string][]string{}, bridges: map[string]*OVSBridge{}}
-	logf("*** creating namespace %s for the Open vSwitch switches\n", namespace)
+	logf("*** ip netns add %s (the Open vSwitch switches)\n", namespace)
 	if o.named, err = netnsx.CreateNamed(namespace); err != nil {
 		return nil, err
 	}
@@ -123,7 +123,12 @@ func (o *OVSNet) start(name string, args ...string) error {
 // Vsctl runs ovs-vsctl against the network's database.
 func (o *OVSNet) Vsctl(ctx context.Context, args ...string) (string, error) {
 	full := append([]string{"--db=unix:" + o.dbSock(), "--timeout=30"}, args...)
-	o.logf("*** ovs-vsctl %s\n", strings.Join(args, " "))
+	// One line per command of the transaction, as Mininet prints its.
+	for _, c := range strings.Split(" "+strings.Join(args, " ")+" ", " -- ") {
+		if c = strings.TrimSpace(c); c != "" {
+			o.logf("*** ovs-vsctl %s\n", c)
+		}
+	}
 	out, err := exec.CommandContext(ctx, "ovs-vsctl", full...).CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("ovs-vsctl %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
@@ -283,7 +288,8 @@ func (o *OVSNet) Delete() error {
 	}
 	var err error
 	if o.named != nil {
-		o.logf("*** deleting namespace %s\n", o.Namespace())
+		o.logf("*** ip netns del %s\n", o.Namespace())
+		o.logf("*** rm -rf %s\n", o.dir)
 		err = o.named.Delete()
 	}
 	os.RemoveAll(o.dir)
