@@ -200,6 +200,7 @@ func (n *Network) Build(ctx context.Context) (err error) {
 	if err := owner.Claim(n.run); err != nil {
 		return err
 	}
+	n.debugf("*** run %s: owner record in %s\n", n.run, owner.StateDir)
 	n.claimed = true
 	defer func() {
 		if err != nil {
@@ -305,6 +306,7 @@ func (n *Network) createNodes(ctx context.Context, list []*topo.PlannedNode) err
 			return err
 		}
 		made[i] = node
+		n.debugf("*** %s: ip -n %s link set lo up\n", p.Name, ns)
 		return nil
 	})
 	for i, node := range made {
@@ -552,7 +554,9 @@ func (n *Network) teardown(verbose bool) error {
 		}
 	}
 	t0 := time.Now()
-	owner.KillAll(owner.ProcessesIn(inodes))
+	procs := owner.ProcessesIn(inodes)
+	n.debugProcs(procs) // sdn.go
+	owner.KillAll(procs)
 	n.log().Debugf("*** stopped node processes in %v\n", time.Since(t0))
 	t0 = time.Now()
 
@@ -599,6 +603,7 @@ func (n *Network) deleteNodes(ctx context.Context, list []*topo.PlannedNode) err
 	return forEach(ctx, n.opts.Workers, len(list), func(i int) error {
 		p := list[len(list)-1-i]
 		if node, ok := n.nodes[p.Name]; ok {
+			n.debugf("*** ip netns del %s\n", node.Namespace())
 			return node.Delete()
 		}
 		return nil
