@@ -245,9 +245,9 @@ func (c *Config) checkTime(field string, d time.Duration) error {
 	case d < 0:
 		return fieldErr(field, "must not be negative (got %v)", d)
 	case d > HardMaxTime:
-		return fieldErr(field, "%v exceeds the hard limit of %v", d, HardMaxTime)
+		return fieldErr(field, "%s exceeds the hard limit of %s (11.6 days)", fmtDur(d), fmtDur(HardMaxTime))
 	case d > MaxTime && !c.AllowLarge:
-		return fieldErr(field, "%v exceeds the limit of %v (add allow-large, or allow_large=1 on a link, to go up to %v)", d, MaxTime, HardMaxTime)
+		return fieldErr(field, "%s exceeds the limit of %s (1 hour); add allow-large (allow_large=1 on a link) to go up to %s", fmtDur(d), fmtDur(MaxTime), fmtDur(HardMaxTime))
 	}
 	return nil
 }

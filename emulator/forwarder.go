@@ -34,11 +34,17 @@ type ForwarderConfig struct {
 	AtoB, BtoA Config
 	// MaxBuffered bounds the frames held in memory per direction (each
 	// in a slot of SlotSize bytes). It defaults to the emulator's Buffer
-	// plus two batches, capped at 65 536 (128 MiB with 2 KiB slots), so
-	// memory is bounded by the configuration and not by the traffic.
+	// plus two batches, capped at FrameBufferBytes of slots (65 536 with
+	// 2 KiB slots, 8192 with the 16 KiB of a 9000-byte MTU), so memory is
+	// bounded by the configuration and not by the traffic.
 	MaxBuffered int
-	// SlotSize is the size of one frame buffer; 0 picks a power of two
-	// that holds MaxFrame plus a VLAN tag.
+	// MTU is the links' MTU (0: unknown). With it every frame buffer holds
+	// a frame of MTU + 18 bytes (Ethernet header and a VLAN tag), and the
+	// emulators' MaxFrame is that frame: a larger max-frame is an error,
+	// the default or a smaller one is raised to it, so jumbo frames are
+	// neither truncated nor mis-accounted.
+	MTU int
+	// SlotSize is the size of one frame buffer; 0 picks SlotSize(MaxFrame).
 	SlotSize int
 	// BusyPoll is how long a direction keeps polling its RX ring after
 	// the last frame before it sleeps in poll. It saves the wake-up
@@ -74,9 +80,10 @@ type ForwarderConfig struct {
 }
 
 const (
-	defaultMaxBuffered = 1 << 16
-	chunkSlots         = 256
-	minSpin            = 5 * time.Microsecond
+	// chunkBytes is the frame memory allocated at a time as a queue
+	// grows (256 slots of 2 KiB): an idle link holds one chunk.
+	chunkBytes = 512 << 10
+	minSpin    = 5 * time.Microsecond
 	// maxSpin caps the spin margin: on a loaded machine the oversleep
 	// estimate grows, and spinning for longer than the gap between
 	// departures would turn a forwarder into a busy loop that starves the
@@ -101,9 +108,10 @@ const (
 // spins for the last microseconds so the realised delay matches the
 // configured one rather than the timer's granularity.
 type Forwarder struct {
-	a, b  Port
-	dirs  [2]*direction
-	start time.Time
+	a, b      Port
+	dirs      [2]*direction
+	start     time.Time
+	linkFrame int // largest frame of the link (MTU + 18), 0: unknown
 
 	mu      sync.Mutex
 	running bool
@@ -132,8 +140,15 @@ func NewForwarder(a, b Port, cfg ForwarderConfig) (*Forwarder, error) {
 	if a == nil || b == nil {
 		return nil, errors.New("forwarder needs two ports")
 	}
-	f := &Forwarder{a: a, b: b, start: time.Now()}
+	if cfg.MTU < 0 || cfg.MTU > MaxFrameLimit {
+		return nil, fmt.Errorf("forwarder: MTU %d is outside 0..%d", cfg.MTU, MaxFrameLimit)
+	}
+	f := &Forwarder{a: a, b: b, start: time.Now(), linkFrame: linkFrame(cfg.MTU)}
 	for i, c := range []Config{cfg.AtoB, cfg.BtoA} {
+		c, err := f.fitFrame(c)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", Direction(i), err)
+		}
 		d, err := newDirection(f, Direction(i), c, cfg)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", Direction(i), err)
@@ -143,6 +158,30 @@ func NewForwarder(a, b Port, cfg ForwarderConfig) (*Forwarder, error) {
 	f.dirs[AtoB].in, f.dirs[AtoB].out = a, b
 	f.dirs[BtoA].in, f.dirs[BtoA].out = b, a
 	return f, nil
+}
+
+// l2Header is what a frame adds to the MTU: Ethernet header and one
+// 802.1Q tag (the FCS is not part of frames on a packet socket).
+const l2Header = 14 + 4
+
+func linkFrame(mtu int) int {
+	if mtu <= 0 {
+		return 0
+	}
+	return min(mtu+l2Header, MaxFrameLimit)
+}
+
+// fitFrame makes c's MaxFrame the link's largest frame when the MTU is
+// known (see ForwarderConfig.MTU) and validates the result.
+func (f *Forwarder) fitFrame(c Config) (Config, error) {
+	if lf := f.linkFrame; lf > 0 {
+		if c.MaxFrame > lf && c.MaxFrame != DefaultMaxFrame {
+			return c, fieldErr("max-frame", "%d bytes exceeds the link's largest frame of %d bytes (MTU %d + %d bytes of Ethernet header and VLAN tag)",
+				c.MaxFrame, lf, lf-l2Header, l2Header)
+		}
+		c.MaxFrame = lf
+	}
+	return c, c.Validate()
 }
 
 // Start launches the two forwarding threads.
@@ -202,7 +241,8 @@ func (f *Forwarder) Reconfigure(dir Direction, cfg Config) error {
 	if dir != AtoB && dir != BtoA {
 		return fmt.Errorf("unknown direction %d", dir)
 	}
-	if err := cfg.Validate(); err != nil {
+	cfg, err := f.fitFrame(cfg)
+	if err != nil {
 		return err
 	}
 	d := f.dirs[dir]
@@ -247,6 +287,7 @@ type direction struct {
 	// Frame pool: slots live in chunks that are allocated as the queue
 	// first grows and then reused, so the steady state allocates nothing.
 	slotSize int
+	chunk    int // slots per chunk
 	chunks   [][]byte
 	free     []uint32 // stack of free slot indices
 	nSlots   int
@@ -292,17 +333,14 @@ func newDirection(f *Forwarder, dir Direction, c Config, fc ForwarderConfig) (*d
 	}
 	slot := fc.SlotSize
 	if slot == 0 {
-		slot = 2048
-		for slot < c.MaxFrame+4+64 {
-			slot <<= 1
-		}
+		slot = SlotSize(c.MaxFrame)
 	}
 	capSlots := fc.MaxBuffered
 	if capSlots <= 0 {
-		capSlots = defaultMaxBuffered
+		capSlots = max(FrameBufferBytes/slot, 2*MaxBatch)
 	}
 	d := &direction{
-		f: f, dir: dir, emu: emu, slotSize: slot, maxCap: capSlots,
+		f: f, dir: dir, emu: emu, slotSize: slot, maxCap: capSlots, chunk: max(chunkBytes/slot, MaxBatch),
 		rxBufs: make([][]byte, MaxBatch), rxLens: make([]int, MaxBatch), rxStamp: make([]int64, MaxBatch),
 		pkts: make([]Packet, MaxBatch), dropped: make([]Packet, 0, MaxBatch),
 		outPkts: make([]Packet, MaxBatch), txBufs: make([][]byte, MaxBatch),
@@ -334,8 +372,8 @@ func (d *direction) now() int64 { return int64(time.Since(d.f.start)) }
 func realtimeNow() int64 { return time.Now().UnixNano() }
 
 func (d *direction) slot(i uint32) []byte {
-	c := d.chunks[i/chunkSlots]
-	off := int(i%chunkSlots) * d.slotSize
+	c := d.chunks[int(i)/d.chunk]
+	off := int(i) % d.chunk * d.slotSize
 	return c[off : off+d.slotSize : off+d.slotSize]
 }
 
@@ -346,11 +384,11 @@ func (d *direction) grow() bool {
 	if d.nSlots > 0 && d.nSlots >= int(d.maxSlots.Load()) {
 		return false
 	}
-	d.chunks = append(d.chunks, make([]byte, chunkSlots*d.slotSize))
-	for i := chunkSlots - 1; i >= 0; i-- {
+	d.chunks = append(d.chunks, make([]byte, d.chunk*d.slotSize))
+	for i := d.chunk - 1; i >= 0; i-- {
 		d.free = append(d.free, uint32(d.nSlots+i))
 	}
-	d.nSlots += chunkSlots
+	d.nSlots += d.chunk
 	return true
 }
 

@@ -39,6 +39,12 @@ func (p *memPort) RecvBatch(bufs [][]byte, lens []int, stamps []int64) (int, err
 	defer p.mu.Unlock()
 	n := 0
 	for n < len(bufs) && len(p.rx) > 0 {
+		if len(p.rx[0]) > len(bufs[n]) {
+			// As a real port does: a cut frame would be corrupt.
+			p.st.RxTruncated++
+			p.rx = p.rx[1:]
+			continue
+		}
 		lens[n] = copy(bufs[n], p.rx[0])
 		stamps[n] = 0
 		p.rx = p.rx[1:]

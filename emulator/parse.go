@@ -59,7 +59,9 @@ func (p *parser) numeric() bool {
 	case ch >= '0' && ch <= '9', ch == '.', ch == '-', ch == '+':
 		return true
 	}
-	return false
+	// NaN and Inf are values too (and refused as such), not keywords.
+	t := strings.ToLower(p.args[p.i])
+	return strings.HasPrefix(t, "nan") || strings.HasPrefix(t, "inf")
 }
 
 func (p *parser) need(field string) (string, error) {
@@ -239,6 +241,8 @@ func (p *parser) key(c *Config) error {
 			return fieldErr("seed", "%q is not an unsigned 64-bit integer", s)
 		}
 		c.Seed, c.SeedSet = v, true
+	case "allow-large", "allow_large":
+		c.AllowLarge = true
 	case "duplicate", "corrupt", "slot", "ecn":
 		return fieldErr(k, "NetEm's %s is not supported by hymn's emulator", k)
 	default:
@@ -527,6 +531,9 @@ func (c Config) String() string {
 	}
 	if c.SeedSet {
 		add("seed", strconv.FormatUint(c.Seed, 10))
+	}
+	if c.AllowLarge {
+		add("allow-large")
 	}
 	return b.String()
 }

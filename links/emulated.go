@@ -122,6 +122,11 @@ func (l *EmulatedLink) start(mtu int, cfg emulator.ForwarderConfig) error {
 		}
 		l.ports = append(l.ports, p)
 	}
+	if cfg.MTU == 0 {
+		// Frame buffers and max-frame follow the link's MTU, so jumbo
+		// frames pass whole.
+		cfg.MTU = max(mtu, l.ports[0].MTU(), l.ports[1].MTU())
+	}
 	var err error
 	if l.Fwd, err = emulator.NewForwarder(l.ports[0], l.ports[1], cfg); err != nil {
 		return fmt.Errorf("emulated link %s<->%s: %w", l.A.Name, l.B.Name, err)

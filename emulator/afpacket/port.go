@@ -52,6 +52,7 @@ type Port struct {
 	txFrames         int
 	rxHead, txHead   int
 	maxFrame         int // largest frame RecvBatch can deliver (slot minus header)
+	mtu              int // the interface's MTU when the port was opened
 
 	pollFDs [2]unix.PollFd
 	ts      unix.Timespec
@@ -125,7 +126,7 @@ func Open(ifname string, o Options) (_ *Port, err error) {
 	if o.TxFrames == 0 {
 		o.TxFrames = 512
 	}
-	p := &Port{name: ifname, ifindex: ifi.Index, rxFD: -1, txFD: -1, evFD: -1, frameSize: fs}
+	p := &Port{name: ifname, ifindex: ifi.Index, rxFD: -1, txFD: -1, evFD: -1, frameSize: fs, mtu: ifi.MTU}
 	defer func() {
 		if err != nil {
 			p.Close()
@@ -213,6 +214,9 @@ func (p *Port) Name() string { return p.name }
 
 // MaxFrame is the longest frame (bytes) the port carries.
 func (p *Port) MaxFrame() int { return p.maxFrame }
+
+// MTU is the interface's MTU when the port was opened.
+func (p *Port) MTU() int { return p.mtu }
 
 func (p *Port) hdr(mem []byte, i int) *unix.Tpacket2Hdr {
 	return (*unix.Tpacket2Hdr)(unsafe.Pointer(&mem[i*p.frameSize]))
