@@ -155,10 +155,12 @@ func (s *Shell) RunStatus(ctx context.Context, line string) (string, int, error)
 // script is what the shell reads for one command line: the line as one
 // single-quoted word for eval (so an unbalanced quote is a syntax error of
 // that command, not a shell waiting for more), run with stdin from
-// /dev/null, then the marker with its status.
+// /dev/null, then the marker with its status. "command" strips eval of its
+// special-builtin status, so a syntax error does not end a POSIX sh (dash,
+// busybox) and with it the node's cwd, variables and jobs.
 func script(line, nonce string) string {
 	quoted := "'" + strings.ReplaceAll(strings.TrimRight(line, "\n"), "'", `'\''`) + "'"
-	return "eval " + quoted + " </dev/null\nprintf '\\001hymn-" + nonce + ":%d\\001' \"$?\"\n"
+	return "command eval " + quoted + " </dev/null\nprintf '\\001hymn-" + nonce + ":%d\\001' \"$?\"\n"
 }
 
 // RunStream runs one command line and writes its output to w as it comes,

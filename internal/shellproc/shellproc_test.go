@@ -263,3 +263,38 @@ func TestShellNodeYesBounded(t *testing.T) {
 		t.Errorf("next command: %q", out)
 	}
 }
+
+// TestShellPOSIXShells: the VM guest agent falls back to sh (busybox's in
+// the boot image): the framing and cmd semantics hold there too.
+func TestShellPOSIXShells(t *testing.T) {
+	for _, argv := range [][]string{{"sh"}, {"busybox", "sh"}} {
+		t.Run(strings.Join(argv, "-"), func(t *testing.T) {
+			testenv.Tools(t, argv[0])
+			cmd := exec.Command(argv[0], argv[1:]...)
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+			sh, err := shellproc.Start(cmd, (*exec.Cmd).Start)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { sh.Close() })
+			run(t, sh, "cd /usr; X=\"it's\"; sleep 30 &")
+			if out, status := run(t, sh, `pwd; echo "$X"; cat; (exit 4)`); out != "/usr\nit's\n" || status != 4 {
+				t.Errorf("state: %q status %d", out, status)
+			}
+			out, status := run(t, sh, `printf '\001hymn-1:0\001'; sleep 0.3; echo late`)
+			if !strings.HasSuffix(out, "late\n") || status != 0 {
+				t.Errorf("forged: %q status %d", out, status)
+			}
+			// A syntax error must not end the shell and its state.
+			if out, _ := run(t, sh, "echo 'unbalanced"); out == "" {
+				t.Error("no syntax error for an unbalanced quote")
+			}
+			if out, _ := run(t, sh, "pwd"); out != "/usr\n" {
+				t.Errorf("state lost after a syntax error: %q", out)
+			}
+			if out, _ := run(t, sh, "echo next"); out != "next\n" {
+				t.Errorf("next: %q", out)
+			}
+		})
+	}
+}
