@@ -532,6 +532,8 @@ func (n *Network) teardown(verbose bool) error {
 	}
 	ctx := context.Background()
 	var errs []error
+	// Captures flush their files while the interfaces still exist.
+	errs = append(errs, n.stopCaptures())
 	// Forwarders hold sockets in the helper namespace: stop them first.
 	errs = append(errs, n.stopEmulators())
 	// VFs go home (and the simulated NIC stops) while the nodes and the

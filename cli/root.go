@@ -54,6 +54,11 @@ type mnFlags struct {
 	customTime time.Duration          // --custom-timeout
 	file       string                 // hymn run FILE
 	changed    func(name string) bool // whether a flag was given
+	jsonOut    bool                   // --json: --test results as JSON on stdout
+	captures   []string               // --capture LINK[,dir=..][,file=..]
+	// action, when set (hymn measure), runs on the started network
+	// instead of the tests or the shell.
+	action func(ctx context.Context, net *hymn.Network) error
 }
 
 // NewRootCmd returns the hymn command with every subcommand.
@@ -96,7 +101,7 @@ Progress goes to stderr, as Mininet's does. hymn must run as root.`,
 	if MNMode() {
 		setupMNMode(root, f) // mn.go
 	}
-	root.AddCommand(newCleanCmd(stdout, stderr), newVersionCmd(stdout), newEmulateCmd(), newRunCmd(stdin, stdout, stderr), NewGraphCmd(), NewVMCmd(), NewSRIOVCmd())
+	root.AddCommand(newCleanCmd(stdout, stderr), newVersionCmd(stdout), newEmulateCmd(), newRunCmd(stdin, stdout, stderr), NewGraphCmd(), NewVMCmd(), NewSRIOVCmd(), newMeasureCmd(stdin, stdout, stderr), newListCmd(stdout))
 	return root
 }
 
@@ -128,6 +133,8 @@ func addMNFlags(fl *pflag.FlagSet, f *mnFlags) {
 	fl.BoolVar(&f.inNS, "innamespace", false, "OpenFlow switches in a namespace of their own (hymn's OpenFlow switches always are; the controller stays on 127.0.0.1)")
 	fl.IntVar(&f.listenPort, "listenport", 6654, "accepted for compatibility: no effect without OpenFlow")
 	fl.BoolVar(&f.noListen, "nolistenport", false, "accepted for compatibility: no effect without OpenFlow")
+	fl.BoolVar(&f.jsonOut, "json", false, "print --test results (and measure's) as JSON on stdout; Mininet's lines stay on stderr")
+	fl.StringArrayVar(&f.captures, "capture", nil, "capture a link to pcapng: NODE1-NODE2[,dir=a>b|b>a|both][,file=F.pcapng][,limit=BYTES] (repeatable)")
 	fl.StringVar(&f.custom, "custom", "", "topology file: a Mininet custom .py file (then --topo names one of its topos), a MiniEdit .mn file or a hymn YAML/JSON file")
 	fl.IntVar(&f.maxNodes, "max-nodes", 0, "refuse topologies with more nodes (0: what the machine's available memory holds, about 1 MiB per node; -1: no limit)")
 	fl.StringVar(&f.maxFile, "max-file-size", "16M", "refuse topology files (and custom-topology results) larger than this (bytes, or with K, M, G)")
@@ -254,6 +261,9 @@ func runMN(ctx context.Context, f *mnFlags, stdin *os.File, stdout, stderr io.Wr
 	if err != nil {
 		return err
 	}
+	if err := checkResultFlags(f, tests); err != nil {
+		return err
+	}
 	if err := hymn.CheckRoot(); err != nil {
 		return err
 	}
@@ -338,6 +348,9 @@ func (r *mnRun) run(ctx context.Context) (err error) {
 	if err := r.net.Build(ctx); err != nil {
 		return err
 	}
+	if err := startCaptures(r.net, r.flags.captures); err != nil {
+		return err
+	}
 	if r.flags.arp {
 		if err := r.net.StaticARP(ctx); err != nil {
 			return err
@@ -369,7 +382,15 @@ func (r *mnRun) run(ctx context.Context) (err error) {
 			}
 		}
 	}
-	if len(r.tests) > 0 {
+	if r.flags.action != nil {
+		if err := r.flags.action(ctx, r.net); err != nil {
+			return err
+		}
+	} else if len(r.tests) > 0 && r.flags.jsonOut {
+		if err := runTestsJSON(ctx, r.net, r.tests, r.stdout); err != nil {
+			return err
+		}
+	} else if len(r.tests) > 0 {
 		for _, t := range r.tests {
 			if err := runTest(ctx, r.net, t); err != nil {
 				return err

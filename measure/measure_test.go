@@ -1,0 +1,177 @@
+package measure
+
+import (
+	"bytes"
+	"context"
+	"encoding/xml"
+	"math"
+	"math/rand/v2"
+	"net/netip"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseRates(t *testing.T) {
+	for in, want := range map[string][]float64{
+		"50k,300k,1M":    {50e3, 300e3, 1e6},
+		"1000":           {1000},
+		"10kpps":         {10e3},
+		"100k-300k/100k": {100e3, 200e3, 300e3},
+		"84Mbit":         {125e3}, // 84 B on the wire = 672 bit
+	} {
+		got, err := ParseRates(in, 64)
+		if err != nil {
+			t.Errorf("%q: %v", in, err)
+			continue
+		}
+		if len(got) != len(want) {
+			t.Errorf("%q: %v, want %v", in, got, want)
+			continue
+		}
+		for i := range got {
+			if math.Abs(got[i]-want[i]) > 1e-6*want[i] {
+				t.Errorf("%q: %v, want %v", in, got, want)
+			}
+		}
+	}
+	for _, bad := range []string{"", "x", "50k,", "-5", "0", "1e12", "NaN", "5-1/1", "1-1000000/1", "1k/2"} {
+		if _, err := ParseRates(bad, 64); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+func TestConfigBadInput(t *testing.T) {
+	base := func() Config {
+		return Config{Dst: netip.MustParseAddrPort("10.0.0.2:7777"), Rates: []float64{1000}}
+	}
+	for name, mod := range map[string]func(*Config){
+		"frame small": func(c *Config) { c.Frame = 63 },
+		"frame big":   func(c *Config) { c.Frame = 9000 },
+		"duration":    func(c *Config) { c.Duration = time.Millisecond },
+		"flows":       func(c *Config) { c.Flows = 5000 },
+		"burst":       func(c *Config) { c.Burst = -1 },
+		"batch":       func(c *Config) { c.Batch = 5000 },
+		"ipv6":        func(c *Config) { c.Dst = netip.MustParseAddrPort("[::1]:5") },
+		"no rate":     func(c *Config) { c.Rates = nil },
+		"rate":        func(c *Config) { c.Rates = []float64{math.NaN()} },
+		"zl tol":      func(c *Config) { c.ZeroLoss = &ZeroLossConfig{Tolerance: 2} },
+		"zl res":      func(c *Config) { c.ZeroLoss = &ZeroLossConfig{Resolution: 1} },
+		"zl min":      func(c *Config) { c.ZeroLoss = &ZeroLossConfig{Min: 5000} },
+		"zl trials":   func(c *Config) { c.ZeroLoss = &ZeroLossConfig{MaxTrials: 1000} },
+		"drain":       func(c *Config) { c.Drain = -time.Second },
+	} {
+		c := base()
+		mod(&c)
+		if err := c.fill(); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+	c := base()
+	if err := c.fill(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestHistogramError checks the HDR histogram's bounded relative error on
+// a known distribution: every percentile within 0.1 % (3 significant
+// digits) of the exact order statistic.
+func TestHistogramError(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	h := NewHistogram()
+	vals := make([]int64, 200000)
+	for i := range vals {
+		vals[i] = int64(math.Exp(rng.NormFloat64()*1.5+10)) + 1 // ns, log-normal around 22 µs
+		h.RecordValue(vals[i])
+	}
+	sortInt64(vals)
+	for _, p := range []float64{50, 90, 99, 99.9, 99.99} {
+		exact := vals[int(math.Round(p/100*float64(len(vals))))-1] // the rank HdrHistogram uses
+		got := h.ValueAtPercentile(p)
+		if rel := math.Abs(float64(got-exact)) / float64(exact); rel > 0.001 {
+			t.Errorf("p%g: %d, exact %d (%.3f%%)", p, got, exact, 100*rel)
+		}
+	}
+}
+
+func sortInt64(v []int64) {
+	// insertion-free: use the standard library through a slice of floats
+	f := make([]float64, len(v))
+	for i := range v {
+		f[i] = float64(v[i])
+	}
+	sortFloats(f)
+	for i := range v {
+		v[i] = int64(f[i])
+	}
+}
+
+// TestLoopback measures over the loopback interface of the test's own
+// namespace (no root needed): every packet arrives, in order, with a
+// small positive delay, and the counts add up.
+func TestLoopback(t *testing.T) {
+	cfg := Config{Dst: netip.MustParseAddrPort("127.0.0.1:0"), Rates: []float64{20000}, Duration: 300 * time.Millisecond,
+		Drain: 100 * time.Millisecond, NoRealTime: true}
+	cfg.Dst = netip.AddrPortFrom(cfg.Dst.Addr(), uint16(20000+rand.IntN(20000)))
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rep.Results[0]
+	t.Logf("%s", TableLine(r, "rate"))
+	if r.Sent < 5000 || r.Received != r.Sent || r.Lost != 0 || r.Duplicates != 0 {
+		t.Errorf("sent %d received %d lost %d dup %d", r.Sent, r.Received, r.Lost, r.Duplicates)
+	}
+	if r.Latency.Min <= 0 || r.Latency.Max > 1e6 {
+		t.Errorf("latency %+v", r.Latency)
+	}
+	if math.Abs(r.SentPPS-20000)/20000 > 0.02 {
+		t.Errorf("sent at %.0f/s, want 20000 ± 2%%", r.SentPPS)
+	}
+	var b bytes.Buffer
+	if err := WriteHgrm(&b, r); err != nil || !strings.Contains(b.String(), "Percentile") {
+		t.Errorf("hgrm: %v\n%s", err, b.String())
+	}
+	b.Reset()
+	if err := WriteCSV(&b, rep); err != nil || strings.Count(b.String(), "\n") != 2 {
+		t.Errorf("csv: %v\n%s", err, b.String())
+	}
+	for name, draw := range map[string]func(*bytes.Buffer) error{
+		"hdr":    func(b *bytes.Buffer) error { return PlotHDR(b, "t", []Curve{{"20k", r}}) },
+		"series": func(b *bytes.Buffer) error { return PlotSeries(b, "t", r) },
+	} {
+		b.Reset()
+		if err := draw(&b); err != nil {
+			t.Fatal(err)
+		}
+		if err := xml.Unmarshal(b.Bytes(), new(struct{})); err != nil {
+			t.Errorf("%s: not well-formed XML: %v", name, err)
+		}
+		if os.Getenv("HYMN_KEEP_SVG") != "" {
+			os.WriteFile(os.Getenv("HYMN_KEEP_SVG")+"-"+name+".svg", b.Bytes(), 0o644)
+		}
+	}
+}
+
+// TestZeroLossSearch drives the search over loopback with a rate no
+// generator reaches: it must end below it, within its trial budget.
+func TestZeroLossSearch(t *testing.T) {
+	cfg := Config{Dst: netip.MustParseAddrPort("127.0.0.1:0"), Duration: 100 * time.Millisecond,
+		Drain: 50 * time.Millisecond, NoRealTime: true, Warmup: -1,
+		ZeroLoss: &ZeroLossConfig{Max: 50e6, MaxTrials: 6}}
+	cfg.Dst = netip.AddrPortFrom(cfg.Dst.Addr(), uint16(20000+rand.IntN(20000)))
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	z := rep.ZeroLoss
+	if z == nil || len(z.Trials) == 0 || len(z.Trials) > 6 {
+		t.Fatalf("zero-loss: %+v", z)
+	}
+	if z.Trials[0].Pass || !z.Limited {
+		t.Errorf("50 Mpps passed or was not generator-limited: %+v", z.Trials[0])
+	}
+	t.Logf("zero-loss %.0f after %d trials: %+v", z.Rate, len(z.Trials), z.Trials)
+}

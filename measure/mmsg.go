@@ -1,0 +1,114 @@
+package measure
+
+import (
+	"encoding/binary"
+	"runtime"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// mmsghdr is struct mmsghdr (linux/socket.h).
+type mmsghdr struct {
+	hdr unix.Msghdr
+	len uint32
+	_   [4]byte
+}
+
+// batch is a set of messages for one sendmmsg or recvmmsg call, with
+// their buffers allocated once.
+type batch struct {
+	msgs []mmsghdr
+	iovs []unix.Iovec
+	bufs [][]byte
+	oobs [][]byte
+}
+
+func newBatch(n, size, oob int) *batch {
+	b := &batch{msgs: make([]mmsghdr, n), iovs: make([]unix.Iovec, n), bufs: make([][]byte, n), oobs: make([][]byte, n)}
+	for i := range n {
+		b.bufs[i] = make([]byte, size)
+		b.iovs[i].Base = &b.bufs[i][0]
+		b.iovs[i].SetLen(size)
+		b.msgs[i].hdr.Iov = &b.iovs[i]
+		b.msgs[i].hdr.Iovlen = 1
+		if oob > 0 {
+			b.oobs[i] = make([]byte, oob)
+		}
+	}
+	return b
+}
+
+// reset prepares the receive batch: buffer lengths and control space.
+func (b *batch) resetRecv() {
+	for i := range b.msgs {
+		b.iovs[i].SetLen(len(b.bufs[i]))
+		if b.oobs[i] != nil {
+			b.msgs[i].hdr.Control = &b.oobs[i][0]
+			b.msgs[i].hdr.SetControllen(len(b.oobs[i]))
+		}
+		b.msgs[i].hdr.Flags = 0
+		b.msgs[i].len = 0
+	}
+}
+
+// sendmmsg sends messages [from, from+n) of b.
+func sendmmsg(fd int, b *batch, from, n int) (int, error) {
+	r, _, e := unix.Syscall6(unix.SYS_SENDMMSG, uintptr(fd), uintptr(unsafe.Pointer(&b.msgs[from])), uintptr(n), 0, 0, 0)
+	runtime.KeepAlive(b)
+	if e != 0 {
+		return int(r), e
+	}
+	return int(r), nil
+}
+
+func recvmmsg(fd int, b *batch) (int, error) {
+	r, _, e := unix.Syscall6(unix.SYS_RECVMMSG, uintptr(fd), uintptr(unsafe.Pointer(&b.msgs[0])), uintptr(len(b.msgs)), unix.MSG_WAITFORONE, 0, 0)
+	runtime.KeepAlive(b)
+	if e != 0 {
+		return 0, e
+	}
+	return int(r), nil
+}
+
+// kernelStamp extracts the SO_TIMESTAMPNS receive time (ns, CLOCK_REALTIME)
+// from a control buffer without allocating; 0 when absent.
+func kernelStamp(oob []byte) int64 {
+	for len(oob) >= unix.SizeofCmsghdr {
+		h := (*unix.Cmsghdr)(unsafe.Pointer(&oob[0]))
+		l := int(h.Len)
+		if l < unix.SizeofCmsghdr || l > len(oob) {
+			return 0
+		}
+		if h.Level == unix.SOL_SOCKET && h.Type == unix.SO_TIMESTAMPNS && l >= unix.SizeofCmsghdr+16 {
+			d := oob[unix.SizeofCmsghdr:]
+			return int64(binary.NativeEndian.Uint64(d))*1e9 + int64(binary.NativeEndian.Uint64(d[8:]))
+		}
+		adv := (l + 7) &^ 7
+		if adv > len(oob) {
+			return 0
+		}
+		oob = oob[adv:]
+	}
+	return 0
+}
+
+func clockNs(id int32) int64 {
+	var ts unix.Timespec
+	unix.ClockGettime(id, &ts)
+	return ts.Nano()
+}
+
+func realtime() int64  { return clockNs(unix.CLOCK_REALTIME) }
+func monotonic() int64 { return clockNs(unix.CLOCK_MONOTONIC) }
+
+// realTimeThread locks the goroutine to its thread and, best effort, puts
+// the thread under SCHED_FIFO. The goroutine must end without unlocking so
+// the thread is discarded.
+func realTimeThread() {
+	runtime.LockOSThread()
+	param := struct{ prio int32 }{1}
+	unix.RawSyscall(unix.SYS_SCHED_SETSCHEDULER, 0, uintptr(unix.SCHED_FIFO), uintptr(unsafe.Pointer(&param)))
+}
+
+func lockThread() { runtime.LockOSThread() }

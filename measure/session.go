@@ -1,0 +1,391 @@
+package measure
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sync/atomic"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"golang.org/x/sys/unix"
+)
+
+// Histogram range: 1 ns to 60 s at 3 significant digits (0.1 % error).
+const (
+	histMax     = int64(60 * time.Second)
+	histSigFigs = 3
+	warmFlag    = uint64(1) << 63
+)
+
+// NewHistogram returns an empty latency histogram (ns) of the geometry
+// every Result uses, so histograms can be merged.
+func NewHistogram() *hdrhistogram.Histogram { return hdrhistogram.New(1, histMax, histSigFigs) }
+
+// Session holds the sockets of an experiment: one receiver and one sender
+// socket per flow, reused by every trial.
+type Session struct {
+	cfg  Config
+	rx   int
+	tx   []int
+	tag  atomic.Uint32
+	seed uint64
+}
+
+// Open validates cfg and creates the sockets in their namespaces.
+func Open(cfg Config) (*Session, error) {
+	if err := cfg.fill(); err != nil {
+		return nil, err
+	}
+	s := &Session{cfg: cfg, rx: -1, seed: cfg.Seed}
+	s.tag.Store(uint32(rand.Uint64()))
+	in := func(f RunFunc, fn func() error) error {
+		if f == nil {
+			return fn()
+		}
+		return f(fn)
+	}
+	dst := &unix.SockaddrInet4{Port: int(cfg.Dst.Port()), Addr: cfg.Dst.Addr().As4()}
+	err := in(cfg.InReceiver, func() error {
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		s.rx = fd
+		// A deep buffer so a receiver that is scheduled late loses nothing
+		// the link delivered; FORCE needs CAP_NET_ADMIN, else the limit.
+		if unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 64<<20) != nil {
+			unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, 64<<20)
+		}
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1); err != nil {
+			return fmt.Errorf("SO_TIMESTAMPNS: %w", err)
+		}
+		tv := unix.NsecToTimeval(int64(20 * time.Millisecond))
+		if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
+			return err
+		}
+		return unix.Bind(fd, dst)
+	})
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("measure receiver on %s: %w", cfg.Dst, err)
+	}
+	err = in(cfg.InSender, func() error {
+		for range cfg.Flows {
+			fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+			if err != nil {
+				return err
+			}
+			s.tx = append(s.tx, fd)
+			if unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, 4<<20) != nil {
+				unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, 4<<20)
+			}
+			if err := unix.Connect(fd, dst); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("measure sender to %s: %w", cfg.Dst, err)
+	}
+	return s, nil
+}
+
+// Close releases the sockets.
+func (s *Session) Close() error {
+	if s.rx >= 0 {
+		unix.Close(s.rx)
+		s.rx = -1
+	}
+	for _, fd := range s.tx {
+		unix.Close(fd)
+	}
+	s.tx = nil
+	return nil
+}
+
+// Sample is one packet of a delay time series.
+type Sample struct {
+	Sent  int64 // send time, ns CLOCK_REALTIME
+	Delay int64 // one-way delay, ns
+}
+
+type sendStats struct {
+	sent, errs     uint64
+	first, last    int64 // monotonic ns of the first and last measured send
+	firstReal      int64
+	measuredPeriod time.Duration
+	err            error
+}
+
+// Trial offers rate packets/s for d (plus the warm-up) and returns what
+// arrived.
+func (s *Session) Trial(ctx context.Context, rate float64, d time.Duration) (*Result, error) {
+	if err := checkRate(rate); err != nil {
+		return nil, err
+	}
+	c := &s.cfg
+	tag := uint16(s.tag.Add(1))
+	expected := int(math.Min(rate*d.Seconds()*1.05+float64(c.Batch), 1<<31))
+	rx := newReceiver(tag, expected, c.Series)
+	stop := make(chan int64, 1)
+	rxDone := make(chan error, 1)
+	go func() {
+		realTimeThread()
+		rxDone <- rx.run(s.rx, stop)
+	}()
+	sdone := make(chan sendStats, 1)
+	go func() {
+		if !c.NoRealTime {
+			realTimeThread()
+		} else {
+			// Locked, so nanosleep and the socket calls stay on one
+			// thread; the thread is discarded afterwards.
+			lockThread()
+		}
+		sdone <- s.send(ctx, rate, d, tag)
+	}()
+	st := <-sdone
+	stop <- monotonic() + int64(c.Drain)
+	rerr := <-rxDone
+	if st.err != nil {
+		return nil, st.err
+	}
+	if rerr != nil {
+		return nil, rerr
+	}
+	r := rx.result()
+	r.Rate = rate
+	r.RateBps = rate * WireBits(c.Frame)
+	r.Pattern = c.Pattern.String()
+	r.Frame = c.Frame
+	r.Flows = c.Flows
+	r.DurationS = d.Seconds()
+	r.Sent = st.sent
+	r.SendErrors = st.errs
+	if el := float64(st.last-st.first) / 1e9; st.sent > 1 && el > 0 {
+		// n packets span n−1 gaps.
+		r.SentPPS = float64(st.sent-1) / el
+	}
+	if r.Received < r.Sent {
+		r.Lost = r.Sent - r.Received
+	}
+	if r.Sent > 0 {
+		r.Loss = float64(r.Lost) / float64(r.Sent)
+		r.ReceivedPPS = float64(r.Received) / d.Seconds()
+	}
+	r.startReal = st.firstReal
+	return r, nil
+}
+
+func (s *Session) send(ctx context.Context, rate float64, d time.Duration, tag uint16) sendStats {
+	c := &s.cfg
+	payload := c.Frame - frameHeaders
+	b := newBatch(c.Batch, payload, 0)
+	interval := 1e9 / rate
+	var warmN uint64
+	if c.Warmup > 0 {
+		warmN = uint64(rate * c.Warmup.Seconds())
+	}
+	rng := rand.New(rand.NewPCG(s.seed, uint64(rate)))
+	s.seed++
+	start := monotonic() + int64(50*time.Microsecond)
+	measureStart := start + int64(float64(warmN)*interval)
+	end := measureStart + int64(d)
+	var st sendStats
+	var i uint64
+	nextDue := float64(start)
+	due := func(i uint64) float64 {
+		switch c.Pattern {
+		case Bursts:
+			burst := uint64(c.Burst)
+			return float64(start) + float64(i/burst*burst)*interval
+		case Poisson:
+			return nextDue
+		}
+		return float64(start) + float64(i)*interval
+	}
+	flow := 0
+	for {
+		if ctx.Err() != nil {
+			st.err = ctx.Err()
+			return st
+		}
+		now := monotonic()
+		if now >= end {
+			return st
+		}
+		next := due(i)
+		if wait := int64(next) - now; wait > 0 {
+			if wait > 3000 {
+				ts := unix.NsecToTimespec(wait)
+				unix.Nanosleep(&ts, nil)
+			}
+			continue
+		}
+		stamp := realtime()
+		k := 0
+		for k < c.Batch && due(i) <= float64(now) {
+			buf := b.bufs[k]
+			seq := i - warmN
+			if i < warmN {
+				seq = i | warmFlag
+			}
+			binary.LittleEndian.PutUint64(buf, seq)
+			binary.LittleEndian.PutUint64(buf[8:], uint64(stamp))
+			binary.LittleEndian.PutUint16(buf[16:], tag)
+			k++
+			i++
+			if c.Pattern == Poisson {
+				nextDue += rng.ExpFloat64() * interval
+			}
+		}
+		fd := s.tx[flow]
+		flow = (flow + 1) % len(s.tx)
+		sentHere := 0
+		for sentHere < k {
+			n, err := sendmmsg(fd, b, sentHere, k-sentHere)
+			if err != nil {
+				if errors.Is(err, unix.EINTR) {
+					continue
+				}
+				if errors.Is(err, unix.ENOBUFS) || errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.ECONNREFUSED) {
+					// This packet was not sent: skip it.
+					st.errs++
+					sentHere++
+					continue
+				}
+				st.err = fmt.Errorf("sending: %w", err)
+				return st
+			}
+			for j := sentHere; j < sentHere+n; j++ {
+				if binary.LittleEndian.Uint64(b.bufs[j])&warmFlag == 0 {
+					if st.sent == 0 {
+						st.first, st.firstReal = now, stamp
+					}
+					st.sent++
+					st.last = now
+				}
+			}
+			sentHere += n
+		}
+	}
+}
+
+// receiver counts one trial's packets.
+type receiver struct {
+	tag         uint16
+	seen        []uint64 // bitset of sequence numbers
+	maxSeq      uint64
+	any         bool
+	received    uint64
+	reordered   uint64
+	dups        uint64
+	hist        *hdrhistogram.Histogram
+	series      []Sample
+	seriesEvery uint64
+	seriesMax   int
+}
+
+func newReceiver(tag uint16, expected, series int) *receiver {
+	r := &receiver{tag: tag, seen: make([]uint64, expected/64+1), hist: NewHistogram(), seriesMax: series}
+	if series > 0 {
+		r.seriesEvery = uint64(expected/series) + 1
+		r.series = make([]Sample, 0, min(series+1, expected+1))
+	}
+	return r
+}
+
+// maxSeqTracked bounds the bitset (2^31 packets, 256 MiB).
+const maxSeqTracked = 1 << 31
+
+func (r *receiver) add(seq uint64, delay int64, sent int64) {
+	if seq >= maxSeqTracked {
+		return
+	}
+	w := seq / 64
+	for w >= uint64(len(r.seen)) {
+		r.seen = append(r.seen, make([]uint64, len(r.seen)+1)...)
+	}
+	bit := uint64(1) << (seq % 64)
+	if r.seen[w]&bit != 0 {
+		r.dups++
+		return
+	}
+	r.seen[w] |= bit
+	r.received++
+	if r.any && seq < r.maxSeq {
+		r.reordered++
+	} else {
+		r.maxSeq, r.any = seq, true
+	}
+	if delay < 0 {
+		delay = 0
+	}
+	if delay > histMax {
+		delay = histMax
+	}
+	r.hist.RecordValue(delay)
+	if r.seriesEvery > 0 && seq%r.seriesEvery == 0 && len(r.series) < r.seriesMax {
+		r.series = append(r.series, Sample{Sent: sent, Delay: delay})
+	}
+}
+
+func (r *receiver) run(fd int, stop <-chan int64) error {
+	b := newBatch(64, 2048, 128)
+	deadline := int64(-1)
+	for {
+		if deadline < 0 {
+			select {
+			case deadline = <-stop:
+			default:
+			}
+		}
+		if deadline >= 0 && monotonic() > deadline {
+			return nil
+		}
+		b.resetRecv()
+		n, err := recvmmsg(fd, b)
+		if err != nil {
+			if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
+				continue
+			}
+			return fmt.Errorf("receiving: %w", err)
+		}
+		fallback := int64(0)
+		for j := range n {
+			l := int(b.msgs[j].len)
+			if l < headerLen {
+				continue
+			}
+			buf := b.bufs[j]
+			if binary.LittleEndian.Uint16(buf[16:]) != r.tag {
+				continue
+			}
+			seq := binary.LittleEndian.Uint64(buf)
+			if seq&warmFlag != 0 {
+				continue
+			}
+			sent := int64(binary.LittleEndian.Uint64(buf[8:]))
+			at := kernelStamp(b.oobs[j][:b.msgs[j].hdr.Controllen])
+			if at == 0 {
+				if fallback == 0 {
+					fallback = realtime()
+				}
+				at = fallback
+			}
+			r.add(seq, at-sent, sent)
+		}
+	}
+}
+
+func (r *receiver) result() *Result {
+	res := &Result{Received: r.received, Reordered: r.reordered, Duplicates: r.dups, Hist: r.hist, Series: r.series}
+	res.Latency = latencyOf(r.hist)
+	return res
+}

@@ -1,0 +1,5 @@
+package measure
+
+import "sort"
+
+func sortFloats(f []float64) { sort.Float64s(f) }
