@@ -2,7 +2,9 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net"
 	"regexp"
@@ -27,22 +29,31 @@ var (
 )
 
 func (s *shell) doPy(ctx context.Context, args string) bool {
-	out, err := s.evalPy(ctx, strings.TrimSpace(args))
+	// Ctrl-C ends what py runs (h1.cmd('sleep 1000')), not the network.
+	cctx, done := s.intr.commandContext(ctx)
+	defer done()
+	out, streamed, err := s.evalPy(cctx, strings.TrimSpace(args), logWriter{s.lg})
 	if err != nil {
-		s.outf("%v\n", err)
+		s.pyError(ctx, err)
 		return false
 	}
-	if out != "" {
+	if out != "" || streamed {
 		s.out(out + "\n")
 	}
 	return false
 }
 
 func (s *shell) doPx(ctx context.Context, args string) bool {
+	cctx, done := s.intr.commandContext(ctx)
+	defer done()
 	for _, st := range parsePx(args) {
-		out, err := s.evalPy(ctx, st.expr)
+		var w io.Writer = io.Discard
+		if st.print {
+			w = logWriter{s.lg}
+		}
+		out, _, err := s.evalPy(cctx, st.expr, w)
 		if err != nil {
-			s.outf("%v\n", err)
+			s.pyError(ctx, err)
 			return false
 		}
 		if st.print {
@@ -50,6 +61,16 @@ func (s *shell) doPx(ctx context.Context, args string) bool {
 		}
 	}
 	return false
+}
+
+// pyError reports an error of py or px; an interrupted command gets a line
+// break, as a node command does.
+func (s *shell) pyError(ctx context.Context, err error) {
+	if errors.Is(err, context.Canceled) && ctx.Err() == nil {
+		s.out("\n")
+		return
+	}
+	s.outf("%v\n", err)
 }
 
 // pxStmt is one statement of a px line: an expression, printed or not.
@@ -203,15 +224,40 @@ func parsePy(expr string) pyExpr {
 	return pyExpr{kind: pyOther, target: expr}
 }
 
-func (s *shell) evalPy(ctx context.Context, expr string) (string, error) {
+// evalPy evaluates one expression. A node's cmd streams its output to w
+// as it comes (so `py h1.cmd('yes | head -c 1G')` does not collect a
+// gigabyte) and reports streamed; every other form returns its value.
+func (s *shell) evalPy(ctx context.Context, expr string, w io.Writer) (value string, streamed bool, err error) {
 	switch e := parsePy(expr); e.kind {
 	case pyNet:
-		return s.evalNet(ctx, e.target, e.args)
+		value, err = s.evalNet(ctx, e.target, e.args)
+		return value, false, err
 	case pyWait:
-		return "", s.waitListening(ctx, e.args)
+		return "", false, s.waitListening(ctx, e.args)
 	case pyNodeCall:
-		return s.evalNode(ctx, e.target, e.method, e.call, e.args)
+		if e.method == "cmd" {
+			return "", true, s.nodeCmd(ctx, e.target, e.args, w)
+		}
+		value, err = s.evalNode(ctx, e.target, e.method, e.call, e.args)
+		return value, false, err
 	}
+	value, err = s.evalName(expr)
+	return value, false, err
+}
+
+// nodeCmd is node.cmd(...): Mininet joins its arguments with spaces.
+func (s *shell) nodeCmd(ctx context.Context, name, rawArgs string, w io.Writer) error {
+	node, err := s.net.Node(name)
+	if err != nil {
+		return fmt.Errorf("name '%s' is not defined", name)
+	}
+	pos, _ := pyArgs(rawArgs)
+	_, err = node.CmdStream(ctx, strings.Join(pos, " "), w)
+	return err
+}
+
+// evalName evaluates a bare name: a node or net.
+func (s *shell) evalName(expr string) (string, error) {
 	if p := s.net.Plan().Node(expr); p != nil {
 		return strings.TrimSpace(s.nodeRepr(p)), nil
 	}
@@ -298,9 +344,6 @@ func (s *shell) evalNode(ctx context.Context, name, method string, call bool, ra
 			parts = append(parts, n)
 		}
 		return "[" + strings.Join(parts, ", ") + "]", nil
-	case "cmd":
-		node, _ := s.net.Node(name)
-		return node.Cmd(ctx, strings.Join(pos, " "))
 	}
 	return "", fmt.Errorf(strings.TrimSuffix(pyUnsupported, "\n"), name+"."+method)
 }

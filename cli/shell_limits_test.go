@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -150,4 +151,34 @@ func TestShellLimitsBinary(t *testing.T) {
 			t.Errorf("output lacks %q:\n%.3000s", want, out)
 		}
 	}
+}
+
+// TestShellForgeryAndCtrlCBinary: through the built binary on a pty, a node
+// command that prints the old marker and a py h1.cmd that never ends are
+// ended by Ctrl-C without ending the network; nothing leaks into the next
+// command.
+func TestShellForgeryAndCtrlCBinary(t *testing.T) {
+	s := startSession(t, "--topo", "minimal")
+	s.expect(`mininet> `, 60*time.Second)
+	start := time.Now()
+	out := s.command(`h1 printf '\001hymn-1:0\001\001hymn-2:0\001'; sleep 1; echo late`)
+	if !strings.Contains(out, "late") || time.Since(start) < time.Second {
+		t.Errorf("forged command ended early (%v): %q", time.Since(start), out)
+	}
+	if out := s.command("h1 echo next"); strings.Contains(out, "late") || !strings.Contains(out, "next") {
+		t.Errorf("next command: %q", out)
+	}
+	if out := s.command("py h1.cmd('echo', 'hi')"); !strings.Contains(out, "hi\n\n") {
+		t.Errorf("py h1.cmd: %q", out)
+	}
+	for _, line := range []string{"py h1.cmd('sleep 1000')", "h1 while :; do :; done"} {
+		s.send(line)
+		time.Sleep(500 * time.Millisecond)
+		io.WriteString(s.tty, "\x03")
+		s.expect(`mininet> `, 10*time.Second)
+		if out := s.command("h1 echo ALIVE"); !strings.Contains(out, "ALIVE") {
+			t.Errorf("after Ctrl-C on %q: %q", line, out)
+		}
+	}
+	s.exit()
 }
