@@ -135,6 +135,57 @@ type DirectionStats struct {
 	RxPort, TxPort PortStats
 }
 
+// Accounting follows every frame of one direction from the receiving
+// port to the sending one. Offered = Delivered + Dropped() + Queued holds
+// exactly whenever no frame is in flight inside the forwarder (between
+// batches, e.g. after traffic stops); Balanced checks it.
+type Accounting struct {
+	// Offered: frames that reached the receiving port's socket or queue:
+	// read, cut (too long) or dropped by the kernel for a full RX ring.
+	Offered uint64
+	// Delivered: frames the sending port handed on and that were not
+	// dropped after that (TxFrames − TxFailed).
+	Delivered uint64
+	// Queued: frames in the emulator (after Stop: discarded).
+	Queued uint64
+	// Drops by cause, in path order.
+	RxRingDrops   uint64 // the kernel's RX ring was full
+	RxTruncated   uint64 // longer than the frame buffers
+	NoBuffer      uint64 // every frame buffer in use
+	Policed       uint64 // token bucket
+	SpacerDropped uint64 // spacer fill limit
+	Lost          uint64 // loss model
+	BufferFull    uint64 // emulator buffer full
+	TxDropped     uint64 // sending port refused (TX ring full)
+	TxFailed      uint64 // dropped after the sending port took it
+}
+
+// Dropped is the sum of every drop cause.
+func (a Accounting) Dropped() uint64 {
+	return a.RxRingDrops + a.RxTruncated + a.NoBuffer + a.Policed + a.SpacerDropped + a.Lost + a.BufferFull + a.TxDropped + a.TxFailed
+}
+
+// Balanced reports whether Offered = Delivered + Dropped() + Queued.
+func (a Accounting) Balanced() bool { return a.Offered == a.Delivered+a.Dropped()+a.Queued }
+
+func (a Accounting) String() string {
+	return fmt.Sprintf("offered %d = delivered %d + queued %d + dropped %d (rx ring %d, truncated %d, no buffer %d, policed %d, spacer %d, lost %d, buffer full %d, tx refused %d, tx failed %d)",
+		a.Offered, a.Delivered, a.Queued, a.Dropped(), a.RxRingDrops, a.RxTruncated, a.NoBuffer, a.Policed, a.SpacerDropped, a.Lost, a.BufferFull, a.TxDropped, a.TxFailed)
+}
+
+// Accounting sums up the direction end to end; see Accounting.
+func (s *DirectionStats) Accounting() Accounting {
+	e := &s.Emulator
+	return Accounting{
+		Offered:     s.RxPort.RxFrames + s.RxPort.RxTruncated + s.RxPort.RxRingDrops,
+		Delivered:   s.TxPort.TxFrames - min(s.TxPort.TxFailed, s.TxPort.TxFrames),
+		Queued:      uint64(e.Queued),
+		RxRingDrops: s.RxPort.RxRingDrops, RxTruncated: s.RxPort.RxTruncated, NoBuffer: s.NoBuffer,
+		Policed: e.Policed, SpacerDropped: e.SpacerDropped, Lost: e.Lost, BufferFull: e.BufferFull,
+		TxDropped: s.TxPort.TxDropped, TxFailed: min(s.TxPort.TxFailed, s.TxPort.TxFrames),
+	}
+}
+
 // NewForwarder prepares a forwarder between ports a and b; Start runs it.
 func NewForwarder(a, b Port, cfg ForwarderConfig) (*Forwarder, error) {
 	if a == nil || b == nil {
@@ -263,7 +314,9 @@ func (f *Forwarder) Config(dir Direction) Config {
 	return d.emu.Config()
 }
 
-// Stats returns a snapshot of one direction.
+// Stats returns a snapshot of one direction. The counters are read one
+// after another while frames may flow, so the sums of Accounting hold
+// exactly only for a quiet link.
 func (f *Forwarder) Stats(dir Direction) DirectionStats {
 	d := f.dirs[dir&1]
 	d.mu.Lock()

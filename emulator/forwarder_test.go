@@ -19,6 +19,9 @@ type memPort struct {
 	sentAt []time.Time
 	wake   chan struct{}
 	st     PortStats
+	// refuseEvery and failEvery make every n-th frame sent be refused
+	// (TxDropped) or taken and then lost (TxFailed).
+	refuseEvery, failEvery, nTx int
 }
 
 func newMemPort(name string) *memPort {
@@ -58,12 +61,30 @@ func (p *memPort) SendBatch(frames [][]byte) (int, error) {
 	now := time.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	accepted := 0
 	for _, f := range frames {
+		p.nTx++
+		if p.refuseEvery > 0 && p.nTx%p.refuseEvery == 0 {
+			p.st.TxDropped++ // as a full TX ring does
+			continue
+		}
+		accepted++
+		p.st.TxFrames++
+		if p.failEvery > 0 && p.nTx%p.failEvery == 0 {
+			p.st.TxFailed++ // taken, then dropped by the "kernel"
+			continue
+		}
 		p.sent = append(p.sent, append([]byte(nil), f...))
 		p.sentAt = append(p.sentAt, now)
 	}
-	p.st.TxFrames += uint64(len(frames))
-	return len(frames), nil
+	return accepted, nil
+}
+
+// ringDrop counts a frame the "kernel" dropped before the port read it.
+func (p *memPort) ringDrop() {
+	p.mu.Lock()
+	p.st.RxRingDrops++
+	p.mu.Unlock()
 }
 
 func (p *memPort) Wait(timeout time.Duration) error {
@@ -320,3 +341,72 @@ func (p *constPort) Stats() PortStats                  { return PortStats{} }
 func (p *constPort) Close() error                      { return nil }
 
 type nullPort struct{ constPort }
+
+// TestForwarderAccountingBalances drives every drop cause at once and
+// checks that the end-to-end sum holds exactly: offered = delivered +
+// every kind of drop + queued.
+func TestForwarderAccountingBalances(t *testing.T) {
+	a, b := newMemPort("a"), newMemPort("b")
+	b.refuseEvery, b.failEvery = 7, 11
+	cfg := mustParse(t, "delay 30ms police 200mbit 20000 space 100mbit 20000 loss gemodel 5% 30% 50% 1% limit 60 seed 4")
+	f, err := NewForwarder(a, b, ForwarderConfig{AtoB: cfg, BtoA: DefaultConfig(), MaxBuffered: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Start()
+	for i := 0; i < 5000; i++ {
+		switch {
+		case i%97 == 0:
+			a.push(frame(i, 3000)) // longer than the 2 KiB buffers
+		case i%89 == 0:
+			a.ringDrop()
+		default:
+			a.push(frame(i, 200+i%1200))
+		}
+		if i%50 == 0 {
+			time.Sleep(100 * time.Microsecond)
+		}
+		if i == 2500 {
+			// A buffer larger than the frame buffers: now frames are
+			// dropped for want of a buffer instead.
+			big := cfg
+			big.Buffer = 1000
+			if err := f.Reconfigure(AtoB, big); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// Check while the link runs (frames still queued), once it is quiet.
+	var acc Accounting
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		time.Sleep(5 * time.Millisecond)
+		s := f.Stats(AtoB)
+		acc = s.Accounting()
+		a.mu.Lock()
+		pending := len(a.rx)
+		a.mu.Unlock()
+		if pending == 0 && acc.Offered == 5000 && acc.Balanced() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("never balanced: %v (pending %d)", acc, pending)
+		}
+	}
+	f.Stop()
+	acc = func() Accounting { s := f.Stats(AtoB); return s.Accounting() }()
+	t.Log(acc)
+	if !acc.Balanced() {
+		t.Fatalf("after stop: %v", acc)
+	}
+	for name, v := range map[string]uint64{"rx ring": acc.RxRingDrops, "truncated": acc.RxTruncated, "no buffer": acc.NoBuffer,
+		"policed": acc.Policed, "spacer": acc.SpacerDropped, "lost": acc.Lost, "buffer full": acc.BufferFull,
+		"tx refused": acc.TxDropped, "tx failed": acc.TxFailed, "delivered": acc.Delivered} {
+		if v == 0 {
+			t.Errorf("no %s: the test does not exercise every cause (%v)", name, acc)
+		}
+	}
+	if got := uint64(len(b.sent)); got != acc.Delivered {
+		t.Errorf("port b delivered %d frames, accounting says %d", got, acc.Delivered)
+	}
+}

@@ -55,7 +55,12 @@ type PortStats struct {
 	RxRingDrops       uint64 // dropped by the kernel because the RX ring was full
 	TxFrames, TxBytes uint64
 	TxDropped         uint64 // not sent: TX ring full or the kernel refused
-	Wakeups           uint64 // Wait calls that slept
+	// TxFailed counts frames counted in TxFrames (handed to the kernel or
+	// NIC) that were then lost there: the TX ring's malformed-frame
+	// status, the interface's own tx_dropped (a veth whose peer's backlog
+	// is full), a NIC's transmit errors.
+	TxFailed uint64
+	Wakeups  uint64 // Wait calls that slept
 }
 
 // ErrPortClosed is returned by a port used after Close.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hymn-net/hymn/emulator"
 	"github.com/hymn-net/hymn/internal/netnsx"
+	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
@@ -64,8 +65,15 @@ type Port struct {
 	rxFrames64, rxBytes, rxTrunc atomic.Uint64
 	ringDrops                    atomic.Uint64
 	txFrames64, txBytes, txDrop  atomic.Uint64
-	wakeups                      atomic.Uint64
-	statsMu                      sync.Mutex
+	txWrongFormat                atomic.Uint64
+	// link reads the interface's counters (its tx_dropped are frames
+	// the kernel took from the TX ring and then dropped) from the
+	// namespace the port was opened in; txDropBase is their value at
+	// open, lastTxDrop the last one read.
+	link                   *netlink.Handle
+	txDropBase, lastTxDrop uint64
+	wakeups                atomic.Uint64
+	statsMu                sync.Mutex
 }
 
 var _ emulator.Port = (*Port)(nil)
@@ -140,6 +148,13 @@ func Open(ifname string, o Options) (_ *Port, err error) {
 	}
 	if err := p.openTx(o.TxFrames); err != nil {
 		return nil, fmt.Errorf("afpacket: %s: TX ring: %w", ifname, err)
+	}
+	// A netlink socket made here stays in this namespace, so Stats can
+	// read the interface's drop counter from any thread.
+	if h, err := netlink.NewHandle(unix.NETLINK_ROUTE); err == nil {
+		p.link = h
+		p.txDropBase = p.ifTxDropped()
+		p.lastTxDrop = p.txDropBase
 	}
 	p.pollFDs[0] = unix.PollFd{Fd: int32(p.rxFD), Events: unix.POLLIN}
 	p.pollFDs[1] = unix.PollFd{Fd: int32(p.evFD), Events: unix.POLLIN}
@@ -312,6 +327,9 @@ func (p *Port) SendBatch(frames [][]byte) (int, error) {
 		}
 		st := atomic.LoadUint32(&h.Status)
 		if st&unix.TP_STATUS_WRONG_FORMAT != 0 {
+			// The kernel refused a frame sent earlier (counted in
+			// TxFrames then): count it as failed before reusing the slot.
+			p.txWrongFormat.Add(1)
 			atomic.StoreUint32(&h.Status, unix.TP_STATUS_AVAILABLE)
 			st = unix.TP_STATUS_AVAILABLE
 		}
@@ -412,20 +430,34 @@ func (p *Port) Interrupt() {
 	unix.Write(p.evFD, one[:])
 }
 
+// ifTxDropped reads the interface's tx_dropped counter (0 if unknown).
+func (p *Port) ifTxDropped() uint64 {
+	l, err := p.link.LinkByIndex(p.ifindex)
+	if err != nil || l.Attrs().Statistics == nil {
+		return p.lastTxDrop
+	}
+	return l.Attrs().Statistics.TxDropped
+}
+
 // Stats implements emulator.Port. It also collects the kernel's RX ring
-// drop count (PACKET_STATISTICS resets on read, so it is accumulated).
+// drop count (PACKET_STATISTICS resets on read, so it is accumulated) and
+// the interface's tx_dropped since the port was opened (TxFailed).
 func (p *Port) Stats() emulator.PortStats {
 	p.statsMu.Lock()
 	if !p.closed.Load() && p.rxFD >= 0 {
 		if st, err := unix.GetsockoptTpacketStats(p.rxFD, unix.SOL_PACKET, unix.PACKET_STATISTICS); err == nil {
 			p.ringDrops.Add(uint64(st.Drops))
 		}
+		if p.link != nil {
+			p.lastTxDrop = max(p.ifTxDropped(), p.lastTxDrop)
+		}
 	}
+	txFailed := p.txWrongFormat.Load() + p.lastTxDrop - p.txDropBase
 	p.statsMu.Unlock()
 	return emulator.PortStats{
 		RxFrames: p.rxFrames64.Load(), RxBytes: p.rxBytes.Load(), RxTruncated: p.rxTrunc.Load(),
 		RxRingDrops: p.ringDrops.Load(),
-		TxFrames:    p.txFrames64.Load(), TxBytes: p.txBytes.Load(), TxDropped: p.txDrop.Load(),
+		TxFrames:    p.txFrames64.Load(), TxBytes: p.txBytes.Load(), TxDropped: p.txDrop.Load(), TxFailed: txFailed,
 		Wakeups: p.wakeups.Load(),
 	}
 }
@@ -445,6 +477,10 @@ func (p *Port) Close() error {
 			errs = append(errs, unix.Munmap(*m))
 			*m = nil
 		}
+	}
+	if p.link != nil {
+		p.link.Close()
+		p.link = nil
 	}
 	for _, fd := range []*int{&p.rxFD, &p.txFD, &p.evFD} {
 		if *fd >= 0 {

@@ -483,7 +483,8 @@ func (p *Port) Wait(timeout time.Duration) error {
 // Interrupt implements emulator.Port (nothing to interrupt).
 func (p *Port) Interrupt() {}
 
-// Stats implements emulator.Port; RxRingDrops is the device's imissed.
+// Stats implements emulator.Port; RxRingDrops is the device's imissed,
+// TxFailed its oerrors.
 func (p *Port) Stats() emulator.PortStats {
 	st := emulator.PortStats{RxFrames: p.rxFrames.Load(), RxBytes: p.rxBytes.Load(), RxTruncated: p.rxTruncated.Load(),
 		TxFrames: p.txFrames.Load(), TxBytes: p.txBytes.Load(), TxDropped: p.txDropped.Load()}
@@ -493,6 +494,7 @@ func (p *Port) Stats() emulator.PortStats {
 		var es C.struct_rte_eth_stats
 		if C.rte_eth_stats_get(p.id, &es) == 0 {
 			st.RxRingDrops = uint64(es.imissed)
+			st.TxFailed = uint64(es.oerrors)
 		}
 	}
 	return st
