@@ -65,9 +65,14 @@ func TestMixedVMAndNamespaceHosts(t *testing.T) {
 
 func TestBadVMParametersRejectedBeforeBuild(t *testing.T) {
 	for params, want := range map[string]string{
-		"memory=4X":     "memory",
-		"cpus=0":        "cpus",
-		"backend=cloud": "unknown backend",
+		"memory=4X":                   "memory",
+		"cpus=0":                      "cpus",
+		"backend=cloud":               "backend",
+		"image=/dev/sda":              "image",
+		"image=/dev/zero":             "image",
+		"machine=pc,memory-backend=m": "allow_machine_props",
+		"machine=microvm":             "machine",
+		"share=everything":            "share",
 	} {
 		k, v, _ := strings.Cut(params, "=")
 		p := topo.Params{"backend": "vm", k: v}

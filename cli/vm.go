@@ -25,7 +25,19 @@ func NewVMCmd() *cobra.Command {
 		Long: `VM nodes (--nodes vm, or backend: vm in a topology file) are QEMU guests
 booted from hymn's boot image: the host's Debian kernel (linux-image-amd64),
 its virtio modules, busybox-static and hymn's guest agent. The image is built
-on first use and cached by a hash of its inputs.`,
+on first use and cached by a hash of its inputs in /var/cache/hymn/vm (or
+$HYMN_CACHE/vm), a directory of mode 0700 that must belong to root; every
+cached file is checked against the SHA-256 sums of its manifest before a VM
+boots it, and built again if one differs.
+
+QEMU runs as an unprivileged user of its own, so the host directory shared
+with the guest at /host (hostfs=, default /) is read-only and shows only what
+every user of the host may read: no /etc/shadow, no 0600 keys, nothing under
+/root. share=root runs QEMU as root instead and lets the guest read every
+file root may read: only for guests you trust. image= takes regular files;
+a block device needs allow_device=on. machine= takes pc, q35 or a versioned
+pc-i440fx-X.Y / pc-q35-X.Y; properties after the type need
+allow_machine_props=on.`,
 		Args: cobra.NoArgs,
 	}
 	cmd.AddCommand(newVMImageCmd(), newVMBootCmd())
@@ -82,7 +94,8 @@ func newVMBootCmd() *cobra.Command {
 		Use:   "boot [-p key=value]... [command...]",
 		Short: "Boot one VM node, run a command in it (default: uname -a), shut it down",
 		Long: `boot boots a single VM node the way a topology would (same parameters as
-addHost: cpus, memory, kernel, initrd, image, cmdline, machine, cpupin, accel),
+addHost: cpus, memory, kernel, initrd, image, cmdline, machine, cpupin, accel,
+hostfs, share, offload, allow_device, allow_machine_props),
 prints the boot time, runs the command through the guest agent and shuts
 the VM down. It needs root.`,
 		RunE: func(cmd *cobra.Command, args []string) error {

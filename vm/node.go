@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -19,6 +20,7 @@ import (
 	"github.com/hymn-net/hymn/nodes"
 	"github.com/hymn-net/hymn/topo"
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 )
 
 // Node is a VM node: a QEMU guest plus a helper namespace on the host that
@@ -331,17 +333,9 @@ func (n *Node) AttachIntf(ctx context.Context, name string, mac net.HardwareAddr
 		if err := netlink.LinkSetUp(end); err != nil {
 			return err
 		}
-		// /dev/net/tun makes the tap in this thread's namespace: the
-		// helper namespace.
-		tap := &netlink.Tuntap{LinkAttrs: netlink.LinkAttrs{Name: gi.tap, MTU: mtu}, Mode: netlink.TUNTAP_MODE_TAP,
-			Flags: netlink.TUNTAP_NO_PI | netlink.TUNTAP_VNET_HDR | netlink.TUNTAP_TUN_EXCL, Owner: n.cfg.uid, Group: n.cfg.uid}
-		if err := netlink.LinkAdd(tap); err != nil {
-			return fmt.Errorf("creating tap %s: %w", gi.tap, err)
-		}
-		if mtu > 0 {
-			if err := netlink.LinkSetMTU(tap, mtu); err != nil {
-				return fmt.Errorf("MTU %d on %s: %w", mtu, gi.tap, err)
-			}
+		tap, err := n.newTap(gi.tap, mtu)
+		if err != nil {
+			return err
 		}
 		if err := netlink.LinkSetMaster(tap, br); err != nil {
 			return err
@@ -388,6 +382,51 @@ func (n *Node) AttachIntf(ctx context.Context, name string, mac net.HardwareAddr
 	return nil
 }
 
+// newTap makes a persistent tap that QEMU's user may open (netdev_add
+// type=tap ifname=name), with the MTU mtu (0: the default). It must run in
+// the helper namespace: /dev/net/tun makes the tap in the namespace of the
+// calling thread.
+func (n *Node) newTap(name string, mtu int) (netlink.Link, error) {
+	tap := &netlink.Tuntap{LinkAttrs: netlink.LinkAttrs{Name: name}, Mode: netlink.TUNTAP_MODE_TAP,
+		Flags: netlink.TUNTAP_NO_PI | netlink.TUNTAP_VNET_HDR | netlink.TUNTAP_TUN_EXCL, Owner: n.cfg.uid, Group: n.cfg.uid}
+	if err := netlink.LinkAdd(tap); err != nil {
+		return nil, fmt.Errorf("creating tap %s: %w", name, err)
+	}
+	if mtu > 0 {
+		if err := netlink.LinkSetMTU(tap, mtu); err != nil {
+			netlink.LinkDel(tap)
+			return nil, fmt.Errorf("MTU %d on %s: %w", mtu, name, err)
+		}
+	}
+	return tap, nil
+}
+
+// grantVFIO lets the unprivileged QEMU use a device passed through with
+// vfio-pci: its IOMMU group's /dev/vfio node becomes the VM user's, and
+// QEMU may lock the guest's memory (VFIO pins it).
+func (n *Node) grantVFIO(dev map[string]any) error {
+	if n.cfg.uid == 0 || dev["driver"] != "vfio-pci" {
+		return nil
+	}
+	host, _ := dev["host"].(string)
+	if host == "" {
+		return nil
+	}
+	link, err := os.Readlink(filepath.Join("/sys/bus/pci/devices", filepath.Base(host), "iommu_group"))
+	if err != nil {
+		return fmt.Errorf("vfio %s: no IOMMU group: %w", host, err)
+	}
+	group := filepath.Join("/dev/vfio", filepath.Base(link))
+	if err := os.Chown(group, int(n.cfg.uid), int(n.cfg.uid)); err != nil {
+		return fmt.Errorf("vfio %s: %w", host, err)
+	}
+	lim := unix.Rlimit{Cur: unix.RLIM_INFINITY, Max: unix.RLIM_INFINITY}
+	if err := unix.Prlimit(n.Pid(), unix.RLIMIT_MEMLOCK, &lim, nil); err != nil {
+		return fmt.Errorf("vfio %s: memlock limit of qemu: %w", host, err)
+	}
+	return nil
+}
+
 // AttachDevice hot-plugs a ready-made device (a VF passed through with
 // vfio-pci, from sriov.PassthroughVF) whose guest interface has the MAC
 // mac, then names that interface name in the guest, adds ip and sets it
@@ -412,6 +451,9 @@ func (n *Node) AttachDevice(ctx context.Context, name string, dev map[string]any
 		}
 		dev = maps.Clone(dev)
 		dev["bus"] = fmt.Sprintf("rp%d", port+1)
+	}
+	if err := n.grantVFIO(dev); err != nil {
+		return fmt.Errorf("vm %s: attaching %s: %w", n.cfg.Name, name, err)
 	}
 	if _, err := n.m.qmpRun(ctx, "device_add", dev); err != nil {
 		return fmt.Errorf("vm %s: attaching %s: %w", n.cfg.Name, name, err)

@@ -365,7 +365,13 @@ func TestVMQ35(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	run := claimRun(t)
-	n, err := New(ctx, Config{Name: "q1", Namespace: owner.NamespaceName(run, "q1"), Machine: "q35", CPUs: 2, CPUPin: pin, Memory: "320M"})
+	// A disk image only root may read (0600 in a 0700 directory): QEMU,
+	// unprivileged, reads it through the descriptor hymn passes.
+	image := filepath.Join(t.TempDir(), "disk.raw")
+	if err := os.WriteFile(image, append([]byte("hymn-disk-marker"), make([]byte, 1<<20)...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n, err := New(ctx, Config{Name: "q1", Namespace: owner.NamespaceName(run, "q1"), Machine: "q35", CPUs: 2, CPUPin: pin, Memory: "320M", Image: image})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -388,6 +394,9 @@ func TestVMQ35(t *testing.T) {
 	}
 	if got, _ := n.Cmd(ctx, "grep -c ^processor /proc/cpuinfo"); strings.TrimSpace(got) != "2" {
 		t.Errorf("guest sees %q CPUs, want 2", got)
+	}
+	if got, _ := n.Cmd(ctx, "head -c 16 /dev/vda"); got != "hymn-disk-marker" {
+		t.Errorf("guest disk starts with %q", got)
 	}
 	peer, err := nodes.New(nodes.Config{Name: "p2", Kind: topo.KindHost, Namespace: owner.NamespaceName(run, "p2")})
 	if err != nil {
@@ -521,6 +530,10 @@ func TestVMAttachDevice(t *testing.T) {
 	n := bootShared(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	// The unprivileged QEMU cannot make taps: hymn makes one it may open.
+	if err := netnsx.Do(n.NsHandle(), func() error { _, err := n.newTap("devtap", 0); return err }); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := n.m.qmpRun(ctx, "netdev_add", map[string]any{"type": "tap", "id": "devnet", "ifname": "devtap", "script": "no", "downscript": "no"}); err != nil {
 		t.Fatal(err)
 	}
@@ -548,6 +561,7 @@ func TestVMAttachDevice(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	n.m.qmpRun(ctx, "netdev_del", map[string]any{"id": "devnet"})
+	n.removeBridge(&guestIntf{tap: "devtap", bridge: "devtap"})
 }
 
 // hostFSProbe makes a directory every user may enter (the guest sees the
@@ -606,6 +620,12 @@ func TestVMHostFSWorldOnly(t *testing.T) {
 	out, _ = n.Cmd(ctx, "touch /host"+dir+"/written; echo status=$?")
 	if _, err := os.Stat(filepath.Join(dir, "written")); err == nil || strings.Contains(out, "status=0") {
 		t.Errorf("guest wrote into the host file system: %q", out)
+	}
+	// The sockets QEMU serves are in a 0700 directory, themselves 0600.
+	for path, mode := range map[string]os.FileMode{n.cfg.RunDir: 0o700, n.m.paths.QMP: 0o600, n.m.paths.Agent: 0o600, n.m.paths.Console: 0o600} {
+		if st, err := os.Stat(path); err != nil || st.Mode().Perm() != mode {
+			t.Errorf("%s: mode %v %v, want %v", path, st.Mode().Perm(), err, mode)
+		}
 	}
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", n.Pid()))
 	if err != nil {
