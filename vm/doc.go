@@ -18,8 +18,20 @@
 // hot-plugged interfaces by MAC to their topology names (h1-eth0) and sets
 // their addresses, and copies files in and out.
 //
+// QEMU runs as an unprivileged user id of its own per VM (unless
+// Config.ShareHostRoot): hymn opens everything QEMU needs as root and hands
+// it over as inherited descriptors (the listening QMP and agent sockets in
+// a 0700 run directory, the console log, the boot files, the disk image
+// read-only), and makes the taps QEMU attaches to, owned by that user. The
+// host directory shared over virtio-9p (read-only) is therefore seen with
+// an ordinary user's rights: the guest runs the host's programs but cannot
+// read what only root may read. Pdeathsig, set by Go after the user
+// switch, still ends QEMU with hymn (QEMU's own -runas would clear it).
+//
 // BuildImage makes the default boot image from the host's Debian kernel,
 // its virtio modules, busybox-static and the agent, cached by a hash of its
-// inputs. Users may boot their own kernel, initrd and disk image instead,
-// provided the agent runs in it.
+// inputs in a directory only root may write (/var/cache/hymn/vm or
+// $HYMN_CACHE/vm, mode 0700); each image has a manifest of SHA-256 sums
+// that is checked before the image is booted. Users may boot their own
+// kernel, initrd and disk image instead, provided the agent runs in it.
 package vm
