@@ -491,7 +491,9 @@ func TestEmulatedBandwidth(t *testing.T) {
 }
 
 // TestEmulatedOverload offers twice the spacer rate: the spacer drops the
-// excess, the queue stays within its limit, and the counters add up.
+// excess, the queue stays within its limit, memory stays bounded, the
+// link's end-to-end accounting adds up exactly (offered = delivered +
+// every kind of drop + queued) and the link is free again right after.
 func TestEmulatedOverload(t *testing.T) {
 	testenv.Root(t)
 	n := pairNet(t, topo.Params{"bw": "10", "max_queue_size": "50"})
@@ -502,12 +504,25 @@ func TestEmulatedOverload(t *testing.T) {
 	}
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
-	res, st := offer21Mbit(t, n, time.Duration(seconds*float64(time.Second))) // into 10 Mbit/s
+	rssBefore := procStatusKiB(t, "VmRSS")
+	res, _ := offer21Mbit(t, n, time.Duration(seconds*float64(time.Second))) // into 10 Mbit/s
+	st := quietLinkStats(t, n, "h1", "h2")
 	s := st.Forward.Emulator
+	acc := st.Forward.Accounting()
 	t.Logf("probe: %v; emulator: received %d sent %d spacer drops %d buffer full %d max queue %d",
 		res, s.Received, s.Sent, s.SpacerDropped, s.BufferFull, s.MaxQueued)
+	t.Logf("h1→h2 accounting: %v", acc)
+	t.Logf("h2→h1 accounting: %v", func() emulator.Accounting { r := st.Reverse; return r.Accounting() }())
 	if s.Received != s.Sent+s.Dropped()+uint64(s.Queued) {
-		t.Errorf("counters do not add up: %+v", s)
+		t.Errorf("emulator counters do not add up: %+v", s)
+	}
+	if !acc.Balanced() {
+		t.Errorf("end-to-end counters do not add up: %v", acc)
+	}
+	// Every probe the sender got out reached the link, and every one the
+	// receiver saw left it (the rest of the traffic is ARP and the like).
+	if acc.Offered < res.Sent || acc.Delivered < res.Received {
+		t.Errorf("probe sent %d, received %d; link offered %d, delivered %d", res.Sent, res.Received, acc.Offered, acc.Delivered)
 	}
 	// The backlog limit is 50 full-size frames in bytes (50·1538 B), 74 of
 	// these 1042-byte frames, plus a few that are due but not yet released.
@@ -517,13 +532,106 @@ func TestEmulatedOverload(t *testing.T) {
 	// Memory stays bounded by the configured limits, however long it runs.
 	var after runtime.MemStats
 	runtime.ReadMemStats(&after)
-	t.Logf("heap in use: %d KiB before, %d KiB after", before.HeapInuse>>10, after.HeapInuse>>10)
+	rssAfter := procStatusKiB(t, "VmRSS")
+	t.Logf("heap in use: %d KiB before, %d KiB after; RSS %d KiB before, %d KiB after (peak %d KiB)",
+		before.HeapInuse>>10, after.HeapInuse>>10, rssBefore, rssAfter, procStatusKiB(t, "VmHWM"))
 	if after.HeapInuse > before.HeapInuse+64<<20 {
 		t.Errorf("heap grew from %d to %d bytes under overload", before.HeapInuse, after.HeapInuse)
+	}
+	if rssAfter > rssBefore+64<<10 {
+		t.Errorf("RSS grew from %d to %d KiB under overload", rssBefore, rssAfter)
 	}
 	// About half gets through; the delivered rate is the spacer's.
 	got := float64(res.Received) * 1042 * 8 / seconds / 1e6
 	if got < 8.5 || got > 11 {
 		t.Errorf("delivered %.2f Mbit/s of frames through bw=10", got)
+	}
+	// The link is free once the queue has drained: no time stays booked
+	// for the dropped packets. A link still blocked would hold a ping for
+	// at least the full queue's 61.5 ms (50·1538 B at 10 Mbit/s); an idle
+	// one carries it in well under a millisecond plus scheduling noise.
+	_, out := pingAvg(t, n, "h1", "h2", "-c", "5", "-i", "0.05", "-W", "2")
+	m := pingRTT.FindStringSubmatch(out)
+	if minRTT, _ := strconv.ParseFloat(m[1], 64); minRTT > 61.5 {
+		t.Errorf("after the overload a ping takes at least %.1f ms: the link is still blocked\n%s", minRTT, out)
+	}
+}
+
+// quietLinkStats waits until the link's counters stop moving (nothing in
+// flight, queue empty) and returns them, so their sums can be compared
+// exactly.
+func quietLinkStats(t *testing.T, n *Network, a, b string) LinkStats {
+	t.Helper()
+	var last LinkStats
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		time.Sleep(100 * time.Millisecond)
+		st, err := n.LinkStats(a, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		quiet := st.Forward.Emulator.Queued == 0 && st.Reverse.Emulator.Queued == 0 &&
+			st.Forward.Accounting() == last.Forward.Accounting() && st.Reverse.Accounting() == last.Reverse.Accounting()
+		if quiet || time.Now().After(deadline) {
+			return st
+		}
+		last = st
+	}
+}
+
+// procStatusKiB reads a field (VmRSS, VmHWM) of /proc/self/status in KiB.
+func procStatusKiB(t *testing.T, field string) uint64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
+			v, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return v
+		}
+	}
+	return 0
+}
+
+// TestEmulatedJumboFrames: on a link with MTU 9000 the emulator's frame
+// buffers follow the MTU, so 8972-byte pings (9014-byte frames) pass whole
+// in both directions, with nothing truncated.
+func TestEmulatedJumboFrames(t *testing.T) {
+	testenv.Root(t)
+	testenv.Tools(t, "ping")
+	n := pairNet(t, topo.Params{"mtu": "9000", "delay": "1ms"})
+	_, out := pingAvg(t, n, "h1", "h2", "-c", "5", "-i", "0.05", "-s", "8972", "-M", "do", "-W", "2")
+	if !strings.Contains(out, " 0% packet loss") {
+		t.Errorf("jumbo pings lost:\n%s", out)
+	}
+	st := quietLinkStats(t, n, "h1", "h2")
+	for _, d := range []struct {
+		name string
+		s    emulator.DirectionStats
+		cfg  emulator.Config
+	}{{"h1→h2", st.Forward, st.ForwardConfig}, {"h2→h1", st.Reverse, st.ReverseConfig}} {
+		acc := d.s.Accounting()
+		t.Logf("%s: max-frame %d; %v", d.name, d.cfg.MaxFrame, acc)
+		if d.cfg.MaxFrame != 9018 {
+			t.Errorf("%s: max-frame %d, want 9018 (MTU 9000 + 18)", d.name, d.cfg.MaxFrame)
+		}
+		if acc.RxTruncated != 0 || acc.Delivered < 5 || !acc.Balanced() {
+			t.Errorf("%s: %v", d.name, acc)
+		}
+	}
+	// max-frame above the link's frame is refused when the link is built.
+	top := topo.New()
+	top.AddHost("h1")
+	top.AddHost("h2")
+	top.AddLink("h1", "h2", topo.Params{"mtu": "1500", "max_frame": "9018"})
+	bad, err := New(top, Options{})
+	if err == nil {
+		err = bad.Start(context.Background())
+		bad.Stop()
+	}
+	if err == nil || !strings.Contains(err.Error(), "max-frame") || !strings.Contains(err.Error(), "MTU 1500") {
+		t.Errorf("max_frame=9018 on an MTU 1500 link: %v", err)
 	}
 }
