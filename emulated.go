@@ -61,7 +61,7 @@ var ErrLinkParams = errors.New("invalid link parameters")
 var EmulationKeys = []string{
 	"bw", "delay", "jitter", "loss", "max_queue_size",
 	"emu", "half_life", "dist", "distribution", "rate_interval", "time_based", "reorder",
-	"police", "space", "ge", "seed", "overhead", "max_frame", "limit",
+	"police", "space", "ge", "seed", "overhead", "max_frame", "limit", "allow_large",
 }
 
 func isEmulationKey(k string) bool {
@@ -173,11 +173,21 @@ func applyParams(c *emulator.Config, m map[string]string) error {
 			keys = append(keys, k)
 		}
 	}
-	// A fixed order makes results independent of map order: emu first
-	// (so single keys refine it), the rest alphabetically.
+	// A fixed order makes results independent of map order: allow_large
+	// first (every key is validated as it is applied), then emu (so
+	// single keys refine it), the rest alphabetically.
+	rank := func(k string) int {
+		switch k {
+		case "allow_large":
+			return 0
+		case "emu":
+			return 1
+		}
+		return 2
+	}
 	sort.Slice(keys, func(i, j int) bool {
-		if (keys[i] == "emu") != (keys[j] == "emu") {
-			return keys[i] == "emu"
+		if ri, rj := rank(keys[i]), rank(keys[j]); ri != rj {
+			return ri < rj
 		}
 		return keys[i] < keys[j]
 	})
@@ -211,9 +221,8 @@ func applyParams(c *emulator.Config, m map[string]string) error {
 			}
 			if _, shaped := m["bw"]; shaped {
 				// With bw the queue is the spacer's backlog, limited (above)
-				// to N full-size frames in bytes; a packet limit on top
-				// would drop packets after the spacer reserved their
-				// slots and leave the link below its rate.
+				// to N full-size frames in bytes, as Mininet's HTB queue
+				// of N packets holds about N frames of bulk traffic.
 				continue
 			}
 			args = []string{"limit", v}
@@ -231,7 +240,7 @@ func applyParams(c *emulator.Config, m map[string]string) error {
 			args = append([]string{strings.ReplaceAll(k, "_", "-")}, fields(v)...)
 		case "dist", "distribution":
 			args = []string{"distribution", v}
-		case "reorder", "time_based":
+		case "reorder", "time_based", "allow_large":
 			on, err := strconv.ParseBool(v)
 			if v == "" {
 				on, err = true, nil
@@ -240,6 +249,9 @@ func applyParams(c *emulator.Config, m map[string]string) error {
 				return bad(k, "must be true or false")
 			}
 			switch {
+			case k == "allow_large":
+				c.AllowLarge = on
+				continue
 			case k == "reorder" && on:
 				args = []string{"reorder"}
 			case k == "reorder":
