@@ -102,7 +102,7 @@ func newListCmd(stdout io.Writer) *cobra.Command {
 		Long: `list shows the networks recorded under /run/hymn: their run id, owner pid,
 start time, topology (from the owner's command line) and number of nodes.
 A run whose owner is gone shows alive=false; hymn clean removes it.`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(*cobra.Command, []string) error {
 			runs, err := listRuns()
 			if err != nil {
@@ -130,4 +130,12 @@ A run whose owner is gone shows alive=false; hymn clean removes it.`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the list as JSON")
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return fmt.Errorf("%w: %v", ErrUsage, err) })
 	return cmd
+}
+
+// noArgs rejects positional arguments as a usage error (exit 2).
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return fmt.Errorf("%w: %s takes no argument %q", ErrUsage, cmd.CommandPath(), args[0])
+	}
+	return nil
 }

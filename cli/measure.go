@@ -34,6 +34,7 @@ type measureFlags struct {
 	plot, series, hgrm string
 	seriesRate         string
 	noRT               bool
+	genRate            bool
 }
 
 func addMeasureFlags(fl *pflag.FlagSet, m *measureFlags) {
@@ -63,6 +64,7 @@ func addMeasureFlags(fl *pflag.FlagSet, m *measureFlags) {
 	fl.StringVar(&m.seriesRate, "series-rate", "", "the rate --series shows (default: the zero-loss rate, else the last rate)")
 	fl.StringVar(&m.hgrm, "hgrm", "", "write each rate's percentile distribution (.hgrm, µs) to FILE-<rate>.hgrm")
 	fl.BoolVar(&m.noRT, "no-realtime", false, "do not run the sender under SCHED_FIFO")
+	fl.BoolVar(&m.genRate, "generator-rate", false, "also measure the generator alone: packets/s from one core into a sink interface (a veth whose peer is down) on the sending host")
 }
 
 // config validates the flags into a measure.Config (usage errors).
@@ -180,10 +182,24 @@ func runMeasure(ctx context.Context, net *hymn.Network, m *measureFlags, cfg mea
 	}
 	fmt.Fprintf(progress, "*** Measuring %s -> %s: %d B frames, %s, %v per rate\n", from, to, cfg.Frame, cfg.Pattern, cfg.Duration)
 	fmt.Fprint(progress, measure.TableHeader())
-	cfg.Progress = func(r *measure.Result, phase string) { fmt.Fprint(progress, measure.TableLine(r, phase)) }
+	cfg.Progress = func(r *measure.Result, phase string) {
+		fmt.Fprint(progress, measure.TableLine(r, phase))
+		if !r.Achieved() && phase == "rate" {
+			fmt.Fprintf(progress, "*** %s packets/s offered, %s sent: the sender's core also runs the path's forwarding (veth and bridges work in the sender's softirq) or is busy\n",
+				measure.FormatRate(r.Rate), measure.FormatRate(r.SentPPS))
+		}
+	}
 	rep, err := net.Measure(ctx, from, to, cfg)
 	if err != nil {
 		return err
+	}
+	if m.genRate {
+		pps, err := net.GeneratorRate(ctx, from, cfg.Frame, cfg.Duration)
+		if err != nil {
+			return err
+		}
+		rep.GeneratorPPS = pps
+		fmt.Fprintf(progress, "*** Generator alone on %s: %s packets/s from one core (%d B frames into a sink veth)\n", from, measure.FormatRate(pps), cfg.Frame)
 	}
 	if z := rep.ZeroLoss; z != nil {
 		note := ""
@@ -308,7 +324,7 @@ same clock), prints a table per rate on stderr and tears the network down.
 
 Latencies are in microseconds; percentiles 50 to 99.9999 come from an HDR
 histogram (3 significant digits).`,
-		Args:          cobra.NoArgs,
+		Args:          noArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -312,7 +312,7 @@ func ParseRates(s string, frame int) ([]float64, error) {
 func FormatRate(r float64) string {
 	switch {
 	case r >= 1e6:
-		return strconv.FormatFloat(r/1e6, 'f', -1, 64) + "M"
+		return strconv.FormatFloat(math.Round(r/1e6*1000)/1000, 'f', -1, 64) + "M"
 	case r >= 1e3:
 		return strconv.FormatFloat(math.Round(r/1e3*1000)/1000, 'f', -1, 64) + "k"
 	}

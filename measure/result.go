@@ -104,6 +104,9 @@ type Report struct {
 	Dst      string          `json:"dst"`
 	Results  []*Result       `json:"results"`
 	ZeroLoss *ZeroLossResult `json:"zero_loss,omitempty"`
+	// GeneratorPPS is the generator's own rate from one core, when
+	// measured (Network.GeneratorRate).
+	GeneratorPPS float64 `json:"generator_pps,omitempty"`
 }
 
 // Run opens a session, runs one trial per rate and, if configured, the

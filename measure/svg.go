@@ -28,6 +28,7 @@ const (
 	gridStyle                   = `stroke="#ddd" stroke-width="1"`
 	axisStyle                   = `stroke="#333" stroke-width="1.2" fill="none"`
 	hdrTickLabels               = "0%|90%|99%|99.9%|99.99%|99.999%|99.9999%"
+	medianNines                 = 0.30103 // −log10(1 − 0.5)
 	decadesMin, decadesMaxExtra = 1, 1
 )
 
@@ -89,6 +90,8 @@ func (s *svgBuf) yLogAxis(a, b float64) func(float64) float64 {
 // fmtMicros prints a µs value with the unit that suits it.
 func fmtMicros(v float64) string {
 	switch {
+	case v == 0:
+		return "0"
 	case v >= 1e6:
 		return fmt.Sprintf("%gs", v/1e6)
 	case v >= 1e3:
@@ -124,6 +127,9 @@ func PlotHDR(w io.Writer, title string, curves []Curve) error {
 		s.f(`<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" %s/>`+"\n", xx, padT, xx, padT+plotH, gridStyle)
 		s.text(xx, padT+plotH+20, "middle", "12", t)
 	}
+	xm := x(medianNines)
+	s.f(`<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" %s stroke-dasharray="4 4"/>`+"\n", xm, padT, xm, padT+plotH, gridStyle)
+	s.text(xm, padT+plotH+20, "middle", "10", "50%", `fill="#777"`)
 	y := s.yLogAxis(a, b)
 	s.f(`<rect x="%d" y="%d" width="%d" height="%d" %s/>`+"\n", padL, padT, plotW, plotH, axisStyle)
 	for i, c := range curves {

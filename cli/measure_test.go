@@ -1,0 +1,188 @@
+package cli
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hymn-net/hymn/internal/testenv"
+)
+
+// Every measure, list, --json and --capture option rejects bad input with
+// exit 2 and one line, before anything is built (so no root is needed).
+func TestMeasureBadInput(t *testing.T) {
+	for _, args := range [][]string{
+		{"measure", "--rate", "fast"},
+		{"measure", "--rate", "0"},
+		{"measure", "--rate", "50k,"},
+		{"measure", "--rate", "1e12"},
+		{"measure", "--rate", "1M-1k/1k"},
+		{"measure", "--frame", "63"},
+		{"measure", "--frame", "9000"},
+		{"measure", "--duration", "1ms"},
+		{"measure", "--duration", "2h"},
+		{"measure", "--warmup", "-1s"},
+		{"measure", "--drain", "0s"},
+		{"measure", "--pattern", "sine"},
+		{"measure", "--burst", "0"},
+		{"measure", "--flows", "0"},
+		{"measure", "--port", "70000"},
+		{"measure", "--json", "--csv"},
+		{"measure", "--loss-tolerance", "0.1"},
+		{"measure", "--zero-loss", "--loss-tolerance", "2"},
+		{"measure", "--zero-loss", "--resolution", "1"},
+		{"measure", "--zero-loss", "--trial", "1ms"},
+		{"measure", "--zero-loss", "--zero-loss-max", "x"},
+		{"measure", "--series-rate", "10k"},
+		{"measure", "--series", "a.svg", "--series-rate", "x"},
+		{"measure", "--plot", "a.png"},
+		{"measure", "--series", "a.txt"},
+		{"measure", "--test", "pingall"},
+		{"measure", "extra"},
+		{"measure", "--no-such-flag"},
+		{"list", "extra"},
+		{"list", "--jsn"},
+		{"--json"},
+		{"--test", "pingall", "--capture", "h1"},
+		{"--test", "pingall", "--capture", "h1-s1,dir=up"},
+		{"--test", "pingall", "--capture", "h1-s1,limit=0"},
+		{"--test", "pingall", "--capture", "h1-s1,bogus=1"},
+	} {
+		code, stdout, stderr := run(t, args...)
+		if code != 2 || stdout != "" || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || !strings.HasPrefix(stderr, "hymn: ") {
+			t.Errorf("hymn %s: exit %d, stdout %q, stderr %q; want exit 2 and one line", strings.Join(args, " "), code, stdout, stderr)
+		}
+	}
+}
+
+// The issue's command, shortened: one result per rate with the
+// percentiles, loss and reordering as JSON on stdout, Mininet's lines on
+// stderr; --zero-loss adds the search; --plot writes well-formed SVG.
+func TestMeasureCommand(t *testing.T) {
+	testenv.Root(t)
+	dir := t.TempDir()
+	plot := filepath.Join(dir, "hdr.svg")
+	series := filepath.Join(dir, "delay.svg")
+	code, stdout, stderr := run(t, "measure", "--topo", "linear,3", "--from", "h1", "--to", "h3", "--rate", "20k,50k",
+		"--frame", "64", "--duration", "500ms", "--json", "--zero-loss", "--zero-loss-max", "40k", "--trial", "300ms",
+		"--resolution", "0.2", "--plot", plot, "--series", series, "--hgrm", filepath.Join(dir, "h"))
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	if !strings.Contains(stderr, "*** Creating network") || !strings.Contains(stderr, "p99.9999") || !strings.Contains(stderr, "*** Zero-loss rate h1 -> h3") {
+		t.Errorf("stderr:\n%s", stderr)
+	}
+	var rep struct {
+		Results  []map[string]any `json:"results"`
+		ZeroLoss *struct {
+			Rate   float64 `json:"rate_pps"`
+			Trials []any   `json:"trials"`
+		} `json:"zero_loss"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatalf("stdout is not JSON: %v\n%s", err, stdout)
+	}
+	if len(rep.Results) != 2 {
+		t.Fatalf("%d results, want 2", len(rep.Results))
+	}
+	for _, r := range rep.Results {
+		lat, _ := r["latency_us"].(map[string]any)
+		for _, k := range []string{"p50", "p90", "p99", "p99.9", "p99.99", "p99.999", "p99.9999", "min", "mean", "max"} {
+			if _, ok := lat[k]; !ok {
+				t.Errorf("result lacks latency %s: %v", k, r)
+			}
+		}
+		for _, k := range []string{"loss", "reordered", "duplicates", "sent", "received", "sent_pps"} {
+			if _, ok := r[k]; !ok {
+				t.Errorf("result lacks %s", k)
+			}
+		}
+	}
+	if rep.ZeroLoss == nil || len(rep.ZeroLoss.Trials) == 0 {
+		t.Errorf("no zero-loss search in %s", stdout)
+	}
+	for _, f := range []string{plot, series} {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := xml.Unmarshal(data, new(struct{})); err != nil || !strings.Contains(string(data), "<polyline") && !strings.Contains(string(data), "<path") {
+			t.Errorf("%s is not a drawing: %v", f, err)
+		}
+	}
+	hg, _ := filepath.Glob(filepath.Join(dir, "h-*.hgrm"))
+	if len(hg) != 3 {
+		t.Errorf(".hgrm files %v, want one per rate and the zero-loss rate", hg)
+	}
+	if _, err := exec.LookPath("rsvg-convert"); err == nil {
+		if out, err := exec.Command("rsvg-convert", "-o", filepath.Join(dir, "hdr.png"), plot).CombinedOutput(); err != nil {
+			t.Errorf("rsvg-convert: %v\n%s", err, out)
+		}
+	}
+}
+
+// --test pingall --json prints the matrix with RTTs; Mininet's lines stay
+// on stderr. hymn list --json shows nothing of this run after it ended
+// and is valid JSON.
+func TestTestJSONAndList(t *testing.T) {
+	testenv.Root(t)
+	code, stdout, stderr := run(t, "--topo", "single,3", "--test", "pingall", "--json")
+	if code != 0 || !strings.Contains(stderr, "*** Results: 0% dropped (6/6 received)") {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	var out struct {
+		Run   string `json:"run"`
+		Tests []struct {
+			Test    string   `json:"test"`
+			Dropped *float64 `json:"dropped_percent"`
+			Pings   []struct {
+				Src, Dst string
+				RTT      *struct{ Avg float64 } `json:"rtt_ms"`
+			} `json:"pings"`
+		} `json:"tests"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatalf("%v\n%s", err, stdout)
+	}
+	if len(out.Tests) != 1 || out.Tests[0].Test != "pingall" || len(out.Tests[0].Pings) != 6 || *out.Tests[0].Dropped != 0 {
+		t.Fatalf("%s", stdout)
+	}
+	for _, p := range out.Tests[0].Pings {
+		if p.RTT == nil || p.RTT.Avg <= 0 {
+			t.Errorf("ping %s->%s without RTT", p.Src, p.Dst)
+		}
+	}
+	code, stdout, _ = run(t, "list", "--json")
+	var list struct {
+		Runs []struct {
+			Run string `json:"run"`
+		} `json:"runs"`
+	}
+	if code != 0 || json.Unmarshal([]byte(stdout), &list) != nil {
+		t.Fatalf("list --json: exit %d\n%s", code, stdout)
+	}
+	for _, r := range list.Runs {
+		if r.Run == out.Run {
+			t.Errorf("finished run %s still listed", r.Run)
+		}
+	}
+}
+
+func TestTopologyOf(t *testing.T) {
+	for in, want := range map[string]string{
+		"--topo linear,7 --test pingall": "linear,7",
+		"--topo=tree,2,2":                "tree,2,2",
+		"run examples/wan.yaml":          "examples/wan.yaml",
+		"--custom t.py --topo mytopo":    "t.py:mytopo",
+		"":                               "minimal",
+		"measure --topo single,3":        "single,3",
+	} {
+		if got := topologyOf(strings.Fields(in)); got != want {
+			t.Errorf("%q: %q, want %q", in, got, want)
+		}
+	}
+}
