@@ -62,6 +62,7 @@ var EmulationKeys = []string{
 	"bw", "delay", "jitter", "loss", "max_queue_size",
 	"emu", "half_life", "dist", "distribution", "rate_interval", "time_based", "reorder",
 	"police", "space", "ge", "seed", "overhead", "max_frame", "limit", "allow_large",
+	"schedule", "trace", // schedule.go
 }
 
 func isEmulationKey(k string) bool {
@@ -160,6 +161,9 @@ func EmulatorConfigs(p topo.Params) (ab, ba emulator.Config, err error) {
 			return ab, ba, err
 		}
 		out[i] = c
+	}
+	if err := checkScheduleParams(p, [2]*emulator.Config{&out[0], &out[1]}); err != nil {
+		return ab, ba, err
 	}
 	return out[0], out[1], nil
 }
@@ -263,6 +267,13 @@ func applyParams(c *emulator.Config, m map[string]string) error {
 			}
 		case "ge":
 			args = append([]string{"loss", "gemodel"}, fields(v)...)
+		case "trace":
+			// A Mahimahi delivery trace is the direction's rate (schedule.go).
+			tr, err := emulator.LoadDeliveryTrace(v)
+			if err != nil {
+				return fmt.Errorf("%w: trace: %v", ErrLinkParams, err)
+			}
+			c.Trace.Trace = tr
 		}
 		if len(args) == 0 {
 			continue

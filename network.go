@@ -152,6 +152,10 @@ func New(t *topo.Topo, opts Options) (*Network, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	// Schedule and trace files are read and checked now (schedule.go).
+	if err := checkLinkSchedules(plan); err != nil {
+		return nil, err
+	}
 	return n, nil
 }
 
@@ -253,6 +257,10 @@ func (n *Network) Build(ctx context.Context) (err error) {
 		return err
 	}
 	lg.Info("*** Configuring hosts\n" + names(hosts) + "\n")
+	// Link schedules start together: their time zero (schedule.go).
+	if err := n.startLinkSchedules(time.Now()); err != nil {
+		return err
+	}
 	n.built = true
 	return nil
 }

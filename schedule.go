@@ -1,0 +1,285 @@
+package hymn
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hymn-net/hymn/emulator"
+	"github.com/hymn-net/hymn/topo"
+)
+
+// Schedules and delivery traces of links (docs/schedules.md).
+//
+// A link's `schedule` parameter (or `a>b.schedule`, `b>a.schedule`) names
+// a schedule file, or holds one inline as topo's YAML loader writes it; the
+// `trace` parameter names a Mahimahi delivery trace that becomes the
+// direction's rate. Both are read and checked when the network is made
+// (New), before anything is built. Schedules start together when Build
+// finishes: that instant is their time zero.
+//
+// Each scheduled direction is driven by its link's own forwarding thread:
+// the emulator knows the next point's time and the thread wakes for it as
+// for a departure (a real-time thread, so on a loaded machine a change
+// lands within tens of µs; a timer goroutine may be late by milliseconds).
+// The points are applied through Reconfigure, the same live-change path as
+// SetLinkParams. Stopping the network stops the forwarders and with them
+// the schedules.
+
+// ScheduleParam is the link parameter that holds a schedule.
+const ScheduleParam = "schedule"
+
+// LoadScheduleParam reads a schedule parameter: inline text (as
+// emulator.Schedule.Encode writes it) or a file name.
+func LoadScheduleParam(v string) (*emulator.Schedule, error) {
+	v = strings.TrimSpace(v)
+	if isInlineSchedule(v) {
+		return emulator.DecodeSchedule("inline schedule", v)
+	}
+	if v == "" {
+		return nil, errors.New("no schedule file given")
+	}
+	return emulator.LoadSchedule(v)
+}
+
+func isInlineSchedule(v string) bool {
+	return strings.HasPrefix(v, "time,") && strings.Contains(v, ";")
+}
+
+// directionParam returns the value of key for link direction i (0 = a→b),
+// the direction's own key winning over the common one.
+func directionParam(p topo.Params, i int, key string) (string, bool) {
+	if v, ok := p[emulator.Direction(i).String()+"."+key]; ok {
+		return v, true
+	}
+	v, ok := p[key]
+	return v, ok
+}
+
+func hasScheduleOrTrace(p topo.Params) bool {
+	for k := range p {
+		k = strings.TrimPrefix(strings.TrimPrefix(k, "a>b."), "b>a.")
+		if k == ScheduleParam || k == "trace" {
+			return true
+		}
+	}
+	return false
+}
+
+// checkLinkSchedules reads and checks every schedule and trace of the plan
+// (EmulatorConfigs does the reading), so a bad file stops New.
+func checkLinkSchedules(plan *topo.Plan) error {
+	var errs []error
+	for _, l := range plan.Links {
+		if !hasScheduleOrTrace(l.Params) {
+			continue
+		}
+		if _, _, err := EmulatorConfigs(l.Params); err != nil {
+			errs = append(errs, fmt.Errorf("link %s: %w", l, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// checkScheduleParams is EmulatorConfigs' part: the schedules of both
+// directions read and checked against the configurations they modify.
+func checkScheduleParams(p topo.Params, cfgs [2]*emulator.Config) error {
+	for i := range cfgs {
+		v, ok := directionParam(p, i, ScheduleParam)
+		if !ok {
+			continue
+		}
+		s, err := LoadScheduleParam(v)
+		if err == nil {
+			err = s.CheckAgainst(*cfgs[i])
+		}
+		if err != nil {
+			return fmt.Errorf("%w: %s.schedule: %v", ErrLinkParams, emulator.Direction(i), err)
+		}
+	}
+	return nil
+}
+
+// startLinkSchedules installs the schedules of the link parameters with
+// time zero at zero. Build calls it last.
+func (n *Network) startLinkSchedules(zero time.Time) error {
+	for _, l := range n.links {
+		if !hasScheduleOrTrace(l.plan.Params) {
+			continue
+		}
+		el := n.emulatedLink(l)
+		if el == nil {
+			continue
+		}
+		for i := range 2 {
+			v, ok := directionParam(l.plan.Params, i, ScheduleParam)
+			if !ok {
+				continue
+			}
+			s, err := LoadScheduleParam(v)
+			if err == nil {
+				err = el.Fwd.SetSchedule(emulator.Direction(i), s, zero)
+			}
+			if err != nil {
+				return fmt.Errorf("link %s: %s.schedule: %w", l.plan, emulator.Direction(i), err)
+			}
+		}
+	}
+	return nil
+}
+
+// SetLinkSchedule runs s on the link between node1 and node2 in direction
+// dir (relative to the order of the names), replacing any schedule there,
+// with time zero now; it returns that instant. A link without an emulator
+// gets one. The schedule is checked against the direction's current
+// configuration first; nothing changes if it does not fit.
+func (n *Network) SetLinkSchedule(node1, node2 string, dir Direction, s *emulator.Schedule) (time.Time, error) {
+	if s == nil {
+		return time.Time{}, errors.New("no schedule")
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	fw, touch, err := n.scheduleTarget(node1, node2, dir, true)
+	if err != nil {
+		return time.Time{}, err
+	}
+	for i := range touch {
+		if touch[i] {
+			if err := s.CheckAgainst(fw.Config(emulator.Direction(i))); err != nil {
+				return time.Time{}, fmt.Errorf("link %s-%s: %w", node1, node2, err)
+			}
+		}
+	}
+	zero := time.Now()
+	for i := range touch {
+		if touch[i] {
+			if err := fw.SetSchedule(emulator.Direction(i), s, zero); err != nil {
+				return time.Time{}, fmt.Errorf("link %s-%s: %w", node1, node2, err)
+			}
+		}
+	}
+	return zero, nil
+}
+
+// StopLinkSchedule removes the schedules of a link (the parameters stay
+// as the last point left them).
+func (n *Network) StopLinkSchedule(node1, node2 string, dir Direction) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	fw, touch, err := n.scheduleTarget(node1, node2, dir, false)
+	if err != nil {
+		return err
+	}
+	for i := range touch {
+		if touch[i] {
+			fw.SetSchedule(emulator.Direction(i), nil, time.Time{})
+		}
+	}
+	return nil
+}
+
+// StopAllSchedules removes every link's schedules.
+func (n *Network) StopAllSchedules() {
+	for _, ls := range n.LinkSchedules() {
+		n.StopLinkSchedule(ls.Node1, ls.Node2, BothDirections)
+	}
+}
+
+func (n *Network) scheduleTarget(node1, node2 string, dir Direction, insert bool) (fw *emulator.Forwarder, touch [2]bool, err error) {
+	if !n.built || n.stopped {
+		return nil, touch, ErrNotBuilt
+	}
+	l, fwd, err := n.findLink(node1, node2)
+	if err != nil {
+		return nil, touch, err
+	}
+	if dir < BothDirections || dir > Reverse {
+		return nil, touch, fmt.Errorf("unknown direction %d", dir)
+	}
+	touch = [2]bool{true, true}
+	if dir != BothDirections {
+		ab := (dir == Forward) == fwd
+		touch = [2]bool{ab, !ab}
+	}
+	e := n.emulatedLink(l)
+	if e == nil {
+		if !insert {
+			return nil, touch, fmt.Errorf("%w: %s-%s", ErrNoEmulator, node1, node2)
+		}
+		if err := n.insertEmulator(l, emulator.DefaultConfig(), emulator.DefaultConfig()); err != nil {
+			return nil, touch, err
+		}
+		if e = n.emulatedLink(l); e == nil {
+			return nil, touch, fmt.Errorf("%w: %s-%s", ErrNoEmulator, node1, node2)
+		}
+	}
+	return e.Fwd, touch, nil
+}
+
+// LinkSchedule is the schedule progress of one link, per direction seen
+// from the order of Node1 and Node2.
+type LinkSchedule struct {
+	Node1, Node2     string
+	Forward, Reverse emulator.ScheduleStatus
+	// Start is the wall-clock time zero of the forward schedule (or of
+	// the reverse one if only it has a schedule).
+	Start time.Time
+}
+
+func scheduleStart(fw *emulator.Forwarder, ls *LinkSchedule) {
+	zero := ls.Forward.Zero
+	if ls.Forward.Points == 0 {
+		zero = ls.Reverse.Zero
+	}
+	now := time.Now()
+	ls.Start = now.Add(-time.Duration(fw.Since(now) - zero))
+}
+
+// LinkScheduleStatus reports the schedules of the link between two nodes.
+func (n *Network) LinkScheduleStatus(node1, node2 string) (LinkSchedule, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.built || n.stopped {
+		return LinkSchedule{}, ErrNotBuilt
+	}
+	l, fwd, err := n.findLink(node1, node2)
+	if err != nil {
+		return LinkSchedule{}, err
+	}
+	el := n.emulatedLink(l)
+	if el == nil {
+		return LinkSchedule{}, fmt.Errorf("%w: %s-%s", ErrNoEmulator, node1, node2)
+	}
+	f, r := emulator.AtoB, emulator.BtoA
+	if !fwd {
+		f, r = r, f
+	}
+	ls := LinkSchedule{Node1: node1, Node2: node2, Forward: el.Fwd.ScheduleStatus(f), Reverse: el.Fwd.ScheduleStatus(r)}
+	scheduleStart(el.Fwd, &ls)
+	return ls, nil
+}
+
+// LinkSchedules lists the links that have (or had) a schedule, in link
+// order, named as the topology names them.
+func (n *Network) LinkSchedules() []LinkSchedule {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.built || n.stopped {
+		return nil
+	}
+	var out []LinkSchedule
+	for _, l := range n.links {
+		el := n.emulatedLink(l)
+		if el == nil {
+			continue
+		}
+		ls := LinkSchedule{Node1: l.plan.Intf1.Node, Node2: l.plan.Intf2.Node,
+			Forward: el.Fwd.ScheduleStatus(emulator.AtoB), Reverse: el.Fwd.ScheduleStatus(emulator.BtoA)}
+		if ls.Forward.Points > 0 || ls.Reverse.Points > 0 {
+			scheduleStart(el.Fwd, &ls)
+			out = append(out, ls)
+		}
+	}
+	return out
+}
