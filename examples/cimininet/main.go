@@ -1,0 +1,331 @@
+// Command cimininet repeats the CIMininet paper's evaluation with hymn: the
+// seven-node line h1 - h2 - ... - h7, nodes joined directly (no switches),
+// every link its own /24 and the inner nodes routing, in the variants this
+// machine can run:
+//
+//	ns-veth     namespace nodes, veth links
+//	ns-sriov    namespace nodes, SR-IOV VF pairs (the simulated NIC without hardware)
+//	vm-veth     h2..h6 are QEMU VMs (KVM, else TCG), veth/tap links
+//	vm-sriov    h2..h6 are VMs, VF pairs
+//	ns-veth-emu ns-veth with hymn's emulator on the middle link (h3-h4)
+//
+// h1 and h7 stay namespace nodes in every variant: they are the load
+// generator and the receiver, which must share one clock. For each variant
+// it sends 64 B frames (84 B on the wire) at each rate, records one-way
+// latency in HDR histograms, searches the zero-loss rate (RFC 2544 binary
+// search) and writes, into -out: hdr-VARIANT.svg (the paper's HDR diagram,
+// one curve per rate), VARIANT.json (every result) and zero-loss.md /
+// zero-loss.csv (the table, with the paper's numbers beside it).
+//
+//	go run ./examples/cimininet -variants ns-veth,ns-sriov -out docs/measure
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/hymn-net/hymn"
+	"github.com/hymn-net/hymn/internal/mnlog"
+	"github.com/hymn-net/hymn/measure"
+	"github.com/hymn-net/hymn/topo"
+)
+
+// Hosts is the length of the line.
+const Hosts = 7
+
+// Variant is one way of building the line.
+type Variant struct {
+	Name  string
+	Nodes string // netns or vm (for h2..h6)
+	Links string // veth or sriov
+	Emu   string // emulator params on the middle link, "" for none
+	// Paper is the CIMininet paper's highest stable rate for the variant
+	// (kpackets/s on its hardware), 0 where it has none.
+	Paper float64
+}
+
+// Variants lists what the example knows, in the paper's order.
+var Variants = []Variant{
+	{Name: "ns-veth", Nodes: hymn.BackendNetns, Links: "veth", Paper: 270},
+	{Name: "ns-sriov", Nodes: hymn.BackendNetns, Links: "sriov", Paper: 680},
+	{Name: "vm-veth", Nodes: hymn.BackendVM, Links: "veth", Paper: 720},
+	{Name: "vm-sriov", Nodes: hymn.BackendVM, Links: "sriov", Paper: 850},
+	{Name: "ns-veth-emu", Nodes: hymn.BackendNetns, Links: "veth", Emu: "delay 0"},
+}
+
+// Line returns the topology: link k joins hk and h(k+1) on 10.0.k.0/24,
+// hk being .1 and h(k+1) .2 on it; inner nodes are routers on backend
+// inner; emu, when set, goes on the middle link.
+func Line(n int, inner, emu string) *topo.Topo {
+	t := topo.New()
+	for k := 1; k <= n; k++ {
+		p := topo.Params{}
+		if k == 1 {
+			p["ip"] = "10.0.1.1/24"
+		} else {
+			p["ip"] = fmt.Sprintf("10.0.%d.2/24", k-1)
+		}
+		var routes []string
+		for j := 1; j < n; j++ {
+			switch {
+			case j < k-1:
+				routes = append(routes, fmt.Sprintf("10.0.%d.0/24 via 10.0.%d.1", j, k-1))
+			case j > k:
+				routes = append(routes, fmt.Sprintf("10.0.%d.0/24 via 10.0.%d.2", j, k))
+			}
+		}
+		p["routes"] = strings.Join(routes, ";")
+		name := fmt.Sprintf("h%d", k)
+		if k > 1 && k < n {
+			p["backend"] = inner
+			t.AddRouter(name, p)
+		} else {
+			p["backend"] = hymn.BackendNetns // generator and receiver share the host's clock
+			t.AddHost(name, p)
+		}
+	}
+	for k := 1; k < n; k++ {
+		lp := topo.Params{"ip1": fmt.Sprintf("10.0.%d.1/24", k)}
+		if emu != "" && k == n/2 {
+			lp["emu"] = emu
+		}
+		t.AddLink(fmt.Sprintf("h%d", k), fmt.Sprintf("h%d", k+1), lp)
+	}
+	return t
+}
+
+// Options are the experiment's knobs.
+type Options struct {
+	Rates      []float64
+	Duration   time.Duration
+	ZeroLoss   measure.ZeroLossConfig
+	Out        string
+	Log        *mnlog.Logger
+	Progress   io.Writer
+	Generator  bool // also measure the generator alone (once)
+	StopOnFail bool
+}
+
+// Outcome is one variant's results.
+type Outcome struct {
+	Variant Variant
+	Report  *measure.Report
+	Err     error
+}
+
+// RunVariant builds the line for v, measures h1 -> h7 and tears it down.
+func RunVariant(ctx context.Context, v Variant, o Options) (_ *measure.Report, err error) {
+	net, err := hymn.New(Line(Hosts, v.Nodes, v.Emu), hymn.Options{Log: o.Log, Nodes: v.Nodes, Links: v.Links})
+	if err != nil {
+		return nil, err
+	}
+	if err := net.Start(ctx); err != nil {
+		net.Stop()
+		return nil, err
+	}
+	defer func() {
+		if stopErr := net.Stop(); err == nil {
+			err = stopErr
+		}
+	}()
+	if loss, err := net.Ping(ctx, []string{"h1", "h7"}, 5*time.Second); err != nil || loss > 0 {
+		return nil, fmt.Errorf("%s: h1 and h7 do not reach each other (loss %.0f%%, %v)", v.Name, loss, err)
+	}
+	z := o.ZeroLoss
+	cfg := measure.Config{Rates: o.Rates, Duration: o.Duration, ZeroLoss: &z, Series: -1,
+		Progress: func(r *measure.Result, phase string) {
+			if o.Progress != nil {
+				fmt.Fprintf(o.Progress, "%-12s %s", v.Name, measure.TableLine(r, phase))
+			}
+		}}
+	rep, err := net.Measure(ctx, "h1", "h7", cfg)
+	if err != nil {
+		return rep, err
+	}
+	if o.Generator {
+		if rep.GeneratorPPS, err = net.GeneratorRate(ctx, "h1", 64, o.Duration); err != nil {
+			return rep, err
+		}
+	}
+	return rep, nil
+}
+
+// WriteResults writes the HDR diagram and JSON of each variant and the
+// zero-loss table.
+func WriteResults(out string, outcomes []Outcome) error {
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	var md, csv strings.Builder
+	md.WriteString("| variant | nodes | links | zero-loss rate (kpps, 64 B) | p50 / p99 / p99.99 / max at that rate (µs) | trials | CIMininet paper (kpps) |\n|---|---|---|---|---|---|---|\n")
+	csv.WriteString("variant,nodes,links,zero_loss_pps,generator_limited,p50_us,p99_us,p9999_us,max_us,paper_kpps\n")
+	for _, o := range outcomes {
+		v := o.Variant
+		paper := "–"
+		if v.Paper > 0 {
+			paper = fmt.Sprintf("%.0f", v.Paper)
+		}
+		if o.Err != nil || o.Report == nil {
+			fmt.Fprintf(&md, "| %s | %s | %s | failed: %v | | | %s |\n", v.Name, v.Nodes, v.Links, oneLine(o.Err), paper)
+			continue
+		}
+		rep := o.Report
+		var curves []measure.Curve
+		for _, r := range rep.Results {
+			curves = append(curves, measure.Curve{Label: measure.FormatRate(r.Rate) + "pps", Result: r})
+		}
+		z := rep.ZeroLoss
+		if z != nil && z.Result != nil {
+			curves = append(curves, measure.Curve{Label: "zero-loss " + measure.FormatRate(z.Rate) + "pps", Result: z.Result})
+		}
+		title := fmt.Sprintf("CIMininet line h1 -> h7, %s: one-way latency, 64 B frames", v.Name)
+		if err := writeFile(filepath.Join(out, "hdr-"+v.Name+".svg"), func(w io.Writer) error { return measure.PlotHDR(w, title, curves) }); err != nil {
+			return err
+		}
+		if err := writeFile(filepath.Join(out, v.Name+".json"), func(w io.Writer) error {
+			enc := json.NewEncoder(w)
+			enc.SetIndent("", "  ")
+			return enc.Encode(struct {
+				Variant Variant         `json:"variant"`
+				Report  *measure.Report `json:"report"`
+			}{v, rep})
+		}); err != nil {
+			return err
+		}
+		if z == nil {
+			continue
+		}
+		lat := "–"
+		var l measure.Latency
+		if z.Result != nil {
+			l = z.Result.Latency
+			lat = fmt.Sprintf("%.1f / %.1f / %.1f / %.1f", l.P50, l.P99, l.P9999, l.Max)
+		}
+		rate := fmt.Sprintf("%.1f", z.Rate/1e3)
+		if z.Limited {
+			rate += " ¹"
+		}
+		fmt.Fprintf(&md, "| %s | %s | %s | %s | %s | %d | %s |\n", v.Name, v.Nodes, v.Links, rate, lat, len(z.Trials), paper)
+		fmt.Fprintf(&csv, "%s,%s,%s,%.0f,%v,%.3f,%.3f,%.3f,%.3f,%g\n", v.Name, v.Nodes, v.Links, z.Rate, z.Limited, l.P50, l.P99, l.P9999, l.Max, v.Paper)
+	}
+	md.WriteString("\n¹ some trials failed because the sender did not reach the offered rate: on veth paths the kernel forwards in the sender's softirq, so the sending core carries the whole line.\n")
+	if err := writeFile(filepath.Join(out, "zero-loss.md"), func(w io.Writer) error { _, err := io.WriteString(w, md.String()); return err }); err != nil {
+		return err
+	}
+	return writeFile(filepath.Join(out, "zero-loss.csv"), func(w io.Writer) error { _, err := io.WriteString(w, csv.String()); return err })
+}
+
+func oneLine(err error) string { return strings.ReplaceAll(fmt.Sprint(err), "\n", " ") }
+
+func writeFile(path string, fn func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := fn(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func main() {
+	variants := flag.String("variants", "ns-veth,ns-sriov,ns-veth-emu", "comma-separated variants: "+variantNames()+" (all: every one)")
+	rates := flag.String("rates", "50k,100k,200k,300k", "rates for the HDR diagrams (packets/s)")
+	duration := flag.Duration("duration", 3*time.Second, "measured time per rate")
+	zlMax := flag.String("zero-loss-max", "1M", "highest rate the zero-loss search tries")
+	trial := flag.Duration("trial", 2*time.Second, "zero-loss trial length")
+	resolution := flag.Float64("resolution", 0.02, "zero-loss search resolution (relative)")
+	emu := flag.String("emu", "delay 0", "emulator parameters of ns-veth-emu's middle link")
+	out := flag.String("out", "docs/measure", "directory for the SVGs, JSON and tables")
+	verbosity := flag.String("v", "warning", "hymn's verbosity: debug, info, output, warning, error")
+	flag.Parse()
+	fail := func(code int, format string, a ...any) {
+		fmt.Fprintf(os.Stderr, "cimininet: "+format+"\n", a...)
+		os.Exit(code)
+	}
+	level, err := mnlog.ParseLevel(*verbosity)
+	if err != nil {
+		fail(2, "-v: %v", err)
+	}
+	rs, err := measure.ParseRates(*rates, 64)
+	if err != nil {
+		fail(2, "-rates: %v", err)
+	}
+	max, err := measure.ParseRate(*zlMax, 64)
+	if err != nil {
+		fail(2, "-zero-loss-max: %v", err)
+	}
+	if *resolution <= 0 || *resolution >= 1 {
+		fail(2, "-resolution %g: must be in (0, 1)", *resolution)
+	}
+	chosen, err := pick(*variants)
+	if err != nil {
+		fail(2, "-variants: %v", err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	o := Options{Rates: rs, Duration: *duration, Out: *out, Log: mnlog.New(os.Stderr, level), Progress: os.Stderr, Generator: true,
+		ZeroLoss: measure.ZeroLossConfig{Max: max, Trial: *trial, Resolution: *resolution}}
+	fmt.Fprintf(os.Stderr, "%-12s %s", "variant", measure.TableHeader())
+	var outcomes []Outcome
+	for _, v := range chosen {
+		if v.Emu != "" {
+			v.Emu = *emu
+		}
+		rep, err := RunVariant(ctx, v, o)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "cimininet: %s: %v\n", v.Name, err)
+		} else if rep.ZeroLoss != nil {
+			fmt.Fprintf(os.Stderr, "%-12s zero-loss rate %s packets/s; generator alone %s packets/s\n", v.Name, measure.FormatRate(rep.ZeroLoss.Rate), measure.FormatRate(rep.GeneratorPPS))
+		}
+		outcomes = append(outcomes, Outcome{v, rep, err})
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if err := WriteResults(*out, outcomes); err != nil {
+		fail(1, "%v", err)
+	}
+	for _, o := range outcomes {
+		if o.Err != nil {
+			os.Exit(1)
+		}
+	}
+}
+
+func variantNames() string {
+	var n []string
+	for _, v := range Variants {
+		n = append(n, v.Name)
+	}
+	return strings.Join(n, ", ")
+}
+
+func pick(list string) ([]Variant, error) {
+	if list == "all" {
+		return Variants, nil
+	}
+	var out []Variant
+	for _, name := range strings.Split(list, ",") {
+		found := false
+		for _, v := range Variants {
+			if v.Name == strings.TrimSpace(name) {
+				out = append(out, v)
+				found = true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("unknown variant %q (use %s or all)", name, variantNames())
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hymn-net/hymn/internal/testenv"
+	"github.com/hymn-net/hymn/measure"
+)
+
+func TestPickVariants(t *testing.T) {
+	if v, err := pick("ns-veth,vm-sriov"); err != nil || len(v) != 2 || v[1].Paper != 850 {
+		t.Errorf("%v %v", v, err)
+	}
+	if v, err := pick("all"); err != nil || len(v) != len(Variants) {
+		t.Errorf("%v %v", v, err)
+	}
+	for _, bad := range []string{"", "ns-vet", "ns-veth,"} {
+		if _, err := pick(bad); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+// TestLineMeasured runs the namespace/veth variant and the emulated one
+// briefly and checks the files a user gets.
+func TestLineMeasured(t *testing.T) {
+	testenv.Root(t)
+	o := Options{Rates: []float64{20000}, Duration: 300 * time.Millisecond,
+		ZeroLoss: measure.ZeroLossConfig{Max: 100000, Trial: 300 * time.Millisecond, Resolution: 0.25, MaxTrials: 4}}
+	var outcomes []Outcome
+	for _, v := range []Variant{Variants[0], Variants[4]} {
+		rep, err := RunVariant(context.Background(), v, o)
+		if err != nil {
+			t.Fatalf("%s: %v", v.Name, err)
+		}
+		r := rep.Results[0]
+		if r.Received == 0 || r.Latency.P50 <= 0 {
+			t.Errorf("%s: %+v", v.Name, r)
+		}
+		outcomes = append(outcomes, Outcome{v, rep, nil})
+	}
+	dir := t.TempDir()
+	if err := WriteResults(dir, outcomes); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"hdr-ns-veth.svg", "hdr-ns-veth-emu.svg", "ns-veth.json", "zero-loss.md", "zero-loss.csv"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, "zero-loss.md"))
+	if !strings.Contains(string(md), "| ns-veth | netns | veth |") || !strings.Contains(string(md), "| 270 |") {
+		t.Errorf("table:\n%s", md)
+	}
+}
