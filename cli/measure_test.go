@@ -186,3 +186,43 @@ func TestTopologyOf(t *testing.T) {
 		}
 	}
 }
+
+// The shell's capture and measure commands, fed from a file as Mininet's
+// CLI reads a script.
+func TestShellCaptureAndMeasure(t *testing.T) {
+	testenv.RootAndTools(t, "tcpdump", "ping")
+	dir := t.TempDir()
+	pc := filepath.Join(dir, "h1s1.pcapng")
+	script := filepath.Join(dir, "in")
+	os.WriteFile(script, []byte("capture h1 s1 a>b "+pc+"\ncapture\nh1 ping -c3 h2\ncapture stop\ncapture stop\n"+
+		"measure h1 h2 --rate 5k --duration 300ms --json\nmeasure h1 --rate 5k\nmeasure h1 h2 --rate x\ncapture h1 h2\nexit\n"), 0o644)
+	in, err := os.Open(script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	var out, errOut strings.Builder
+	code := Execute(t.Context(), []string{"--topo", "single,2"}, in, &out, &errOut)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, errOut.String())
+	}
+	log := errOut.String()
+	for _, want := range []string{"*** Capturing h1-s1 (a>b) to " + pc, "h1-s1 -> " + pc, "*** Wrote " + pc, "no such capture running",
+		"p99.9999", "usage: measure", "measure: --rate", "capture: "} {
+		if !strings.Contains(log, want) {
+			t.Errorf("shell output lacks %q:\n%s", want, log)
+		}
+	}
+	i := strings.Index(out.String(), "{")
+	j := strings.LastIndex(out.String(), "}")
+	var rep struct {
+		Results []any `json:"results"`
+	}
+	if i < 0 || j < i || json.Unmarshal([]byte(out.String()[i:j+1]), &rep) != nil || len(rep.Results) != 1 {
+		t.Errorf("measure --json in the shell:\n%s", out.String())
+	}
+	dump, err := exec.Command("tcpdump", "-nr", pc).CombinedOutput()
+	if err != nil || strings.Count(string(dump), "ICMP echo request") != 3 || strings.Contains(string(dump), "echo reply") {
+		t.Errorf("a>b capture of 3 pings: %v\n%s", err, dump)
+	}
+}
