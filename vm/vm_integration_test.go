@@ -33,6 +33,11 @@ var (
 	sharedRun  = owner.NewRunID()
 )
 
+// testBootTimeout is generous: these tests check what a VM does, not how
+// fast it boots, and TCG boots on a loaded 2-core CI machine (other test
+// packages, -race) have taken over 60 s.
+const testBootTimeout = 150 * time.Second
+
 func vmPrereqs() string {
 	if os.Geteuid() != 0 {
 		return "VM tests need root (namespaces, taps)"
@@ -64,8 +69,9 @@ func bootShared(t *testing.T) *Node {
 		defer cancel()
 		sharedVM, sharedErr = New(ctx, Config{
 			Name:      "vm1",
-			Namespace: owner.NamespaceName(sharedRun, "vm1"),
-			Logf:      func(f string, a ...any) { fmt.Fprintf(os.Stderr, f, a...) },
+			Namespace:   owner.NamespaceName(sharedRun, "vm1"),
+			Logf:        func(f string, a ...any) { fmt.Fprintf(os.Stderr, f, a...) },
+			BootTimeout: testBootTimeout,
 		})
 	})
 	if sharedErr != nil {
@@ -269,7 +275,7 @@ func killChild(run string) {
 		fmt.Println("ERR", err)
 		return
 	}
-	n, err := New(context.Background(), Config{Name: "k1", Namespace: owner.NamespaceName(run, "k1")})
+	n, err := New(context.Background(), Config{Name: "k1", Namespace: owner.NamespaceName(run, "k1"), BootTimeout: testBootTimeout})
 	if err != nil {
 		fmt.Println("ERR", err)
 		return
@@ -371,7 +377,7 @@ func TestVMQ35(t *testing.T) {
 	if err := os.WriteFile(image, append([]byte("hymn-disk-marker"), make([]byte, 1<<20)...), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	n, err := New(ctx, Config{Name: "q1", Namespace: owner.NamespaceName(run, "q1"), Machine: "q35", CPUs: 2, CPUPin: pin, Memory: "320M", Image: image})
+	n, err := New(ctx, Config{Name: "q1", Namespace: owner.NamespaceName(run, "q1"), Machine: "q35", CPUs: 2, CPUPin: pin, Memory: "320M", Image: image, BootTimeout: testBootTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -444,7 +450,7 @@ func TestVMPairViaSwitch(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			name := fmt.Sprintf("h%d", i+1)
-			vms[i], errs[i] = New(ctx, Config{Name: name, Namespace: owner.NamespaceName(run, name)})
+			vms[i], errs[i] = New(ctx, Config{Name: name, Namespace: owner.NamespaceName(run, name), BootTimeout: testBootTimeout})
 		}()
 	}
 	wg.Wait()
@@ -656,7 +662,7 @@ func TestVMShareHostRoot(t *testing.T) {
 	run := claimRun(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	n, err := New(ctx, Config{Name: "r1", Namespace: owner.NamespaceName(run, "r1"), ShareHostRoot: true})
+	n, err := New(ctx, Config{Name: "r1", Namespace: owner.NamespaceName(run, "r1"), ShareHostRoot: true, BootTimeout: testBootTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}
