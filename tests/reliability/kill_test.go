@@ -41,6 +41,7 @@ var killScenarios = []killScenario{
 func TestKill9ThenClean(t *testing.T) {
 	testenv.RootAndTools(t, "ping")
 	total, clean := 0, 0
+	phases := map[string]int{}
 	var slowestClean time.Duration
 	for si, sc := range killScenarios {
 		t.Run(sc.name, func(t *testing.T) {
@@ -56,7 +57,9 @@ func TestKill9ThenClean(t *testing.T) {
 				at := time.Duration(r.Int64N(int64(sc.span)))
 				total++
 				ok := t.Run(fmt.Sprintf("%d_at_%v", i, at.Round(time.Millisecond)), func(t *testing.T) {
-					slowestClean = max(slowestClean, killAndClean(t, sc, at))
+					took, phase := killAndClean(t, sc, at)
+					slowestClean = max(slowestClean, took)
+					phases[phase]++
 				})
 				if ok {
 					clean++
@@ -64,10 +67,14 @@ func TestKill9ThenClean(t *testing.T) {
 			}
 		})
 	}
-	summary("kill -9 runs %d, %d with 0 leftovers after hymn clean (slowest clean %v)", total, clean, slowestClean.Round(time.Millisecond))
+	summary("kill -9 runs %d (%d before the run was claimed, %d while building, %d while running), %d with 0 leftovers after hymn clean (slowest clean %v)",
+		total, phases["unclaimed"], phases["building"], phases["running"], clean, slowestClean.Round(time.Millisecond))
 }
 
-func killAndClean(t *testing.T, sc killScenario, at time.Duration) time.Duration {
+// killAndClean returns how long hymn clean took and the phase the kill
+// hit: "unclaimed" (no run yet), "building" or "running" (the shell was
+// up).
+func killAndClean(t *testing.T, sc killScenario, at time.Duration) (time.Duration, string) {
 	cmd := exec.Command(hymnBin, sc.args...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -87,7 +94,14 @@ func killAndClean(t *testing.T, sc killScenario, at time.Duration) time.Duration
 	cmd.Wait()
 	stdin.Close()
 	runs := runsOf(pid)
-	t.Logf("killed at %v: %d processes below hymn, runs %v", at, len(procs), runs)
+	phase := "unclaimed"
+	switch {
+	case strings.Contains(out.String(), "*** Starting CLI"):
+		phase = "running"
+	case len(runs) > 0:
+		phase = "building"
+	}
+	t.Logf("killed at %v (%s): %d processes below hymn, runs %v", at, phase, len(procs), runs)
 
 	t0 := time.Now()
 	cleanOut, err := exec.Command(hymnBin, "clean").CombinedOutput()
@@ -122,5 +136,5 @@ func killAndClean(t *testing.T, sc killScenario, at time.Duration) time.Duration
 		reapAndKill(left)
 		exec.Command(hymnBin, "clean").Run()
 	}
-	return took
+	return took, phase
 }
