@@ -68,7 +68,7 @@ func bootShared(t *testing.T) *Node {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
 		sharedVM, sharedErr = New(ctx, Config{
-			Name:      "vm1",
+			Name:        "vm1",
 			Namespace:   owner.NamespaceName(sharedRun, "vm1"),
 			Logf:        func(f string, a ...any) { fmt.Fprintf(os.Stderr, f, a...) },
 			BootTimeout: testBootTimeout,
