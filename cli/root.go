@@ -449,7 +449,7 @@ func Execute(ctx context.Context, args []string, stdin *os.File, stdout, stderr 
 	msg := err.Error()
 	if errors.Is(err, ErrUsage) {
 		msg = strings.TrimPrefix(msg, ErrUsage.Error()+": ")
-		fmt.Fprintf(stderr, "hymn: %s\n", msg)
+		fmt.Fprintf(stderr, "hymn: %s\n", oneLine(msg))
 		return 2
 	}
 	if errors.Is(err, hymn.ErrNotRoot) || errors.Is(err, hymn.ErrMissingTool) {
@@ -458,6 +458,17 @@ func Execute(ctx context.Context, args []string, stdin *os.File, stdout, stderr 
 	}
 	fmt.Fprintf(stderr, "hymn: error: %s\n", msg)
 	return 1
+}
+
+// oneLine keeps a usage error to one line: the first problem, and how
+// many more there are (a file with several mistakes reports each on its
+// own line of the joined error).
+func oneLine(msg string) string {
+	lines := strings.Split(strings.TrimSpace(msg), "\n")
+	if len(lines) == 1 {
+		return lines[0]
+	}
+	return fmt.Sprintf("%s (and %d more problems)", lines[0], len(lines)-1)
 }
 
 // parseHost reads --host: proc (plain hosts) or cfs|rt[,cpu=F] for

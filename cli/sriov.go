@@ -261,12 +261,12 @@ run). Cables come from --inventory/--pairs and from running networks.`,
 			cfg := sriov.Config{Inventory: invPath, VLANs: vlans, SysRoot: sysRoot}
 			cs, err := sriov.ParseCables(cables...)
 			if err != nil {
-				return err
+				return fmt.Errorf("%w: --pairs: %v", ErrUsage, err)
 			}
 			cfg.Cables = cs
 			inv, err := cfg.LoadInventory()
 			if err != nil {
-				return err
+				return fmt.Errorf("%w: %v", ErrUsage, err)
 			}
 			rep, err := pairsReport(inv, sriov.SysFS{Root: sysRoot})
 			if err != nil {
@@ -375,14 +375,17 @@ interrupted: its fake sysfs and hidden namespace are printed, so the NIC can
 be inspected with hymn sriov list --sysfs DIR and ip netns exec NS ...`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if vfs < 1 || vfs > sriov.MaxVFs {
+				return fmt.Errorf("%w: --vfs %d: use 1 to %d VFs per PF", ErrUsage, vfs, sriov.MaxVFs)
+			}
 			cs, err := sriov.ParseCables(cables...)
 			if err != nil {
-				return err
+				return fmt.Errorf("%w: --pairs: %v", ErrUsage, err)
 			}
 			cfg := sriov.Config{Inventory: invPath, Cables: cs, SysRoot: sysRoot}
 			inv, err := cfg.LoadInventory()
 			if err != nil {
-				return err
+				return fmt.Errorf("%w: %v", ErrUsage, err)
 			}
 			if os.Geteuid() != 0 {
 				return fmt.Errorf("hymn sriov setup must run as root")

@@ -34,6 +34,9 @@ func linearNodes(k, n int) uint64 { return satMul(uint64(k), satAdd(uint64(n), 1
 
 // treeNodes is 1 + f + f^2 + ... + f^depth (switches, then the hosts).
 func treeNodes(depth, fanout int) uint64 {
+	if fanout == 1 {
+		return satAdd(uint64(depth), 1) // a chain: the loop below would run depth times
+	}
 	total, level := uint64(0), uint64(1)
 	for d := 0; d <= depth; d++ {
 		total = satAdd(total, level)
@@ -87,7 +90,7 @@ func FromSpecWith(spec Spec, lim Limits) (*Topo, error) {
 	b, ok := builtins[spec.Name]
 	if !ok {
 		return nil, fmt.Errorf("%w: unknown topology %q; valid topologies are: %s",
-			ErrBadSpec, spec.Name, strings.Join(BuiltinNames(), ", "))
+			ErrBadSpec, clip(spec.Name), strings.Join(BuiltinNames(), ", "))
 	}
 	p, err := spec.bindInts(b.params, b.defaults)
 	if err != nil {

@@ -199,12 +199,22 @@ func runCustom(ctx context.Context, file string, spec Spec, lim Limits) (*custom
 		}
 		return nil, fmt.Errorf("running custom file %s with python3: no result: %s", file, msg)
 	}
-	var res customResult
-	if err := json.Unmarshal(data, &res); err != nil {
+	res, err := decodeCustomResult(data)
+	if err != nil {
 		return nil, fmt.Errorf("reading the result of custom file %s: %w", file, err)
 	}
 	if res.Error != "" {
 		return nil, &CustomError{File: file, Line: res.Line, Msg: res.Error, Traceback: res.Traceback}
+	}
+	return res, nil
+}
+
+// decodeCustomResult reads what the shim wrote. It is input like any
+// other: the custom file runs inside the shim and can write anything.
+func decodeCustomResult(data []byte) (*customResult, error) {
+	var res customResult
+	if err := json.Unmarshal(data, &res); err != nil {
+		return nil, err
 	}
 	return &res, nil
 }

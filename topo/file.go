@@ -81,6 +81,7 @@ var (
 	maxFileErrors  = 20
 	maxAliasDepth  = 64
 	jsonMaxNesting = 200
+	maxErrorLen    = 300
 )
 
 // LoadFile reads a topology in hymn's YAML or JSON format (JSON is YAML, so
@@ -140,7 +141,15 @@ func (d *doc) errAt(n *yaml.Node, field, format string, args ...any) {
 	if len(d.errs) >= maxFileErrors {
 		return
 	}
-	e := &FileError{File: d.file, Field: field, Err: fmt.Errorf(format, args...)}
+	msg := fmt.Sprintf(format, args...)
+	if len(msg) > maxErrorLen {
+		// A huge value quoted in the message must not make it unreadable.
+		msg = strings.ToValidUTF8(msg[:maxErrorLen], "") + "..."
+	}
+	if len(field) > maxErrorLen {
+		field = strings.ToValidUTF8(field[:maxErrorLen], "") + "..."
+	}
+	e := &FileError{File: d.file, Field: field, Err: errors.New(msg)}
 	if n != nil {
 		e.Line, e.Column = n.Line, n.Column
 	}

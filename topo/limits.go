@@ -160,10 +160,30 @@ func readLimited(path string, max int64) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err == nil && st.IsDir() {
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if st.IsDir() {
 		return nil, fmt.Errorf("%s is a directory", path)
 	}
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if st.Mode().IsRegular() && st.Size() > max {
+		return nil, limitErr("%s is larger than the limit of %s (set --max-file-size to raise it)", path, sizeString(max))
+	}
+	var data []byte
+	if st.Mode().IsRegular() || max >= 64<<20 {
+		data, err = io.ReadAll(io.LimitReader(f, max+1))
+	} else {
+		// A device or pipe: one buffer, filled without regrowing, so even
+		// /dev/zero is refused after a single pass over max bytes.
+		buf := make([]byte, max+1)
+		var n int
+		n, err = io.ReadFull(f, buf)
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+			err = nil
+		}
+		data = buf[:n]
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -197,22 +217,4 @@ func satAdd(a, b uint64) uint64 {
 		return math.MaxUint64
 	}
 	return a + b
-}
-
-// satPow returns b^e, saturated.
-func satPow(b uint64, e int) uint64 {
-	if e <= 0 {
-		return 1
-	}
-	if b <= 1 {
-		return b
-	}
-	r := uint64(1)
-	for range e {
-		r = satMul(r, b)
-		if r == math.MaxUint64 {
-			break
-		}
-	}
-	return r
 }

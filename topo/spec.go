@@ -33,22 +33,22 @@ func ParseSpec(s string) (Spec, error) {
 	parts := strings.Split(s, ",")
 	spec := Spec{Name: strings.TrimSpace(parts[0])}
 	if spec.Name == "" || strings.Contains(spec.Name, "=") {
-		return Spec{}, fmt.Errorf("%w %q: it must start with a name", ErrBadSpec, s)
+		return Spec{}, fmt.Errorf("%w %q: it must start with a name", ErrBadSpec, clip(s))
 	}
 	for _, p := range parts[1:] {
 		p = strings.TrimSpace(p)
 		if p == "" {
-			return Spec{}, fmt.Errorf("%w %q: empty item", ErrBadSpec, s)
+			return Spec{}, fmt.Errorf("%w %q: empty item", ErrBadSpec, clip(s))
 		}
 		if k, v, ok := strings.Cut(p, "="); ok {
 			if k == "" {
-				return Spec{}, fmt.Errorf("%w %q: item %q has no key", ErrBadSpec, s, p)
+				return Spec{}, fmt.Errorf("%w %q: item %q has no key", ErrBadSpec, clip(s), clip(p))
 			}
 			spec.Kwargs = append(spec.Kwargs, KeyValue{Key: k, Value: v})
 			continue
 		}
 		if len(spec.Kwargs) > 0 {
-			return Spec{}, fmt.Errorf("%w %q: positional argument %q follows a key=value argument", ErrBadSpec, s, p)
+			return Spec{}, fmt.Errorf("%w %q: positional argument %q follows a key=value argument", ErrBadSpec, clip(s), clip(p))
 		}
 		spec.Args = append(spec.Args, p)
 	}
@@ -88,7 +88,7 @@ func (s Spec) String() string {
 func (s Spec) bindInts(names []string, defaults map[string]int) (map[string]int, error) {
 	if len(s.Args) > len(names) {
 		return nil, fmt.Errorf("%w: topology %s takes at most %d arguments (%s), got %d",
-			ErrBadSpec, s.Name, len(names), strings.Join(names, ", "), len(s.Args))
+			ErrBadSpec, clip(s.Name), len(names), strings.Join(names, ", "), len(s.Args))
 	}
 	raw := map[string]string{}
 	for i, a := range s.Args {
@@ -101,10 +101,10 @@ func (s Spec) bindInts(names []string, defaults map[string]int) (map[string]int,
 		}
 		if !known {
 			return nil, fmt.Errorf("%w: topology %s has no parameter %q (it takes %s)",
-				ErrBadSpec, s.Name, kv.Key, strings.Join(names, ", "))
+				ErrBadSpec, clip(s.Name), clip(kv.Key), strings.Join(names, ", "))
 		}
 		if _, twice := raw[kv.Key]; twice {
-			return nil, fmt.Errorf("%w: topology %s: parameter %s is given twice", ErrBadSpec, s.Name, kv.Key)
+			return nil, fmt.Errorf("%w: topology %s: parameter %s is given twice", ErrBadSpec, clip(s.Name), kv.Key)
 		}
 		raw[kv.Key] = kv.Value
 	}
@@ -115,16 +115,26 @@ func (s Spec) bindInts(names []string, defaults map[string]int) (map[string]int,
 			d, ok := defaults[n]
 			if !ok {
 				return nil, fmt.Errorf("%w: topology %s needs parameter %s (it takes %s)",
-					ErrBadSpec, s.Name, n, strings.Join(names, ", "))
+					ErrBadSpec, clip(s.Name), n, strings.Join(names, ", "))
 			}
 			out[n] = d
 			continue
 		}
 		i, err := strconv.Atoi(v)
 		if err != nil {
-			return nil, fmt.Errorf("%w: topology %s: %s must be an integer, got %q", ErrBadSpec, s.Name, n, v)
+			return nil, fmt.Errorf("%w: topology %s: %s must be an integer, got %q", ErrBadSpec, clip(s.Name), n, clip(v))
 		}
 		out[n] = i
 	}
 	return out, nil
+}
+
+// clip shortens user text quoted in an error message, so a huge input
+// gives a readable one-line error.
+func clip(s string) string {
+	const max = 64
+	if len(s) <= max {
+		return s
+	}
+	return strings.ToValidUTF8(s[:max], "") + "..."
 }
