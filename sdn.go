@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -170,7 +171,7 @@ func (n *Network) startSDN(ctx context.Context) error {
 			if n.sdn.ovs != nil {
 				relay = filepath.Join(n.sdn.ovs.Dir(), spec.Name+".sock")
 			}
-			c, err := nodes.StartController(ctx, nodes.ControllerConfig{Name: spec.Name, Kind: spec.Kind, IP: spec.IP, Port: spec.Port,
+			c, err := nodes.StartController(ctx, nodes.ControllerConfig{Name: spec.Name, Kind: spec.Kind, IP: spec.IP, Port: spec.Port, Protocols: n.controllerProtocols(),
 				Record: owner.NamespaceName(n.run, spec.Name), Relay: relay, Logf: n.debugf, Warnf: lg.Warningf})
 			if err != nil {
 				return err
@@ -307,4 +308,22 @@ func (n *Network) debugProcs(pids []int) {
 		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
 		n.debugf("*** kill -9 %d (%s)\n", pid, strings.TrimSpace(string(comm)))
 	}
+}
+
+// controllerProtocols are the OpenFlow versions the controllers hymn runs
+// must speak: OpenFlow 1.0 and every version a switch is limited to.
+func (n *Network) controllerProtocols() string {
+	versions := []string{"OpenFlow10"}
+	add := func(list string) {
+		for _, v := range strings.Split(list, ",") {
+			if v = strings.TrimSpace(v); v != "" && !slices.Contains(versions, v) {
+				versions = append(versions, v)
+			}
+		}
+	}
+	add(n.opts.Protocols)
+	for _, s := range n.plan.Switches() {
+		add(s.Params["protocols"])
+	}
+	return strings.Join(versions, ",")
 }

@@ -50,7 +50,12 @@ type ControllerConfig struct {
 	// hymn relays it to IP:Port from its own (the root) namespace, where
 	// the controller listens.
 	Relay string
-	Logf  func(format string, args ...any) // commands and steps (-v debug); nil for none
+	// Protocols are the OpenFlow versions a controller hymn runs speaks
+	// ("OpenFlow10,OpenFlow13"); "" is OpenFlow10, the version
+	// ovs-testcontroller documents as its default (Debian's build would
+	// otherwise negotiate 1.5 with Open vSwitch).
+	Protocols string
+	Logf      func(format string, args ...any) // commands and steps (-v debug); nil for none
 	Warnf func(format string, args ...any) // warnings; nil for none
 }
 
@@ -172,6 +177,13 @@ func (c *Controller) startProcess(command string) error {
 	args := []string{"ptcp:" + strconv.Itoa(c.cfg.Port) + ":" + c.cfg.IP}
 	if err := os.MkdirAll(ControllerRunDir, 0o700); err != nil {
 		return err
+	}
+	if command == "ovs-testcontroller" {
+		protocols := c.cfg.Protocols
+		if protocols == "" {
+			protocols = "OpenFlow10"
+		}
+		args = append(args, "--protocols="+protocols)
 	}
 	if command == "ovs-testcontroller" && c.cfg.Record != "" {
 		// Its control socket would go to /var/run/openvswitch, which
