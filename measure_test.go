@@ -64,7 +64,6 @@ func TestMeasureErrors(t *testing.T) {
 			t.Errorf("%s: no error", name)
 		}
 	}
-	_ = math.Abs
 }
 
 // TestMeasureEmulatedDelay checks measure against the emulator's closed
@@ -78,6 +77,13 @@ func TestMeasureErrors(t *testing.T) {
 // failure is a bias, not bad luck. The link's own latency is measured on
 // the same emulated link with delay 0 first (the forwarder's hop) and
 // reported beside a plain veth link's.
+//
+// Jitter is judged on σ estimated from the interquartile range
+// (IQR/1.349 for a normal distribution; standard error ≈ 1.1σ/√N, 0.8 %
+// here), because one scheduler stall of 50 ms among 20 000 packets —
+// common on a loaded 2-core machine, and nothing the emulator did — adds
+// 6 % to the standard deviation on its own. The standard deviation is
+// reported and must stay within 20 %.
 func TestMeasureEmulatedDelay(t *testing.T) {
 	testenv.Root(t)
 	ctx := context.Background()
@@ -101,22 +107,27 @@ func TestMeasureEmulatedDelay(t *testing.T) {
 		t.Fatal(err)
 	}
 	base, hop, got := rp.Results[0], r0.Results[0], r1.Results[0]
-	t.Logf("plain veth   %s", measure.TableLine(base, "rate"))
-	t.Logf("emulator, 0  %s", measure.TableLine(hop, "rate"))
+	t.Logf("plain veth    %s", measure.TableLine(base, "rate"))
+	t.Logf("emulator, 0   %s", measure.TableLine(hop, "rate"))
 	t.Logf("delay 5ms 1ms %s", measure.TableLine(got, "rate"))
+	iqr := float64(got.Hist.ValueAtPercentile(75)-got.Hist.ValueAtPercentile(25)) / 1e3
+	robust := iqr / 1.3490
 	want := 5000 + hop.Latency.Mean
-	t.Logf("mean %.1f µs: %+.3f%% of 5 ms off 5 ms + the emulated link's %.1f µs (%+.3f%% off 5 ms + the plain link's %.1f µs); jitter %.1f µs (%+.2f%% of 1 ms); reordered %d",
+	t.Logf("mean %.1f µs: %+.3f%% of 5 ms off 5 ms + the emulated link's %.1f µs (%+.3f%% off 5 ms + the plain link's %.1f µs); jitter IQR/1.349 %.1f µs (%+.2f%% of 1 ms), std %.1f µs (%+.2f%%); reordered %d",
 		got.Latency.Mean, 100*(got.Latency.Mean-want)/5000, hop.Latency.Mean,
 		100*(got.Latency.Mean-5000-base.Latency.Mean)/5000, base.Latency.Mean,
-		got.Latency.Std, 100*(got.Latency.Std-1000)/1000, got.Reordered)
+		robust, 100*(robust-1000)/1000, got.Latency.Std, 100*(got.Latency.Std-1000)/1000, got.Reordered)
 	if got.Received < 19000 {
 		t.Fatalf("only %d delays measured", got.Received)
 	}
 	if d := math.Abs(got.Latency.Mean - want); d > 50 {
 		t.Errorf("mean one-way delay %.1f µs, want %.1f ± 50 µs (1%% of 5 ms)", got.Latency.Mean, want)
 	}
-	if d := math.Abs(got.Latency.Std - 1000); d > 50 {
-		t.Errorf("jitter %.1f µs, want 1000 ± 50 µs (5%%)", got.Latency.Std)
+	if d := math.Abs(robust - 1000); d > 50 {
+		t.Errorf("jitter (IQR/1.349) %.1f µs, want 1000 ± 50 µs (5%%)", robust)
+	}
+	if d := math.Abs(got.Latency.Std - 1000); d > 200 {
+		t.Errorf("jitter (standard deviation) %.1f µs, want 1000 ± 200 µs", got.Latency.Std)
 	}
 	if got.Reordered == 0 {
 		t.Error("reorder mode with 1 ms jitter at 250 µs spacing reported no reordering")

@@ -71,26 +71,33 @@ func recvmmsg(fd int, b *batch) (int, error) {
 	return int(r), nil
 }
 
-// kernelStamp extracts the SO_TIMESTAMPNS receive time (ns, CLOCK_REALTIME)
-// from a control buffer without allocating; 0 when absent.
-func kernelStamp(oob []byte) int64 {
+// controlInfo extracts, without allocating, the SO_TIMESTAMPNS receive
+// time (ns, CLOCK_REALTIME; 0 when absent) and the SO_RXQ_OVFL count of
+// packets the socket dropped so far (-1 when absent).
+func controlInfo(oob []byte) (stamp int64, drops int64) {
+	drops = -1
 	for len(oob) >= unix.SizeofCmsghdr {
 		h := (*unix.Cmsghdr)(unsafe.Pointer(&oob[0]))
 		l := int(h.Len)
 		if l < unix.SizeofCmsghdr || l > len(oob) {
-			return 0
+			return
 		}
-		if h.Level == unix.SOL_SOCKET && h.Type == unix.SO_TIMESTAMPNS && l >= unix.SizeofCmsghdr+16 {
-			d := oob[unix.SizeofCmsghdr:]
-			return int64(binary.NativeEndian.Uint64(d))*1e9 + int64(binary.NativeEndian.Uint64(d[8:]))
+		d := oob[unix.SizeofCmsghdr:l]
+		if h.Level == unix.SOL_SOCKET {
+			switch {
+			case h.Type == unix.SO_TIMESTAMPNS && len(d) >= 16:
+				stamp = int64(binary.NativeEndian.Uint64(d))*1e9 + int64(binary.NativeEndian.Uint64(d[8:]))
+			case h.Type == unix.SO_RXQ_OVFL && len(d) >= 4:
+				drops = int64(binary.NativeEndian.Uint32(d))
+			}
 		}
 		adv := (l + 7) &^ 7
 		if adv > len(oob) {
-			return 0
+			return
 		}
 		oob = oob[adv:]
 	}
-	return 0
+	return
 }
 
 func clockNs(id int32) int64 {

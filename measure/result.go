@@ -65,7 +65,10 @@ type Result struct {
 	Loss        float64 `json:"loss"` // ratio lost/sent
 	Reordered   uint64  `json:"reordered"`
 	Duplicates  uint64  `json:"duplicates"`
-	Latency     Latency `json:"latency_us"`
+	// ReceiverDrops are packets the receiving socket dropped (its buffer
+	// was full): part of Lost, but the measurement's fault, not the path's.
+	ReceiverDrops uint64  `json:"receiver_drops"`
+	Latency       Latency `json:"latency_us"`
 
 	// Hist holds every one-way delay in ns; Series a thinned time series.
 	Hist      *hdrhistogram.Histogram `json:"-"`

@@ -63,6 +63,9 @@ func Open(cfg Config) (*Session, error) {
 		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1); err != nil {
 			return fmt.Errorf("SO_TIMESTAMPNS: %w", err)
 		}
+		// Drops at the receiving socket are the measurement's, not the
+		// path's: count them apart.
+		unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RXQ_OVFL, 1)
 		tv := unix.NsecToTimeval(int64(20 * time.Millisecond))
 		if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
 			return err
@@ -290,10 +293,13 @@ type receiver struct {
 	series      []Sample
 	seriesEvery uint64
 	seriesMax   int
+	// socket drop counter (SO_RXQ_OVFL) when the trial's first and last
+	// packets arrived; -1 until seen.
+	dropsFirst, dropsLast int64
 }
 
 func newReceiver(tag uint16, expected, series int) *receiver {
-	r := &receiver{tag: tag, seen: make([]uint64, expected/64+1), hist: NewHistogram(), seriesMax: series}
+	r := &receiver{tag: tag, seen: make([]uint64, expected/64+1), hist: NewHistogram(), seriesMax: series, dropsFirst: -1, dropsLast: -1}
 	if series > 0 {
 		r.seriesEvery = uint64(expected/series) + 1
 		r.series = make([]Sample, 0, min(series+1, expected+1))
@@ -372,7 +378,13 @@ func (r *receiver) run(fd int, stop <-chan int64) error {
 				continue
 			}
 			sent := int64(binary.LittleEndian.Uint64(buf[8:]))
-			at := kernelStamp(b.oobs[j][:b.msgs[j].hdr.Controllen])
+			at, drops := controlInfo(b.oobs[j][:b.msgs[j].hdr.Controllen])
+			if drops >= 0 {
+				if r.dropsFirst < 0 {
+					r.dropsFirst = drops
+				}
+				r.dropsLast = drops
+			}
 			if at == 0 {
 				if fallback == 0 {
 					fallback = realtime()
@@ -386,6 +398,12 @@ func (r *receiver) run(fd int, stop <-chan int64) error {
 
 func (r *receiver) result() *Result {
 	res := &Result{Received: r.received, Reordered: r.reordered, Duplicates: r.dups, Hist: r.hist, Series: r.series}
+	if r.dropsFirst >= 0 && r.dropsLast >= r.dropsFirst {
+		// The counter only rises; drops before this trial's first packet
+		// belong to an earlier one. (Drops after its last packet are not
+		// seen: the socket reports the counter only with a packet.)
+		res.ReceiverDrops = uint64(r.dropsLast - r.dropsFirst)
+	}
 	res.Latency = latencyOf(r.hist)
 	return res
 }
