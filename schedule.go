@@ -283,3 +283,27 @@ func (n *Network) LinkSchedules() []LinkSchedule {
 	}
 	return out
 }
+
+// TraceStart reports when the delivery trace of the direction node1→node2
+// started (its time zero: the first packet that reached it).
+func (n *Network) TraceStart(node1, node2 string) (time.Time, bool, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.built || n.stopped {
+		return time.Time{}, false, ErrNotBuilt
+	}
+	l, fwd, err := n.findLink(node1, node2)
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	el := n.emulatedLink(l)
+	if el == nil {
+		return time.Time{}, false, fmt.Errorf("%w: %s-%s", ErrNoEmulator, node1, node2)
+	}
+	dir := emulator.AtoB
+	if !fwd {
+		dir = emulator.BtoA
+	}
+	t, ok := el.Fwd.TraceStart(dir)
+	return t, ok, nil
+}

@@ -21,6 +21,11 @@ func (f *Forwarder) SetSchedule(dir Direction, s *Schedule, zero time.Time) erro
 		z = int64(zero.Sub(f.start))
 	}
 	err := d.emu.SetSchedule(s, z)
+	if err == nil && s != nil {
+		// Points already due (time zero itself) take effect now, not when
+		// the thread next wakes.
+		d.emu.runSchedule(d.now())
+	}
 	d.mu.Unlock()
 	if err != nil {
 		return err
@@ -41,3 +46,16 @@ func (f *Forwarder) ScheduleStatus(dir Direction) ScheduleStatus {
 
 // Since converts a wall-clock instant to the forwarder's emulator time.
 func (f *Forwarder) Since(t time.Time) int64 { return int64(t.Sub(f.start)) }
+
+// TraceStart reports the wall-clock time zero of one direction's delivery
+// trace, once its first packet has started it.
+func (f *Forwarder) TraceStart(dir Direction) (time.Time, bool) {
+	d := f.dirs[dir&1]
+	d.mu.Lock()
+	t0, ok := d.emu.TraceStart()
+	d.mu.Unlock()
+	if !ok {
+		return time.Time{}, false
+	}
+	return f.start.Add(time.Duration(t0)), true
+}

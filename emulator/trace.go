@@ -277,3 +277,12 @@ func (s *traceStage) schedule(e int64, size int) (int64, bool) {
 	}
 	return due, true
 }
+
+// TraceStart reports the emulator time at which the delivery trace's time
+// zero lies (the first packet that reached it), if a trace has started.
+func (e *Emulator) TraceStart() (int64, bool) {
+	if !e.trace.on || !e.trace.started {
+		return 0, false
+	}
+	return e.trace.t0, true
+}

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/hymn-net/hymn/internal/mnlog"
+	"github.com/hymn-net/hymn/internal/testenv"
+)
+
+// TestSatelliteSteps compresses the 15 s handovers to 1 s and pings every
+// 50 ms for two periods. Every echo's RTT must be nearest to the
+// schedule's out-and-back delay (20+20, 20+40, 40+40 or 40+20 ms): the
+// levels are 20 ms apart, so within ±10 ms (a late forwarder or a slow
+// stack on a loaded machine adds to the RTT; -1 ms covers the forwarder's
+// conversion of kernel stamps, whose clock offset is read just after the
+// monotonic clock). Echoes whose path crosses a step within 2 ms are left
+// out (their send time is known to ~1 ms). None is lost or reordered, and
+// every step was applied within 1 ms of its time.
+func TestSatelliteSteps(t *testing.T) {
+	testenv.Root(t)
+	const count = 80
+	res, err := Run(context.Background(), 1.0/15, count, 50*time.Millisecond, mnlog.New(io.Discard, mnlog.Output))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Echoes) != count {
+		t.Fatalf("%d of %d echoes came back", len(res.Echoes), count)
+	}
+	s := res.Schedule
+	nearStep := func(x time.Duration) bool {
+		x %= s.Repeat
+		for _, p := range s.Points {
+			if d := x - p.At; d > -2*time.Millisecond && d < 2*time.Millisecond {
+				return true
+			}
+		}
+		return x > s.Repeat-2*time.Millisecond
+	}
+	checked := map[time.Duration]int{}
+	slow := 0
+	for i, e := range res.Echoes {
+		if e.Seq != i+1 {
+			t.Fatalf("echo %d came back as the %d-th", e.Seq, i+1)
+		}
+		out := DelayAt(s, 20*time.Millisecond, e.Sent)
+		if nearStep(e.Sent) || nearStep(e.Sent+out) {
+			continue
+		}
+		want := Expected(s, e.Sent)
+		d := e.RTT - want
+		if d < -time.Millisecond || d >= 10*time.Millisecond {
+			t.Errorf("echo %d sent at %v: RTT %v, the schedule says %v", e.Seq, e.Sent, e.RTT, want)
+		}
+		if d > 5*time.Millisecond {
+			slow++
+		}
+		checked[want]++
+	}
+	t.Logf("echoes checked per predicted RTT: %v (%d more than 5 ms above); %d points applied, at most %v late", checked, slow, res.Applied, res.Late)
+	if checked[40*time.Millisecond] < 20 || checked[80*time.Millisecond] < 20 {
+		t.Errorf("the run did not cover both delays: %v", checked)
+	}
+	if res.Late > time.Millisecond || res.Applied < 2 {
+		t.Errorf("%d points applied, at most %v late; want ≥ 2 within 1 ms", res.Applied, res.Late)
+	}
+}
