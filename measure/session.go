@@ -120,7 +120,8 @@ type Sample struct {
 
 type sendStats struct {
 	sent, errs     uint64
-	first, last    int64 // monotonic ns of the first and last measured send
+	planned        uint64 // measured packets due before the end
+	first, last    int64  // monotonic ns of the first and last measured send
 	firstReal      int64
 	measuredPeriod time.Duration
 	err            error
@@ -170,6 +171,7 @@ func (s *Session) Trial(ctx context.Context, rate float64, d time.Duration) (*Re
 	r.Flows = c.Flows
 	r.DurationS = d.Seconds()
 	r.Sent = st.sent
+	r.Planned = st.planned
 	r.SendErrors = st.errs
 	if el := float64(st.last-st.first) / 1e9; st.sent > 1 && el > 0 {
 		// n packets span n−1 gaps.
@@ -221,6 +223,17 @@ func (s *Session) send(ctx context.Context, rate float64, d time.Duration, tag u
 		}
 		now := monotonic()
 		if now >= end {
+			// What the schedule held until the end, sent or not: a
+			// generator that fell behind shows as sent < planned.
+			for n := 0; due(i) < float64(end) && n < 1e8; n++ {
+				i++
+				if c.Pattern == Poisson {
+					nextDue += rng.ExpFloat64() * interval
+				}
+			}
+			if i > warmN {
+				st.planned = i - warmN
+			}
 			return st
 		}
 		next := due(i)
