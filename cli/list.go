@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -20,7 +21,7 @@ type runInfo struct {
 	PID      int       `json:"pid"`
 	Alive    bool      `json:"alive"`
 	Started  time.Time `json:"started"`
-	Topology string    `json:"topology"` // from the owner's command line
+	Topology string    `json:"topology"` // from hymn's command line; "(program)" for other owners
 	Nodes    int       `json:"nodes"`    // node namespaces (helpers not counted)
 	Command  []string  `json:"command,omitempty"`
 }
@@ -80,7 +81,14 @@ func listRuns() ([]runInfo, error) {
 			}
 		}
 		if len(info.Command) > 0 {
-			info.Topology = topologyOf(info.Command[1:])
+			// Only hymn's own command line says what it built; a Go
+			// program using the library is named instead.
+			switch prog := filepath.Base(info.Command[0]); prog {
+			case "hymn", "mn":
+				info.Topology = topologyOf(info.Command[1:])
+			default:
+				info.Topology = "(" + prog + ")"
+			}
 		}
 		names, _ := owner.Namespaces(run)
 		for _, ns := range names {
