@@ -74,18 +74,33 @@ mountin() { # type source target [options]
 
 exec > >(tee "$log") 2>&1
 
-echo "*** debootstrap $suite into $root"
+# debootstrap's result is the same fresh root every time: it is kept as a
+# tarball (FRESH_CACHE) so a second check starts in seconds.
+cache=${FRESH_CACHE:-/var/cache/hymn-fresh}/$suite-minbase.tar
 t0=$(date +%s)
-debootstrap --variant=minbase "$suite" "$root" "$mirror" >"$root.debootstrap.log" 2>&1 ||
-  { tail -20 "$root.debootstrap.log"; exit 1; }
-rm -f "$root.debootstrap.log"
+if [ -f "$cache" ]; then
+  echo "*** Unpacking the debootstrapped $suite root from $cache"
+  tar -C "$root" -xpf "$cache"
+else
+  echo "*** debootstrap $suite into $root"
+  debootstrap --variant=minbase "$suite" "$root" "$mirror" >"$root.debootstrap.log" 2>&1 ||
+    { tail -20 "$root.debootstrap.log"; exit 1; }
+  rm -f "$root.debootstrap.log"
+  mkdir -p "$(dirname "$cache")"
+  tar -C "$root" -cpf "$cache.tmp" . && mv "$cache.tmp" "$cache"
+fi
 echo "    $(($(date +%s) - t0)) s"
 
 # What a fresh machine of this kind has besides Debian: Go in /usr/local/go,
-# name resolution, the security and updates suites (a Debian install's
-# default sources), and apt allowed to use an archive snapshot's dates.
+# name resolution, the machine's own CA certificates (its egress to the Go
+# module proxy is through a TLS-inspecting gateway; setup.sh's
+# ca-certificates picks them up), the security and updates suites (a Debian
+# install's default sources), and apt allowed to use an archive snapshot's
+# dates.
 cp -a "$goroot" "$root/usr/local/go"
 cp /etc/resolv.conf "$root/etc/resolv.conf"
+mkdir -p "$root/usr/local/share/ca-certificates"
+cp -a /usr/local/share/ca-certificates/. "$root/usr/local/share/ca-certificates/" 2>/dev/null || true
 cat >"$root/etc/apt/sources.list" <<SOURCES
 deb $mirror $suite main
 deb $mirror $suite-updates main
