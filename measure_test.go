@@ -78,12 +78,16 @@ func TestMeasureErrors(t *testing.T) {
 // the same emulated link with delay 0 first (the forwarder's hop) and
 // reported beside a plain veth link's.
 //
-// Jitter is judged on σ estimated from the interquartile range
-// (IQR/1.349 for a normal distribution; standard error ≈ 1.1σ/√N, 0.8 %
-// here), because one scheduler stall of 50 ms among 20 000 packets —
-// common on a loaded 2-core machine, and nothing the emulator did — adds
-// 6 % to the standard deviation on its own. The standard deviation is
-// reported and must stay within 20 %.
+// On a loaded machine one scheduler stall of 50–90 ms among 20 000
+// packets — nothing the emulator did — moves the mean by several µs and
+// adds 6–190 % to the standard deviation. So the bounds are applied to
+// estimators a stall cannot move: the location as the median (for a
+// normal distribution the median is the mean; standard error
+// 1.25σ/√N = 8.9 µs, so 1 % of 5 ms is 5.6σ) above the delay-0 link's
+// median, and the jitter as IQR/1.349 (standard error ≈ 1.1σ/√N, 0.8 %;
+// 5 % is 6σ). The mean and the standard deviation are reported and held
+// to 1 % and 5 % only when the run saw no stall (max below 10 ms, i.e.
+// 5σ above 5 ms); otherwise to 5 % and 3×.
 func TestMeasureEmulatedDelay(t *testing.T) {
 	testenv.Root(t)
 	ctx := context.Background()
@@ -113,21 +117,31 @@ func TestMeasureEmulatedDelay(t *testing.T) {
 	iqr := float64(got.Hist.ValueAtPercentile(75)-got.Hist.ValueAtPercentile(25)) / 1e3
 	robust := iqr / 1.3490
 	want := 5000 + hop.Latency.Mean
-	t.Logf("mean %.1f µs: %+.3f%% of 5 ms off 5 ms + the emulated link's %.1f µs (%+.3f%% off 5 ms + the plain link's %.1f µs); jitter IQR/1.349 %.1f µs (%+.2f%% of 1 ms), std %.1f µs (%+.2f%%); reordered %d",
+	wantMedian := 5000 + hop.Latency.P50
+	t.Logf("mean %.1f µs: %+.3f%% of 5 ms off 5 ms + the emulated link's %.1f µs (%+.3f%% off 5 ms + the plain link's %.1f µs); median %.1f µs: %+.3f%% off 5 ms + the delay-0 median %.1f µs",
 		got.Latency.Mean, 100*(got.Latency.Mean-want)/5000, hop.Latency.Mean,
 		100*(got.Latency.Mean-5000-base.Latency.Mean)/5000, base.Latency.Mean,
-		robust, 100*(robust-1000)/1000, got.Latency.Std, 100*(got.Latency.Std-1000)/1000, got.Reordered)
+		got.Latency.P50, 100*(got.Latency.P50-wantMedian)/5000, hop.Latency.P50)
+	t.Logf("jitter IQR/1.349 %.1f µs (%+.2f%% of 1 ms), std %.1f µs (%+.2f%%); max %.0f µs; reordered %d",
+		robust, 100*(robust-1000)/1000, got.Latency.Std, 100*(got.Latency.Std-1000)/1000, got.Latency.Max, got.Reordered)
 	if got.Received < 19000 {
 		t.Fatalf("only %d delays measured", got.Received)
 	}
-	if d := math.Abs(got.Latency.Mean - want); d > 50 {
-		t.Errorf("mean one-way delay %.1f µs, want %.1f ± 50 µs (1%% of 5 ms)", got.Latency.Mean, want)
+	if d := math.Abs(got.Latency.P50 - wantMedian); d > 50 {
+		t.Errorf("median one-way delay %.1f µs, want %.1f ± 50 µs (1%% of 5 ms)", got.Latency.P50, wantMedian)
 	}
 	if d := math.Abs(robust - 1000); d > 50 {
 		t.Errorf("jitter (IQR/1.349) %.1f µs, want 1000 ± 50 µs (5%%)", robust)
 	}
-	if d := math.Abs(got.Latency.Std - 1000); d > 200 {
-		t.Errorf("jitter (standard deviation) %.1f µs, want 1000 ± 200 µs", got.Latency.Std)
+	meanTol, stdTol := 250.0, 2000.0
+	if got.Latency.Max < 10000 && hop.Latency.Max < 5000 {
+		meanTol, stdTol = 50, 50
+	}
+	if d := math.Abs(got.Latency.Mean - want); d > meanTol {
+		t.Errorf("mean one-way delay %.1f µs, want %.1f ± %.0f µs", got.Latency.Mean, want, meanTol)
+	}
+	if d := math.Abs(got.Latency.Std - 1000); d > stdTol {
+		t.Errorf("jitter (standard deviation) %.1f µs, want 1000 ± %.0f µs", got.Latency.Std, stdTol)
 	}
 	if got.Reordered == 0 {
 		t.Error("reorder mode with 1 ms jitter at 250 µs spacing reported no reordering")
