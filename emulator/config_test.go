@@ -118,6 +118,9 @@ func FuzzParse(f *testing.F) {
 		"latency 1.5ms 0.25ms distribution uniform rate 1.5gbit 4",
 		"space 1gbit 10pkt",
 		"delay 1e3us jitter 3e2us",
+		"delay 1s jitter 1000000000s",
+		"delay 7200s 60s allow-large max-frame 65536 limit 1000000",
+		"loss gemodel 1% NaN rate infbit police -1mbit",
 		"",
 	} {
 		f.Add(s)
