@@ -206,7 +206,7 @@ func runMeasure(ctx context.Context, net *hymn.Network, m *measureFlags, cfg mea
 		if z.Limited {
 			note = " (some trials were limited by the generator)"
 		}
-		fmt.Fprintf(progress, "*** Zero-loss rate %s -> %s: %s packets/s (%s bit/s on the wire) with loss <= %g%s\n",
+		fmt.Fprintf(progress, "*** Zero-loss rate %s -> %s: %s packets/s (%s on the wire) with loss <= %g%s\n",
 			from, to, measure.FormatRate(z.Rate), hymn.FormatBps(z.RateBps), z.Tolerance, note)
 	}
 	return writeMeasureOutputs(rep, m, stdout)
@@ -244,7 +244,7 @@ func writeMeasureOutputs(rep *measure.Report, m *measureFlags, stdout io.Writer)
 	}
 	if m.hgrm != "" {
 		for _, c := range curves {
-			name := strings.TrimSuffix(m.hgrm, ".hgrm") + "-" + c.Label + ".hgrm"
+			name := strings.TrimSuffix(m.hgrm, ".hgrm") + "-" + strings.ReplaceAll(c.Label, " ", "-") + ".hgrm"
 			if err := writeFile(name, func(w io.Writer) error { return measure.WriteHgrm(w, c.Result) }); err != nil {
 				return err
 			}
@@ -260,7 +260,7 @@ func measureCurves(rep *measure.Report) []measure.Curve {
 		out = append(out, measure.Curve{Label: measure.FormatRate(r.Rate) + "pps", Result: r})
 	}
 	if z := rep.ZeroLoss; z != nil && z.Result != nil {
-		out = append(out, measure.Curve{Label: "zero-loss-" + measure.FormatRate(z.Rate) + "pps", Result: z.Result})
+		out = append(out, measure.Curve{Label: "zero-loss " + measure.FormatRate(z.Rate) + "pps", Result: z.Result})
 	}
 	return out
 }
