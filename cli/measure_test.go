@@ -226,3 +226,18 @@ func TestShellCaptureAndMeasure(t *testing.T) {
 		t.Errorf("a>b capture of 3 pings: %v\n%s", err, dump)
 	}
 }
+
+// --capture at start: a pcapng of the link that tcpdump reads, written
+// by the time hymn exits.
+func TestCaptureFlag(t *testing.T) {
+	testenv.RootAndTools(t, "tcpdump")
+	f := filepath.Join(t.TempDir(), "h1s1.pcapng")
+	code, _, stderr := run(t, "--topo", "single,2", "--capture", "h1-s1,dir=both,file="+f+",limit=1M", "--test", "pingall")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	out, err := exec.Command("tcpdump", "-nr", f, "icmp").CombinedOutput()
+	if err != nil || strings.Count(string(out), "ICMP echo request") != 2 || strings.Count(string(out), "ICMP echo reply") != 2 {
+		t.Errorf("tcpdump -r: %v\n%s", err, out)
+	}
+}
