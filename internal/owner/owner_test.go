@@ -243,7 +243,9 @@ func TestRunsFindsEveryKindOfState(t *testing.T) {
 	}
 	got := map[string]bool{}
 	for _, r := range runs {
-		got[r] = true
+		if ns, _ := Namespaces(r); len(ns) == 0 { // not a run live on this machine
+			got[r] = true
+		}
 	}
 	for _, want := range []string{rec, sr, nat} {
 		if !got[want] {

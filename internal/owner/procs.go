@@ -85,8 +85,9 @@ func StopIn(inodes map[uint64]bool, grace, timeout time.Duration) (int, error) {
 // checked again to be in one of those namespaces. With grace > 0 they get
 // SIGTERM and grace to exit, then SIGKILL. Stop returns when every one has
 // exited, or after timeout with an error naming the pids still running.
-// Zombies count as exited: they hold no memory, files or namespaces, and
-// their parent (init, for an orphan) reaps them.
+// A process has exited once its pidfd polls readable: by then it holds no
+// memory, files or namespaces. Stop then waits up to reapWait for the
+// parent (init, for an orphan) to reap it.
 func Stop(pids []int, inodes map[uint64]bool, grace, timeout time.Duration) (int, error) {
 	deadline := time.Now().Add(timeout)
 	type proc struct {
@@ -144,9 +145,22 @@ func Stop(pids []int, inodes map[uint64]bool, grace, timeout time.Duration) (int
 		}
 		return nil
 	}
+	// reaped waits, briefly, until the exited processes have also been
+	// reaped by their parent (init reaps orphans within milliseconds), so
+	// that when Stop returns they are gone from the process table too. A
+	// zombie whose parent does not reap it is left as it is.
+	reaped := func() {
+		until := minTime(time.Now().Add(reapWait), deadline)
+		for _, p := range procs {
+			for unix.PidfdSendSignal(p.fd, 0, nil, 0) == nil && time.Now().Before(until) {
+				time.Sleep(2 * time.Millisecond)
+			}
+		}
+	}
 	if grace > 0 {
 		signal(unix.SIGTERM)
 		if len(wait(minTime(time.Now().Add(grace), deadline))) == 0 {
+			reaped()
 			return len(procs), nil
 		}
 	}
@@ -158,8 +172,12 @@ func Stop(pids []int, inodes map[uint64]bool, grace, timeout time.Duration) (int
 		}
 		return len(procs), fmt.Errorf("processes %v still running %v after SIGKILL", still, timeout)
 	}
+	reaped()
 	return len(procs), nil
 }
+
+// reapWait bounds how long Stop waits for exited processes to be reaped.
+const reapWait = 2 * time.Second
 
 func minTime(a, b time.Time) time.Time {
 	if a.Before(b) {

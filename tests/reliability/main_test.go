@@ -129,6 +129,17 @@ func (p proc) running() bool {
 	return st == p.start
 }
 
+// exists reports whether p is still in the process table (even as a
+// zombie).
+func (p proc) exists() bool {
+	f := statFields(p.pid)
+	if len(f) < 20 {
+		return false
+	}
+	st, _ := strconv.ParseUint(f[19], 10, 64)
+	return st == p.start
+}
+
 func (p proc) String() string {
 	cmd, _ := os.ReadFile("/proc/" + strconv.Itoa(p.pid) + "/cmdline")
 	return fmt.Sprintf("%d (%s)", p.pid, strings.TrimSpace(strings.ReplaceAll(string(cmd), "\x00", " ")))
@@ -195,6 +206,42 @@ func descendantsDirect(pid int) []proc {
 		}
 	}
 	return out
+}
+
+// reapOrphans reaps, until stop closes, the exited children this
+// subreaper inherits (a killed run's QEMU and shells), as init would for
+// hymn clean run by hand; processes named hymn are the test's own and
+// reaped by exec. Only for tests whose own children are all hymn.
+func reapOrphans(stop <-chan struct{}) (done <-chan struct{}) {
+	d := make(chan struct{})
+	go func() {
+		defer close(d)
+		self := strconv.Itoa(os.Getpid())
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+			entries, _ := os.ReadDir("/proc")
+			for _, e := range entries {
+				pid, err := strconv.Atoi(e.Name())
+				if err != nil {
+					continue
+				}
+				f := statFields(pid)
+				if len(f) < 2 || f[0] != "Z" || f[1] != self {
+					continue
+				}
+				if comm, _ := os.ReadFile("/proc/" + e.Name() + "/comm"); strings.TrimSpace(string(comm)) == "hymn" {
+					continue
+				}
+				var ws syscall.WaitStatus
+				syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
+			}
+		}
+	}()
+	return d
 }
 
 // reapAndKill ends leftovers the test found (after reporting them), so one
