@@ -96,6 +96,9 @@ func TestEmulatedParamsUnit(t *testing.T) {
 	for _, bad := range []topo.Params{
 		{"bw": "0"}, {"bw": "-1"}, {"delay": "-5ms"}, {"loss": "101"}, {"max_queue_size": "0"},
 		{"a>b.frobnicate": "1"}, {"dist": "pareto"}, {"delay": "soon"},
+		// The silent acceptances, and the other limits.
+		{"jitter": "1000000000s"}, {"max_frame": "1048576"}, {"jitter": "3601s"},
+		{"limit": "268435457"}, {"delay": "NaNms"}, {"loss": "NaN"}, {"bw": "NaN"}, {"allow_large": "maybe"},
 	} {
 		_, _, err := EmulatorConfigs(bad)
 		if !errors.Is(err, ErrLinkParams) && !errors.Is(err, emulator.ErrInvalidConfig) {
@@ -107,6 +110,12 @@ func TestEmulatedParamsUnit(t *testing.T) {
 			if !strings.Contains(err.Error(), k) {
 				t.Errorf("%v: error %q does not name %s", bad, err, k)
 			}
+		}
+	}
+	// allow_large lifts the soft limits, wherever it sorts among the keys.
+	for _, p := range []topo.Params{{"jitter": "3601s", "allow_large": "1"}, {"emu": "delay 7200s", "allow_large": "true"}, {"emu": "delay 7200s allow-large"}} {
+		if _, _, err := EmulatorConfigs(p); err != nil {
+			t.Errorf("%v: %v", p, err)
 		}
 	}
 	if NeedsEmulator(topo.Params{"mtu": "1500"}) || !NeedsEmulator(topo.Params{"delay": "0"}) || !NeedsEmulator(topo.Params{"a>b.loss": "1"}) {
