@@ -112,6 +112,7 @@ type Options struct {
 	Progress   io.Writer
 	Generator  bool // also measure the generator alone (once)
 	StopOnFail bool
+	Hosts      int // line length (default Hosts)
 }
 
 // Outcome is one variant's results.
@@ -123,7 +124,12 @@ type Outcome struct {
 
 // RunVariant builds the line for v, measures h1 -> h7 and tears it down.
 func RunVariant(ctx context.Context, v Variant, o Options) (_ *measure.Report, err error) {
-	net, err := hymn.New(Line(Hosts, v.Nodes, v.Emu), hymn.Options{Log: o.Log, Nodes: v.Nodes, Links: v.Links})
+	n := o.Hosts
+	if n == 0 {
+		n = Hosts
+	}
+	last := fmt.Sprintf("h%d", n)
+	net, err := hymn.New(Line(n, v.Nodes, v.Emu), hymn.Options{Log: o.Log, Nodes: v.Nodes, Links: v.Links})
 	if err != nil {
 		return nil, err
 	}
@@ -136,8 +142,8 @@ func RunVariant(ctx context.Context, v Variant, o Options) (_ *measure.Report, e
 			err = stopErr
 		}
 	}()
-	if loss, err := net.Ping(ctx, []string{"h1", "h7"}, 5*time.Second); err != nil || loss > 0 {
-		return nil, fmt.Errorf("%s: h1 and h7 do not reach each other (loss %.0f%%, %v)", v.Name, loss, err)
+	if loss, err := net.Ping(ctx, []string{"h1", last}, 5*time.Second); err != nil || loss > 0 {
+		return nil, fmt.Errorf("%s: h1 and %s do not reach each other (loss %.0f%%, %v)", v.Name, last, loss, err)
 	}
 	z := o.ZeroLoss
 	cfg := measure.Config{Rates: o.Rates, Duration: o.Duration, ZeroLoss: &z, Series: -1,
@@ -146,7 +152,7 @@ func RunVariant(ctx context.Context, v Variant, o Options) (_ *measure.Report, e
 				fmt.Fprintf(o.Progress, "%-12s %s", v.Name, measure.TableLine(r, phase))
 			}
 		}}
-	rep, err := net.Measure(ctx, "h1", "h7", cfg)
+	rep, err := net.Measure(ctx, "h1", last, cfg)
 	if err != nil {
 		return rep, err
 	}
@@ -186,7 +192,7 @@ func WriteResults(out string, outcomes []Outcome) error {
 		if z != nil && z.Result != nil {
 			curves = append(curves, measure.Curve{Label: "zero-loss " + measure.FormatRate(z.Rate) + "pps", Result: z.Result})
 		}
-		title := fmt.Sprintf("CIMininet line h1 -> h7, %s: one-way latency, 64 B frames", v.Name)
+		title := fmt.Sprintf("CIMininet line h1 -> %s, %s: one-way latency, 64 B frames", rep.To, v.Name)
 		if err := writeFile(filepath.Join(out, "hdr-"+v.Name+".svg"), func(w io.Writer) error { return measure.PlotHDR(w, title, curves) }); err != nil {
 			return err
 		}
@@ -247,6 +253,7 @@ func main() {
 	emu := flag.String("emu", "delay 0", "emulator parameters of ns-veth-emu's middle link")
 	out := flag.String("out", "docs/measure", "directory for the SVGs, JSON and tables")
 	verbosity := flag.String("v", "warning", "hymn's verbosity: debug, info, output, warning, error")
+	hosts := flag.Int("hosts", Hosts, "nodes in the line (the paper's 7; fewer where VMs boot slowly)")
 	flag.Parse()
 	fail := func(code int, format string, a ...any) {
 		fmt.Fprintf(os.Stderr, "cimininet: "+format+"\n", a...)
@@ -267,13 +274,16 @@ func main() {
 	if *resolution <= 0 || *resolution >= 1 {
 		fail(2, "-resolution %g: must be in (0, 1)", *resolution)
 	}
+	if *hosts < 3 || *hosts > 250 {
+		fail(2, "-hosts %d: must be 3..250", *hosts)
+	}
 	chosen, err := pick(*variants)
 	if err != nil {
 		fail(2, "-variants: %v", err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	o := Options{Rates: rs, Duration: *duration, Out: *out, Log: mnlog.New(os.Stderr, level), Progress: os.Stderr, Generator: true,
+	o := Options{Hosts: *hosts, Rates: rs, Duration: *duration, Out: *out, Log: mnlog.New(os.Stderr, level), Progress: os.Stderr, Generator: true,
 		ZeroLoss: measure.ZeroLossConfig{Max: max, Trial: *trial, Resolution: *resolution}}
 	fmt.Fprintf(os.Stderr, "%-12s %s", "variant", measure.TableHeader())
 	var outcomes []Outcome
