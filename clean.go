@@ -77,7 +77,8 @@ func Clean(ctx context.Context, opts CleanOptions) (CleanReport, error) {
 		rep.Processes += procs
 		// Outside the namespaces: VM sockets and console logs, and real
 		// SR-IOV VFs, which go back to their original settings.
-		err = errors.Join(err, vm.RemoveRunDirs(owner.Prefix+run+"-"), sriov.RemoveRun(owner.StateDir, run, opts.SRIOV))
+		err = errors.Join(err, vm.RemoveRunDirs(owner.Prefix+run+"-"), sriov.RemoveRun(owner.StateDir, run, opts.SRIOV),
+			removeRunControllers(run)) // sdn.go
 		if err == nil {
 			err = owner.Release(run)
 		}
@@ -88,6 +89,7 @@ func Clean(ctx context.Context, opts CleanOptions) (CleanReport, error) {
 	}
 	if len(opts.Runs) == 0 {
 		owner.SweepTemps()
+		sweepControllerRecords() // sdn.go
 		n, err := dpdk.RemoveStale()
 		rep.DPDK = n
 		if err != nil {

@@ -327,3 +327,22 @@ func (n *Network) controllerProtocols() string {
 	}
 	return strings.Join(versions, ",")
 }
+
+// removeRunControllers stops the controller processes a dead run left (its
+// records under nodes.ControllerRunDir; they normally die with hymn
+// through their parent-death signal) and removes the records.
+func removeRunControllers(run string) error {
+	_, err := nodes.RemoveControllers(owner.Prefix + run + "-")
+	return err
+}
+
+// sweepControllerRecords removes controller records of runs that are
+// gone, whatever removed the rest of the run.
+func sweepControllerRecords() {
+	entries, _ := os.ReadDir(nodes.ControllerRunDir)
+	for _, e := range entries {
+		if run, ok := owner.RunOfNamespace(e.Name()); ok && !owner.Alive(run) {
+			nodes.RemoveControllers(owner.Prefix + run + "-")
+		}
+	}
+}
