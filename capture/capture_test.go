@@ -1,0 +1,101 @@
+package capture
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/gopacket/gopacket/pcapgo"
+	"github.com/hymn-net/hymn/internal/netnsx"
+	"github.com/hymn-net/hymn/internal/testenv"
+)
+
+// TestLoopbackLimit captures UDP on lo in a namespace of its own, reads
+// the file back with pcapgo and checks the byte limit, the direction
+// filter (lo shows each packet going out and coming in) and nanosecond
+// stamps.
+func TestLoopbackLimit(t *testing.T) {
+	testenv.Root(t)
+	ns, err := netnsx.CreateNamed("captest-" + strconv.Itoa(os.Getpid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ns.Delete() })
+	in := func(fn func() error) error { return netnsx.Do(ns.NsHandle(), fn) }
+	f := filepath.Join(t.TempDir(), "lo.pcapng")
+	c, err := Start(Config{File: f, Limit: 10 * 1000, Taps: []Tap{{In: in, Interface: "lo", Direction: Outgoing}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A listener, so no ICMP port-unreachable joins the capture.
+	var conn net.Conn
+	var sink net.PacketConn
+	if err := in(func() (err error) {
+		if sink, err = net.ListenPacket("udp", "127.0.0.1:9999"); err != nil {
+			return err
+		}
+		conn, err = net.Dial("udp", "127.0.0.1:9999")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Close()
+	payload := make([]byte, 958) // 1000 B frames: 14 + 20 + 8 + 958
+	for range 50 {
+		conn.Write(payload)
+	}
+	conn.Close()
+	time.Sleep(50 * time.Millisecond)
+	st, err := c.Stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Stop(); err != nil {
+		t.Errorf("second Stop: %v", err)
+	}
+	t.Logf("%+v", st)
+	if st[0].Packets != 10 || st[0].LimitDropped < 40 {
+		t.Errorf("limit 10 kB of 1000 B frames: wrote %d, dropped %d by the limit", st[0].Packets, st[0].LimitDropped)
+	}
+	fh, err := os.Open(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	r, err := pcapgo.NewNgReader(fh, pcapgo.DefaultNgReaderOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	var last time.Time
+	for {
+		data, ci, err := r.ReadPacketData()
+		if err != nil {
+			break
+		}
+		n++
+		if len(data) != 1000 || ci.Timestamp.Before(last) || ci.Timestamp.Nanosecond()%1000 == 0 && n > 3 {
+			t.Errorf("packet %d: %d B at %v", n, len(data), ci.Timestamp)
+		}
+		last = ci.Timestamp
+	}
+	if n != 10 {
+		t.Errorf("read %d packets back, want 10", n)
+	}
+}
+
+func TestBadConfig(t *testing.T) {
+	for name, c := range map[string]Config{
+		"no file":   {Taps: []Tap{{Interface: "lo"}}},
+		"no taps":   {File: "x"},
+		"snaplen":   {File: "x", Taps: []Tap{{Interface: "lo"}}, SnapLen: 10},
+		"bad iface": {File: filepath.Join(t.TempDir(), "x"), Taps: []Tap{{Interface: "no-such-if0"}}},
+	} {
+		if _, err := Start(c); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}
