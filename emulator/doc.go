@@ -43,7 +43,19 @@
 //
 // The text form (Parse, Config.String) accepts NetEm's grammar where it
 // maps and hymn's keys; NetEm's correlation percentages are rejected with
-// an explanation. An Emulator is owned by one goroutine; see Emulator.
+// an explanation. Validate refuses non-finite and negative values and
+// magnitudes that are almost surely mistakes: delay, jitter, half-life and
+// rate-interval above MaxTime (1 h), a buffer whose worst-case memory
+// (MemoryEstimate) exceeds a quarter of the machine's RAM; the key
+// allow-large (link parameter allow_large=1, Config.AllowLarge) lifts
+// those, while the hard limits (HardMaxTime, MaxFrameLimit = 64 KiB,
+// MaxBufferPackets, MaxRate) stay.
+//
+// A Forwarder that knows its link's MTU (ForwarderConfig.MTU; links sets
+// it) sizes its frame buffers for MTU + 18 bytes and makes that max-frame,
+// so jumbo frames pass whole. DirectionStats.Accounting follows each frame
+// from the receiving port to the sending one: offered = delivered + the
+// drops of every stage, the ports' included + queued. An Emulator is owned by one goroutine; see Emulator.
 package emulator
 
 import "time"
