@@ -354,8 +354,9 @@ type relay struct {
 	conns  map[net.Conn]bool
 	closed bool
 	wg     sync.WaitGroup
-	// answered counts the open switch connections the controller has
-	// spoken on (its OFPT_HELLO): what "connected" means to a switch.
+	// answered counts the open switch connections whose handshake is
+	// done: the switch has sent its OFPT_FEATURES_REPLY, so the
+	// controller knows it before any packet-in (TCP keeps the order).
 	answered atomic.Int64
 }
 
@@ -413,28 +414,8 @@ func (r *relay) serve() {
 			}
 			defer r.track(out, false)
 			done := make(chan struct{}, 2)
-			go func() { io.Copy(out, in); done <- struct{}{} }()
-			go func() {
-				buf := make([]byte, 32*1024)
-				counted := false
-				for {
-					k, err := out.Read(buf)
-					if k > 0 {
-						if !counted {
-							counted = true
-							r.answered.Add(1)
-							defer r.answered.Add(-1)
-						}
-						if _, werr := in.Write(buf[:k]); werr != nil {
-							break
-						}
-					}
-					if err != nil {
-						break
-					}
-				}
-				done <- struct{}{}
-			}()
+			go func() { r.switchToController(in, out); done <- struct{}{} }()
+			go func() { io.Copy(in, out); done <- struct{}{} }()
 			<-done
 		}()
 	}
@@ -449,4 +430,46 @@ func (r *relay) close() {
 	}
 	r.mu.Unlock()
 	r.wg.Wait()
+}
+
+// switchToController copies the switch's OpenFlow messages to the
+// controller, counting the connection as answered at the switch's
+// features reply. A controller that never asks for features counts after
+// two seconds of a working connection.
+func (r *relay) switchToController(in, out net.Conn) {
+	var counted atomic.Bool
+	count := func() {
+		if counted.CompareAndSwap(false, true) {
+			r.answered.Add(1)
+		}
+	}
+	timer := time.AfterFunc(2*time.Second, count)
+	defer func() {
+		timer.Stop()
+		if counted.Load() {
+			r.answered.Add(-1)
+		}
+	}()
+	hdr := make([]byte, 8)
+	buf := make([]byte, 64*1024)
+	for {
+		if _, err := io.ReadFull(in, hdr); err != nil {
+			return
+		}
+		length := int(hdr[2])<<8 | int(hdr[3])
+		if length < 8 {
+			return // not OpenFlow
+		}
+		body := buf[:length-8]
+		if _, err := io.ReadFull(in, body); err != nil {
+			return
+		}
+		if _, err := out.Write(append(hdr[:8:8], body...)); err != nil {
+			return
+		}
+		const ofptFeaturesReply = 6
+		if hdr[1] == ofptFeaturesReply {
+			count()
+		}
+	}
 }

@@ -1,0 +1,297 @@
+package hymn
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hymn-net/hymn/internal/mnlog"
+	"github.com/hymn-net/hymn/internal/owner"
+	"github.com/hymn-net/hymn/internal/testenv"
+	"github.com/hymn-net/hymn/nodes"
+	"github.com/hymn-net/hymn/topo"
+)
+
+func sdnTools(t *testing.T) {
+	testenv.RootAndTools(t, "ovs-vswitchd", "ovsdb-server", "ovsdb-tool", "ovs-vsctl", "ovs-ofctl", "ovs-testcontroller")
+}
+
+// startSDN starts an OpenFlow network and stops it (checking that nothing
+// is left) when the test ends.
+func startSDN(t *testing.T, spec string, opts Options, controllers ...topo.Params) (*Network, *strings.Builder) {
+	t.Helper()
+	tp, err := topo.FromSpecString(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range controllers {
+		tp.AddController(fmt.Sprintf("c%d", i), c)
+	}
+	var out strings.Builder
+	opts.Switch = SwitchOVS
+	opts.Log = mnlog.New(&out, mnlog.Output)
+	n, err := New(tp, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := n.Stop(); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+		assertSDNRunGone(t, n.RunID())
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := n.Start(ctx); err != nil {
+		t.Fatalf("start: %v\n%s", err, out.String())
+	}
+	if err := n.WaitConnected(ctx); err != nil {
+		t.Fatalf("wait: %v", err)
+	}
+	return n, &out
+}
+
+// assertSDNRunGone fails if a run left namespaces, Open vSwitch or
+// controller state, or processes naming it.
+func assertSDNRunGone(t *testing.T, run string) {
+	t.Helper()
+	if left, _ := owner.Namespaces(run); len(left) > 0 {
+		t.Errorf("namespaces left: %v", left)
+	}
+	for _, pattern := range []string{nodes.OVSRunDir + "/" + owner.Prefix + run + "-*", nodes.ControllerRunDir + "/" + owner.Prefix + run + "-*"} {
+		if m, _ := filepath.Glob(pattern); len(m) > 0 {
+			t.Errorf("files left: %v", m)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var left []string
+		procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+		for _, p := range procs {
+			b, err := os.ReadFile(p)
+			if err == nil && strings.Contains(string(b), owner.Prefix+run+"-") {
+				left = append(left, fmt.Sprintf("%s: %q", p, b))
+			}
+		}
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("processes left: %v", left)
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestOpenFlowLinearPingAllAndFlows(t *testing.T) {
+	sdnTools(t)
+	n, out := startSDN(t, "linear,4", Options{}, topo.Params{"kind": "default"})
+	ctx := context.Background()
+	if _, err := n.PingAll(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "*** Results: 0% dropped (12/12 received)") {
+		t.Errorf("pingall:\n%s", out.String())
+	}
+	for _, s := range n.Switches() {
+		flows, err := n.OVS().Ofctl(ctx, s.Name, "dump-flows")
+		if err != nil {
+			t.Fatalf("%s: %v: %s", s.Name, err, flows)
+		}
+		if !strings.Contains(flows, "idle_timeout=") || !strings.Contains(flows, "actions=output:") {
+			t.Errorf("switch %s has no learned flow:\n%s", s.Name, flows)
+		}
+	}
+	cs := n.Controllers()
+	if len(cs) != 1 || !regexp.MustCompile(`^<(OVS)?Controller c0: 127\.0\.0\.1:\d+ pid=\d+> $`).MatchString(cs[0].String()) {
+		t.Errorf("controllers: %v", cs)
+	}
+	if got := n.ControllerNames(); len(got) != 1 || got[0] != "c0" {
+		t.Errorf("controller names %v", got)
+	}
+}
+
+func TestOpenFlowSwitchOptions(t *testing.T) {
+	sdnTools(t)
+	n, _ := startSDN(t, "single,2", Options{FailMode: "standalone", Protocols: "OpenFlow13"})
+	ctx := context.Background()
+	// Standalone without a controller: the bridge learns by itself.
+	loss, err := n.PingAll(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if loss != 0 {
+		t.Errorf("standalone switch: %v%% dropped", loss)
+	}
+	got, err := n.OVS().Vsctl(ctx, "get", "bridge", "s1", "fail_mode", "protocols", "other-config:datapath-id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "standalone\n[OpenFlow13]\n\"0000000000000001\"\n"; got != want {
+		t.Errorf("bridge settings %q, want %q", got, want)
+	}
+	// dpctl speaks the switch's protocol.
+	if flows, err := n.OVS().Ofctl(ctx, "s1", "dump-flows"); err != nil || !strings.Contains(flows, "OFPST_FLOW reply (OF1.3)") {
+		t.Errorf("dump-flows: %v %s", err, flows)
+	}
+}
+
+func TestOpenFlowSecureWithoutControllerDrops(t *testing.T) {
+	sdnTools(t)
+	n, _ := startSDN(t, "single,2", Options{})
+	loss, err := n.PingAll(context.Background(), 200*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if loss != 100 {
+		t.Errorf("a secure switch without a controller forwarded: %v%% dropped", loss)
+	}
+}
+
+func TestOpenFlowSwitchStopStart(t *testing.T) {
+	sdnTools(t)
+	n, _ := startSDN(t, "linear,2", Options{}, topo.Params{"kind": "ovsc"})
+	ctx := context.Background()
+	if err := n.StopSwitch(ctx, "s1"); err != nil {
+		t.Fatal(err)
+	}
+	if loss, _ := n.PingAll(ctx, 200*time.Millisecond); loss != 100 {
+		t.Errorf("pings crossed a stopped switch: %v%% dropped", loss)
+	}
+	if err := n.StartSwitch(ctx, "s1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.WaitConnected(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if loss, _ := n.PingAll(ctx, 0); loss != 0 {
+		t.Errorf("after start: %v%% dropped", loss)
+	}
+	if err := n.StartSwitch(ctx, "h1"); err == nil {
+		t.Error("a host started as a switch")
+	}
+}
+
+// TestRemoteControllerReceivesSwitches: a controller the user started
+// before the network gets one OpenFlow connection per switch, over the
+// root namespace's loopback.
+func TestRemoteControllerReceivesSwitches(t *testing.T) {
+	sdnTools(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	hellos := make(chan []byte, 8)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				c.Write([]byte{1, 0, 0, 8, 0, 0, 0, 1, 1, 5, 0, 8, 0, 0, 0, 2}) // OpenFlow 1.0 hello, features request
+				hdr := make([]byte, 8)
+				if _, err := c.Read(hdr); err == nil {
+					hellos <- hdr
+				}
+				c.Read(make([]byte, 1024)) // until the switch goes
+			}()
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	startSDN(t, "linear,3", Options{}, topo.Params{"kind": "remote", "ip": "127.0.0.1", "port": strconv.Itoa(port)})
+	for i := 0; i < 3; i++ {
+		select {
+		case h := <-hellos:
+			if h[1] != 0 {
+				t.Errorf("switch's first message has type %d, want OFPT_HELLO", h[1])
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%d of 3 switches connected", i)
+		}
+	}
+}
+
+func TestControllerValidation(t *testing.T) {
+	testenv.Tools(t, "ovs-testcontroller")
+	tp, _ := topo.FromSpecString("single,2")
+	tp.AddController("h1", topo.Params{"kind": "ovsc"})
+	if _, err := New(tp, Options{Switch: SwitchOVS}); err == nil || !strings.Contains(err.Error(), "is a node and a controller") {
+		t.Errorf("a controller named like a host: %v", err)
+	}
+	tp, _ = topo.FromSpecString("single,2")
+	if _, err := New(tp, Options{Switch: SwitchOVS, FailMode: "open"}); err == nil {
+		t.Error("failMode open accepted")
+	}
+}
+
+// TestKill9ThenClean: after kill -9 of the process running a network,
+// nothing of its Open vSwitch or controller survives hymn.Clean.
+func TestKill9ThenClean(t *testing.T) {
+	sdnTools(t)
+	if os.Getenv("HYMN_SDN_HELPER") == "1" {
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestSDNHelperNetwork$")
+	cmd.Env = append(os.Environ(), "HYMN_SDN_HELPER=1")
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	run := ""
+	for sc.Scan() {
+		if r, ok := strings.CutPrefix(sc.Text(), "RUN "); ok {
+			run = r
+			break
+		}
+	}
+	if run == "" {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatal("the helper did not start its network")
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	rep, err := Clean(context.Background(), CleanOptions{Runs: []string{run}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Runs) != 1 {
+		t.Errorf("clean report %+v", rep)
+	}
+	assertSDNRunGone(t, run)
+}
+
+// TestSDNHelperNetwork is TestKill9ThenClean's child: it starts a network
+// and waits to be killed.
+func TestSDNHelperNetwork(t *testing.T) {
+	if os.Getenv("HYMN_SDN_HELPER") != "1" {
+		t.Skip("run by TestKill9ThenClean")
+	}
+	tp, _ := topo.FromSpecString("linear,2")
+	tp.AddController("c0", topo.Params{"kind": "ovsc"})
+	n, err := New(tp, Options{Switch: SwitchOVS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Printf("RUN %s\n", n.RunID())
+	time.Sleep(time.Minute)
+	n.Stop()
+}
