@@ -314,7 +314,7 @@ type resolved struct {
 	memMiB int64
 	accel  string // kvm or tcg
 	q35    bool   // the machine is a q35 (PCIe root ports for hot-plug)
-	uid    uint32 // QEMU's user and group; 0 with ShareHostRoot
+	uid    uint32 // QEMU's user and group; 0 with ShareHostRoot (New picks one otherwise)
 }
 
 var tcgWarnOnce sync.Once
@@ -372,10 +372,7 @@ func (c *Config) resolve() (*resolved, error) {
 		}
 	}
 	if !r.ShareHostRoot {
-		r.uid = r.QEMUUser
-		if r.uid == 0 {
-			r.uid = pickQEMUUser()
-		}
+		r.uid = r.QEMUUser // 0: New picks one
 	}
 	if r.HostFS == "" {
 		r.HostFS = "/"

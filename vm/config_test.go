@@ -140,8 +140,16 @@ func TestQEMUArgs(t *testing.T) {
 	check("-add-fd", "fd=5,set=1")
 	check("-serial", "file:/dev/fdset/1")
 	check("-fsdev", "local,id=hostfs,path=/,security_model=none,readonly=on")
-	if r.uid < QEMUUserBase || r.uid > QEMUUserBase+0x10000 {
-		t.Errorf("QEMU user %#x outside the VM range", r.uid)
+	seen := map[uint32]bool{}
+	for range 1000 {
+		id := pickQEMUUser()
+		if id <= QEMUUserBase || id > QEMUUserBase+0x10000 || seen[id] {
+			t.Fatalf("QEMU user %#x outside the VM range or reused", id)
+		}
+		seen[id] = true
+	}
+	for id := range seen {
+		releaseQEMUUser(id)
 	}
 	if !slices.Contains(args, "-nodefaults") || !slices.Contains(args, "-no-reboot") {
 		t.Errorf("missing -nodefaults or -no-reboot: %q", args)

@@ -37,6 +37,9 @@ type machine struct {
 // log and boot files as descriptors (see qemuArgs), and the taps are made
 // for it by AttachIntf.
 func startMachine(ctx context.Context, r *resolved, ns netns.NsHandle, kernel, initrd string) (_ *machine, err error) {
+	if r.uid == 0 && !r.ShareHostRoot {
+		return nil, errors.New("no unprivileged user to run QEMU as")
+	}
 	p := runPaths(r.RunDir)
 	files, err := qemuFiles(r, p, kernel, initrd)
 	defer func() {

@@ -74,6 +74,15 @@ func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 		}
 		kernel, initrd = img.Kernel, img.Initrd
 	}
+	if !r.ShareHostRoot && r.uid == 0 {
+		r.uid = pickQEMUUser()
+		picked := r.uid
+		defer func() {
+			if err != nil {
+				releaseQEMUUser(picked)
+			}
+		}()
+	}
 	t0 := time.Now()
 	named, err := netnsx.CreateNamed(r.Namespace)
 	if err != nil {
@@ -538,6 +547,9 @@ func (n *Node) Close() error {
 	n.mu.Unlock()
 	if n.m != nil {
 		n.m.stop(n.agent, 3*time.Second)
+	}
+	if n.cfg.QEMUUser == 0 && n.cfg.uid != 0 {
+		releaseQEMUUser(n.cfg.uid)
 	}
 	if n.agent != nil {
 		n.agent.Close()

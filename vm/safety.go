@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -88,11 +89,33 @@ func checkImage(path string, allowDevices bool) error {
 	}
 }
 
-// pickQEMUUser returns a random id in the VM range.
+// qemuUsers are the ids VMs of this process run as, so two of them never
+// share one (a QEMU could otherwise signal or trace the other).
+var qemuUsers = struct {
+	sync.Mutex
+	inUse map[uint32]bool
+}{inUse: map[uint32]bool{}}
+
+// pickQEMUUser returns a random id in (QEMUUserBase, QEMUUserBase+65536]
+// that no other VM of this process uses; releaseQEMUUser frees it.
 func pickQEMUUser() uint32 {
-	var b [2]byte
-	rand.Read(b[:])
-	return QEMUUserBase + uint32(b[0])<<8 | uint32(b[1]) + 1
+	qemuUsers.Lock()
+	defer qemuUsers.Unlock()
+	for {
+		var b [2]byte
+		rand.Read(b[:])
+		id := QEMUUserBase + 1 + (uint32(b[0])<<8 | uint32(b[1]))
+		if !qemuUsers.inUse[id] {
+			qemuUsers.inUse[id] = true
+			return id
+		}
+	}
+}
+
+func releaseQEMUUser(id uint32) {
+	qemuUsers.Lock()
+	delete(qemuUsers.inUse, id)
+	qemuUsers.Unlock()
 }
 
 // checkPrivateDir accepts a directory (not a symlink) that belongs to the
