@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hymn-net/hymn/internal/mnlog"
 	"github.com/hymn-net/hymn/internal/owner"
+	"github.com/hymn-net/hymn/mnlog"
 	"github.com/hymn-net/hymn/nodes"
 	"github.com/hymn-net/hymn/topo"
 )
@@ -51,7 +51,16 @@ func (n *Network) initSDN(t *topo.Topo) error {
 	default:
 		return fmt.Errorf("failMode %q: use secure or standalone", n.opts.FailMode)
 	}
-	specs := t.Controllers()
+	var specs []*topo.Controller
+	for _, c := range t.Controllers() {
+		// A topology's controllers serve OpenFlow switches; with Linux
+		// bridges (or ovsbr) nothing would connect to them.
+		if !n.isOpenFlow() {
+			n.log().Warningf("*** controller %s is not started: the switches are not OpenFlow switches (use --switch ovsk)\n", c.Name)
+			continue
+		}
+		specs = append(specs, c)
+	}
 	for i := range n.opts.Controllers {
 		c := n.opts.Controllers[i]
 		specs = append(specs, &c)

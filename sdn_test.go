@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hymn-net/hymn/internal/mnlog"
 	"github.com/hymn-net/hymn/internal/owner"
 	"github.com/hymn-net/hymn/internal/testenv"
+	"github.com/hymn-net/hymn/mnlog"
 	"github.com/hymn-net/hymn/nodes"
 	"github.com/hymn-net/hymn/topo"
 )

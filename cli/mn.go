@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/hymn-net/hymn"
-	"github.com/hymn-net/hymn/internal/mnlog"
+	"github.com/hymn-net/hymn/mnlog"
 	"github.com/hymn-net/hymn/nodes"
 	"github.com/hymn-net/hymn/topo"
 	"github.com/spf13/cobra"
@@ -92,18 +92,29 @@ func parseSwitchSpec(spec string, inNamespace bool, lg *mnlog.Logger) (switchCho
 	return c, nil
 }
 
-// parseControllers reads the --controller flags. Without any, an OpenFlow
-// switch gets Mininet's default controller and other switches none.
-func parseControllers(specs []string, sw switchChoice) ([]topo.Controller, error) {
+// parseControllers reads the --controller flags. Without any, OpenFlow
+// switches get Mininet's default controller, unless the topology brings
+// its own; other switches get none. Names continue after the topology's
+// controllers (c0, c1...).
+func parseControllers(specs []string, sw switchChoice, t *topo.Topo) ([]topo.Controller, error) {
+	taken := map[string]bool{}
+	for _, c := range t.Controllers() {
+		taken[c.Name] = true
+	}
 	if len(specs) == 0 {
-		if !sw.openFlow {
+		if !sw.openFlow || len(taken) > 0 {
 			return nil, nil
 		}
 		specs = []string{"default"}
 	}
 	var out []topo.Controller
+	next := 0
 	for _, spec := range specs {
-		c, err := topo.ParseController(fmt.Sprintf("c%d", len(out)), spec)
+		for taken[fmt.Sprintf("c%d", next)] || t.Node(fmt.Sprintf("c%d", next)) != nil {
+			next++
+		}
+		c, err := topo.ParseController(fmt.Sprintf("c%d", next), spec)
+		next++
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrUsage, err)
 		}

@@ -239,7 +239,7 @@ func runMN(ctx context.Context, f *mnFlags, stdin *os.File, stdout, stderr io.Wr
 	if err != nil {
 		return err
 	}
-	controllers, err := parseControllers(f.controller, sw)
+	controllers, err := parseControllers(f.controller, sw, t)
 	if err != nil {
 		return err
 	}

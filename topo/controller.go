@@ -2,6 +2,7 @@ package topo
 
 import (
 	"fmt"
+	"go.yaml.in/yaml/v3"
 	"strconv"
 	"strings"
 )
@@ -153,4 +154,100 @@ func (t *Topo) Controllers() []*Controller {
 		out[i] = &cc
 	}
 	return out
+}
+
+// addMiniEditController adds a MiniEdit controller entry: controllerType
+// ref, ovsc or remote (MiniEdit's inband is taken as remote), remoteIP and
+// remotePort. It takes effect with OpenFlow switches only, which the
+// warning says, as MiniEdit files are run with hymn's Linux bridges too.
+func (m *mnLoader) addMiniEditController(name string, opts []pair, at *yaml.Node, field string) {
+	c := &Controller{Name: name, Kind: "ref"}
+	if v, ok := m.opt(opts, "controllerType", field); ok && v != "" {
+		switch v {
+		case "ref", "ovsc", "remote":
+			c.Kind = v
+		case "inband":
+			c.Kind = "remote"
+		default:
+			m.errAt(at, field+".controllerType", "unknown controller type %q (use ref, ovsc, remote or inband)", v)
+			return
+		}
+	}
+	if v, ok := m.opt(opts, "remoteIP", field); ok && v != "" && c.Kind == "remote" {
+		c.IP = v
+	}
+	if v, ok := m.opt(opts, "remotePort", field); ok && v != "" {
+		port, err := strconv.Atoi(v)
+		if err != nil {
+			m.errAt(at, field+".remotePort", "%q is not a port number", v)
+			return
+		}
+		c.Port = port
+	}
+	before := len(m.t.errs)
+	m.t.AddControllerSpec(c)
+	for _, err := range m.t.errs[before:] {
+		m.errAt(at, field, "%v", err)
+	}
+	m.warn("controller %s is ignored unless the switches are OpenFlow switches (--switch ovsk)", name)
+}
+
+// controllerKeys are the fields of a controller in a hymn file.
+var controllerKeys = []string{"name", "kind", "ip", "port"}
+
+// controllers reads a hymn file's controllers: a list of {name, kind, ip,
+// port} or a mapping from name to {kind, ip, port}.
+func (l *fileLoader) controllers(n *yaml.Node) {
+	n = deref(n)
+	one := func(name string, nameAt *yaml.Node, body *yaml.Node, field string) {
+		c := &Controller{Name: name}
+		if body != nil && !isNull(body) {
+			ps, ok := l.mapping(body, field)
+			if !ok {
+				return
+			}
+			l.checkKeys(ps, field, controllerKeys)
+			for _, p := range ps {
+				f := field + "." + p.key
+				switch p.key {
+				case "name":
+					c.Name, _ = l.str(p.val, f)
+					nameAt = p.val
+				case "kind":
+					c.Kind, _ = l.str(p.val, f)
+				case "ip":
+					c.IP, _ = l.str(p.val, f)
+				case "port":
+					c.Port, _ = l.integer(p.val, f)
+				}
+			}
+		}
+		if c.Name == "" {
+			l.errAt(nameAt, field, "a controller needs a name")
+			return
+		}
+		l.addChecked(nameAt, field, func() { l.t.AddControllerSpec(c) })
+	}
+	switch {
+	case n != nil && n.Kind == yaml.SequenceNode:
+		for i, item := range n.Content {
+			field := fmt.Sprintf("controllers[%d]", i)
+			if deref(item) != nil && deref(item).Kind == yaml.ScalarNode {
+				name, _ := l.str(item, field)
+				one(name, item, nil, field)
+				continue
+			}
+			one(fmt.Sprintf("c%d", i), item, item, field)
+		}
+	case n != nil && n.Kind == yaml.MappingNode:
+		ps, ok := l.mapping(n, "controllers")
+		if !ok {
+			return
+		}
+		for _, p := range ps {
+			one(p.key, p.keyNode, p.val, "controllers."+p.key)
+		}
+	default:
+		l.errAt(n, "controllers", "must be a list or a mapping of controllers, got %s", kindName(n))
+	}
 }

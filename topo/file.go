@@ -69,7 +69,7 @@ func (e *FileError) Is(target error) bool { return target == ErrBadFile }
 // The keys the hymn file format accepts, by place. schema/topology.schema.json
 // lists the same keys; a test keeps the two in step.
 var (
-	topLevelKeys   = []string{"name", "description", "options", "defaults", "nodes", "links"}
+	topLevelKeys   = []string{"name", "description", "options", "defaults", "nodes", "links", "controllers"}
 	optionKeys     = []string{"ipbase", "mac"}
 	defaultKeys    = []string{"node", "host", "switch", "router", "link"}
 	nodeKeys       = []string{"name", "kind", "backend", "ip", "mac", "routes", "params"}
@@ -482,6 +482,9 @@ func (l *fileLoader) load(root *yaml.Node) FileOptions {
 	l.nodes(p.val)
 	if p, ok := byKey["links"]; ok && !isNull(p.val) {
 		l.links(p.val)
+	}
+	if p, ok := byKey["controllers"]; ok && !isNull(p.val) {
+		l.controllers(p.val) // controller.go
 	}
 	return opts
 }

@@ -162,7 +162,6 @@ func (m *mnLoader) application(n *yaml.Node) {
 
 func (m *mnLoader) controllers(n *yaml.Node) {
 	n = deref(n)
-	var names []string
 	switch {
 	case n.Kind == yaml.SequenceNode:
 		for i, c := range n.Content {
@@ -172,26 +171,26 @@ func (m *mnLoader) controllers(n *yaml.Node) {
 				continue
 			}
 			name := fmt.Sprintf("c%d", i)
+			var opts []pair
 			if o, ok := get(ps, "opts"); ok {
 				if q, ok := m.mapping(o, f+".opts"); ok {
+					opts = q
 					if s, ok := m.opt(q, "hostname", f+".opts"); ok {
 						name = s
 					}
 				}
 			}
-			names = append(names, name)
+			m.addMiniEditController(name, opts, c, f+".opts") // controller.go
 		}
 	case n.Kind == yaml.MappingNode:
 		// Version 1 files hold one controller, {"c0": {...}}.
 		ps, _ := m.mapping(n, "controllers")
 		for _, p := range ps {
-			names = append(names, p.key)
+			opts, _ := m.mapping(p.val, "controllers."+p.key)
+			m.addMiniEditController(p.key, opts, p.val, "controllers."+p.key)
 		}
 	default:
 		m.errAt(n, "controllers", "must be a list, got %s", kindName(n))
-	}
-	for _, name := range names {
-		m.warn("controller %s is ignored: hymn's switches are learning bridges and need no OpenFlow controller", name)
 	}
 }
 

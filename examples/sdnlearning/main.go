@@ -19,7 +19,7 @@ import (
 	"syscall"
 
 	"github.com/hymn-net/hymn"
-	"github.com/hymn-net/hymn/internal/mnlog"
+	"github.com/hymn-net/hymn/mnlog"
 	"github.com/hymn-net/hymn/nodes"
 	"github.com/hymn-net/hymn/topo"
 )

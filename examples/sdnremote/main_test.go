@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/hymn-net/hymn"
-	"github.com/hymn-net/hymn/internal/mnlog"
 	"github.com/hymn-net/hymn/internal/owner"
 	"github.com/hymn-net/hymn/internal/testenv"
+	"github.com/hymn-net/hymn/mnlog"
 	"github.com/hymn-net/hymn/nodes"
 	"github.com/hymn-net/hymn/topo"
 )
