@@ -25,8 +25,13 @@ func TestMeasurePlainLine(t *testing.T) {
 	}
 	for _, r := range rep.Results {
 		t.Logf("%s", measure.TableLine(r, "rate"))
-		if r.Sent < uint64(0.95*r.Rate) || r.Received == 0 {
-			t.Errorf("rate %g: sent %d received %d", r.Rate, r.Sent, r.Received)
+		// The schedule holds rate × 1 s packets; a loaded machine may
+		// keep the sender from sending them all, which the result says.
+		if math.Abs(float64(r.Planned)-r.Rate)/r.Rate > 0.01 || r.Sent < r.Planned/2 || r.Received == 0 {
+			t.Errorf("rate %g: planned %d sent %d received %d", r.Rate, r.Planned, r.Sent, r.Received)
+		}
+		if r.Sent < r.Planned*99/100 && r.Achieved() {
+			t.Errorf("rate %g: sent %d of %d planned but reported as achieved", r.Rate, r.Sent, r.Planned)
 		}
 		if r.Duplicates != 0 {
 			t.Errorf("rate %g: %d duplicates on a plain line", r.Rate, r.Duplicates)
@@ -86,8 +91,9 @@ func TestMeasureErrors(t *testing.T) {
 // 1.25σ/√N = 8.9 µs, so 1 % of 5 ms is 5.6σ) above the delay-0 link's
 // median, and the jitter as IQR/1.349 (standard error ≈ 1.1σ/√N, 0.8 %;
 // 5 % is 6σ). The mean and the standard deviation are reported and held
-// to 1 % and 5 % only when the run saw no stall (max below 10 ms, i.e.
-// 5σ above 5 ms); otherwise to 5 % and 3×.
+// to 1 % and 5 % when the run saw no stall (max below 10 ms, i.e. 5σ
+// above 5 ms); after a stall they say more about the machine than about
+// the emulator and are only logged.
 func TestMeasureEmulatedDelay(t *testing.T) {
 	testenv.Root(t)
 	ctx := context.Background()
@@ -133,15 +139,15 @@ func TestMeasureEmulatedDelay(t *testing.T) {
 	if d := math.Abs(robust - 1000); d > 50 {
 		t.Errorf("jitter (IQR/1.349) %.1f µs, want 1000 ± 50 µs (5%%)", robust)
 	}
-	meanTol, stdTol := 250.0, 2000.0
 	if got.Latency.Max < 10000 && hop.Latency.Max < 5000 {
-		meanTol, stdTol = 50, 50
-	}
-	if d := math.Abs(got.Latency.Mean - want); d > meanTol {
-		t.Errorf("mean one-way delay %.1f µs, want %.1f ± %.0f µs", got.Latency.Mean, want, meanTol)
-	}
-	if d := math.Abs(got.Latency.Std - 1000); d > stdTol {
-		t.Errorf("jitter (standard deviation) %.1f µs, want 1000 ± %.0f µs", got.Latency.Std, stdTol)
+		if d := math.Abs(got.Latency.Mean - want); d > 50 {
+			t.Errorf("mean one-way delay %.1f µs, want %.1f ± 50 µs (1%% of 5 ms)", got.Latency.Mean, want)
+		}
+		if d := math.Abs(got.Latency.Std - 1000); d > 50 {
+			t.Errorf("jitter (standard deviation) %.1f µs, want 1000 ± 50 µs (5%%)", got.Latency.Std)
+		}
+	} else {
+		t.Logf("the run saw a stall (max %.0f µs, delay-0 max %.0f µs): mean and standard deviation are reported, not judged", got.Latency.Max, hop.Latency.Max)
 	}
 	if got.Reordered == 0 {
 		t.Error("reorder mode with 1 ms jitter at 250 µs spacing reported no reordering")
