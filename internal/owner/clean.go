@@ -96,9 +96,19 @@ func RemoveObjects(run string, grace time.Duration) (namespaces, processes int, 
 			inodes[ino] = true
 		}
 	}
+	// Processes of the run that were killed before we looked (QEMU dies
+	// with hymn) and are still exiting, possibly outside the namespaces
+	// already: waited for below, after the ones found inside.
+	var exiting []int
+	if st, err := ReadState(run); err == nil && !st.Created.IsZero() {
+		exiting = ExitingSince(st.Created)
+	}
 	var errs []error
 	processes, err = StopIn(inodes, grace, KillTimeout)
 	errs = append(errs, err)
+	if len(exiting) > 0 {
+		errs = append(errs, WaitExit(exiting, KillTimeout))
+	}
 	for _, n := range names {
 		errs = append(errs, netnsx.Delete(n))
 	}

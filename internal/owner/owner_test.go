@@ -353,3 +353,38 @@ func TestStopWaitsUntilProcessesExit(t *testing.T) {
 		t.Errorf("Stop of an exited pid = %d, %v", n, err)
 	}
 }
+
+// WaitExit waits for processes to exit on their own and never signals
+// them.
+func TestWaitExitNeverSignals(t *testing.T) {
+	short, err := os.StartProcess("/bin/sleep", []string{"sleep", "0.3"}, &os.ProcAttr{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	long, err := os.StartProcess("/bin/sleep", []string{"sleep", "60"}, &os.ProcAttr{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { long.Kill(); long.Wait() }()
+	t0 := time.Now()
+	if err := WaitExit([]int{short.Pid}, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(t0); took < 250*time.Millisecond {
+		t.Errorf("WaitExit returned after %v, before the process exited", took)
+	}
+	if err := WaitExit([]int{long.Pid}, 200*time.Millisecond); err == nil {
+		t.Error("WaitExit on a process that keeps running returned no error")
+	}
+	if st := processState(long.Pid); st == "" || st == "Z" {
+		t.Errorf("WaitExit signalled the process (state %q)", st)
+	}
+	if bootTime().IsZero() {
+		t.Error("no boot time")
+	}
+	for _, pid := range ExitingSince(time.Now().Add(-time.Hour)) {
+		if pid == long.Pid || pid == os.Getpid() {
+			t.Errorf("running process %d listed as exiting", pid)
+		}
+	}
+}

@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/hymn-net/hymn/internal/proctree"
 
 	"golang.org/x/sys/unix"
 )
@@ -89,6 +92,17 @@ func StopIn(inodes map[uint64]bool, grace, timeout time.Duration) (int, error) {
 // memory, files or namespaces. Stop then waits up to reapWait for the
 // parent (init, for an orphan) to reap it.
 func Stop(pids []int, inodes map[uint64]bool, grace, timeout time.Duration) (int, error) {
+	return stop(pids, inodes, grace, timeout, true)
+}
+
+// WaitExit waits, without signalling them, until the processes have exited
+// or timeout passes; it returns the pids still running then.
+func WaitExit(pids []int, timeout time.Duration) error {
+	_, err := stop(pids, nil, 0, timeout, false)
+	return err
+}
+
+func stop(pids []int, inodes map[uint64]bool, grace, timeout time.Duration, kill bool) (int, error) {
 	deadline := time.Now().Add(timeout)
 	type proc struct {
 		pid, fd int
@@ -111,6 +125,9 @@ func Stop(pids []int, inodes map[uint64]bool, grace, timeout time.Duration) (int
 		}
 	}()
 	signal := func(sig unix.Signal) {
+		if !kill {
+			return
+		}
 		for _, p := range procs {
 			unix.PidfdSendSignal(p.fd, sig, nil, 0)
 		}
@@ -157,7 +174,7 @@ func Stop(pids []int, inodes map[uint64]bool, grace, timeout time.Duration) (int
 			}
 		}
 	}
-	if grace > 0 {
+	if grace > 0 && kill {
 		signal(unix.SIGTERM)
 		if len(wait(minTime(time.Now().Add(grace), deadline))) == 0 {
 			reaped()
@@ -169,6 +186,9 @@ func Stop(pids []int, inodes map[uint64]bool, grace, timeout time.Duration) (int
 		var still []int
 		for _, p := range left {
 			still = append(still, p.pid)
+		}
+		if !kill {
+			return len(procs), fmt.Errorf("processes %v still exiting after %v", still, timeout)
 		}
 		return len(procs), fmt.Errorf("processes %v still running %v after SIGKILL", still, timeout)
 	}
@@ -184,4 +204,60 @@ func minTime(a, b time.Time) time.Time {
 		return a
 	}
 	return b
+}
+
+// pfExiting is the kernel's PF_EXITING task flag (/proc/<pid>/stat field 9).
+const pfExiting = 0x4
+
+// ExitingSince returns the processes that are exiting (killed, not yet
+// exited) and started at or after the given time. A process killed just
+// before hymn clean looks (a run's QEMU gets SIGKILL when hymn dies) can
+// have left its network namespace already while it still closes its
+// sockets and taps: it is no longer found in the run's namespaces, but
+// clean must not return before it is gone. It is only waited for, never
+// signalled, so a stranger's exiting process costs at most its exit time.
+func ExitingSince(t time.Time) []int {
+	boot := bootTime()
+	if boot.IsZero() {
+		return nil
+	}
+	// Start times are in clock ticks since boot (USER_HZ, 100 on Linux);
+	// a second of slack for the clock's granularity.
+	since := uint64(max(0, t.Sub(boot)-time.Second) / (10 * time.Millisecond))
+	entries, _ := os.ReadDir("/proc")
+	self := os.Getpid()
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		f := proctree.StatFields(pid)
+		if len(f) < 20 || f[0] == "Z" || f[0] == "X" {
+			continue
+		}
+		flags, _ := strconv.ParseUint(f[6], 10, 64)
+		start, _ := strconv.ParseUint(f[19], 10, 64)
+		if flags&pfExiting != 0 && start >= since {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// bootTime reads the boot time from /proc/stat.
+func bootTime() time.Time {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return time.Time{}
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "btime "); ok {
+			sec, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err == nil {
+				return time.Unix(sec, 0)
+			}
+		}
+	}
+	return time.Time{}
 }

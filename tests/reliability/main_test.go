@@ -141,8 +141,15 @@ func (p proc) exists() bool {
 }
 
 func (p proc) String() string {
-	cmd, _ := os.ReadFile("/proc/" + strconv.Itoa(p.pid) + "/cmdline")
-	return fmt.Sprintf("%d (%s)", p.pid, strings.TrimSpace(strings.ReplaceAll(string(cmd), "\x00", " ")))
+	base := "/proc/" + strconv.Itoa(p.pid)
+	comm, _ := os.ReadFile(base + "/comm")
+	cmd, _ := os.ReadFile(base + "/cmdline")
+	state, ppid := "?", "?"
+	if f := statFields(p.pid); len(f) > 1 {
+		state, ppid = f[0], f[1]
+	}
+	return fmt.Sprintf("%d %s (state %s, parent %s: %s)", p.pid, strings.TrimSpace(string(comm)), state, ppid,
+		strings.TrimSpace(strings.ReplaceAll(string(cmd), "\x00", " ")))
 }
 
 // descendants returns every process below pid.
