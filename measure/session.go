@@ -119,12 +119,10 @@ type Sample struct {
 }
 
 type sendStats struct {
-	sent, errs     uint64
-	planned        uint64 // measured packets due before the end
-	first, last    int64  // monotonic ns of the first and last measured send
-	firstReal      int64
-	measuredPeriod time.Duration
-	err            error
+	sent, errs uint64
+	planned    uint64 // measured packets due before the end
+	firstReal  int64  // CLOCK_REALTIME of the first measured send
+	err        error
 }
 
 // Trial offers rate packets/s for d (plus the warm-up) and returns what
@@ -173,10 +171,9 @@ func (s *Session) Trial(ctx context.Context, rate float64, d time.Duration) (*Re
 	r.Sent = st.sent
 	r.Planned = st.planned
 	r.SendErrors = st.errs
-	if el := float64(st.last-st.first) / 1e9; st.sent > 1 && el > 0 {
-		// n packets span n−1 gaps.
-		r.SentPPS = float64(st.sent-1) / el
-	}
+	// Every measured packet is due, and sent, inside the measured window
+	// of length d (the loop stops at its end): the average rate over it.
+	r.SentPPS = float64(st.sent) / d.Seconds()
 	if r.Received < r.Sent {
 		r.Lost = r.Sent - r.Received
 	}
@@ -282,10 +279,9 @@ func (s *Session) send(ctx context.Context, rate float64, d time.Duration, tag u
 			for j := sentHere; j < sentHere+n; j++ {
 				if binary.LittleEndian.Uint64(b.bufs[j])&warmFlag == 0 {
 					if st.sent == 0 {
-						st.first, st.firstReal = now, stamp
+						st.firstReal = stamp
 					}
 					st.sent++
-					st.last = now
 				}
 			}
 			sentHere += n
