@@ -6,7 +6,7 @@ import (
 	"io"
 
 	"github.com/hymn-net/hymn"
-	"github.com/hymn-net/hymn/internal/mnlog"
+	"github.com/hymn-net/hymn/mnlog"
 	"github.com/spf13/cobra"
 )
 

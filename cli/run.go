@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/hymn-net/hymn/internal/mnlog"
+	"github.com/hymn-net/hymn/mnlog"
 	"github.com/hymn-net/hymn/topo"
 	"github.com/spf13/cobra"
 )

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hymn-net/hymn/internal/mnlog"
 	"github.com/hymn-net/hymn/internal/testenv"
+	"github.com/hymn-net/hymn/mnlog"
 )
 
 // bareShell is a mininet> shell without a network, for the commands that

@@ -27,7 +27,7 @@ import (
 	"github.com/hymn-net/hymn"
 	"github.com/hymn-net/hymn/emulator"
 	"github.com/hymn-net/hymn/examples/internal/twin"
-	"github.com/hymn-net/hymn/internal/mnlog"
+	"github.com/hymn-net/hymn/mnlog"
 	"github.com/hymn-net/hymn/topo"
 )
 

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/hymn-net/hymn/emulator"
-	"github.com/hymn-net/hymn/internal/mnlog"
 	"github.com/hymn-net/hymn/internal/testenv"
+	"github.com/hymn-net/hymn/mnlog"
 )
 
 func TestTraceFile(t *testing.T) {

@@ -33,8 +33,8 @@ import (
 	"time"
 
 	"github.com/hymn-net/hymn"
-	"github.com/hymn-net/hymn/internal/mnlog"
 	"github.com/hymn-net/hymn/measure"
+	"github.com/hymn-net/hymn/mnlog"
 	"github.com/hymn-net/hymn/topo"
 )
 

@@ -15,7 +15,7 @@ import (
 	"os/signal"
 
 	"github.com/hymn-net/hymn"
-	"github.com/hymn-net/hymn/internal/mnlog"
+	"github.com/hymn-net/hymn/mnlog"
 	"github.com/hymn-net/hymn/topo"
 )
 

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/hymn-net/hymn"
-	"github.com/hymn-net/hymn/internal/mnlog"
 	"github.com/hymn-net/hymn/internal/testenv"
+	"github.com/hymn-net/hymn/mnlog"
 )
 
 func TestLine7ReachesEveryHost(t *testing.T) {

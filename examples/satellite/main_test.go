@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hymn-net/hymn/internal/mnlog"
 	"github.com/hymn-net/hymn/internal/testenv"
+	"github.com/hymn-net/hymn/mnlog"
 )
 
 // TestSatelliteSteps compresses the 15 s handovers to 1 s and pings every

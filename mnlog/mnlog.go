@@ -1,7 +1,3 @@
-// Package mnlog prints Mininet's progress and result lines at Mininet's
-// verbosity levels (debug, info, output, warning, error, critical). Like
-// Mininet's logger it adds no newline of its own, so callers write exactly
-// the text scripts expect ("*** Adding hosts:\nh1 h2 \n").
 package mnlog
 
 import (
