@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/hymn-net/hymn"
-	"github.com/hymn-net/hymn/internal/mnlog"
+	"github.com/hymn-net/hymn/mnlog"
 	"github.com/hymn-net/hymn/nodes"
 	"github.com/hymn-net/hymn/topo"
 	"github.com/spf13/cobra"

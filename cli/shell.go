@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/hymn-net/hymn"
-	"github.com/hymn-net/hymn/internal/mnlog"
 	"github.com/hymn-net/hymn/links"
+	"github.com/hymn-net/hymn/mnlog"
 	"github.com/hymn-net/hymn/topo"
 	"golang.org/x/term"
 )
