@@ -6,12 +6,12 @@ import (
 	"testing"
 
 	"github.com/hymn-net/hymn"
-	"github.com/hymn-net/hymn/internal/testenv"
+	"github.com/hymn-net/hymn/hymntest"
 	"github.com/hymn-net/hymn/mnlog"
 )
 
 func TestLine7ReachesEveryHost(t *testing.T) {
-	testenv.Root(t)
+	hymntest.RequireRoot(t)
 	var out strings.Builder
 	if err := run(context.Background(), "pingall", hymn.Options{Log: mnlog.New(&out, mnlog.Output)}); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
