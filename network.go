@@ -123,7 +123,7 @@ func New(t *topo.Topo, opts Options) (*Network, error) {
 	if t == nil {
 		return nil, errors.New("no topology")
 	}
-	if err := (topo.Limits{MaxNodes: opts.MaxNodes}).CheckNodeCount("topology", uint64(t.NodeCount())); err != nil {
+	if err := (topo.Limits{MaxNodes: opts.MaxNodes}).CheckSize("topology", uint64(t.NodeCount()), uint64(len(t.Links()))); err != nil {
 		return nil, err
 	}
 	if opts.CPU != nil && !topo.ValidCPUFraction(opts.CPU.Fraction) && opts.CPU.Fraction != 0 {

@@ -27,6 +27,8 @@ var badInputFiles = map[string]string{
 	"cpu.yaml":      "nodes:\n  - {name: h1, params: {cpu: .nan}}\n",
 	"mtu.yaml":      "nodes: [h1, h2]\nlinks:\n  - endpoints: [h1, h2]\n    params: {mtu: 99999999}\n",
 	"route.yaml":    "nodes:\n  - {name: h1, params: {defaultRoute: \"via -batch\"}}\n",
+	"mac.yaml":      "nodes:\n  - {name: h1, mac: \"ff:ff:ff:ff:ff:ff\"}\n",
+	"links.yaml":    "nodes: [h1, h2]\nlinks:\n" + strings.Repeat("  - endpoints: [h1, h2]\n", 41),
 	"nested.yaml":   strings.Repeat("[", 20000) + strings.Repeat("]", 20000) + "\n",
 	"alias.yaml":    "a: &a [*a]\nnodes: *a\n",
 	"bad.mn":        `{"hosts": [{"number": "1", "opts": {"hostname": ".."}}], "switches": [], "links": []}`,
@@ -85,6 +87,10 @@ func TestBadInputEndToEnd(t *testing.T) {
 		{"miniedit delay", []string{"run", "delay.mn", "--test", "build"}, "links[0].opts.delay"},
 		{"sriov vfs", []string{"--links", "sriov,vfs=1000000", "--test", "build"}, "vfs=1000000: at most 256 VFs per PF"},
 		{"link tc delay", []string{"--link", "tc,delay=abc", "--test", "build"}, "--link tc,delay=abc"},
+		{"broadcast mac", []string{"run", "mac.yaml", "--test", "build"}, "mac.yaml:2:21: nodes[0].mac"},
+		{"too many links", []string{"run", "links.yaml", "--max-nodes", "10", "--test", "build"}, "links.yaml:3:3: links: 41 links exceeds the limit of 40"},
+		{"directory", []string{"run", "."}, "is a directory"},
+		{"twait NaN", []string{"--twait", "NaN", "--test", "build"}, "--twait NaN"},
 		{"topo not a number", []string{"--topo", "linear," + strings.Repeat("9", 5000), "--test", "build"}, "must be an integer"},
 	}
 	// Custom .py files run python3, whose start alone can take a second on

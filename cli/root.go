@@ -261,6 +261,10 @@ func runMN(ctx context.Context, f *mnFlags, stdin *os.File, stdout, stderr io.Wr
 	if err != nil {
 		return err
 	}
+	// !(x >= 0) also catches NaN; a year bounds the conversion to a Duration.
+	if !(f.twait >= 0) || f.twait > 365*24*3600 {
+		return fmt.Errorf("%w: --twait %v: a number of seconds from 0 to a year", ErrUsage, f.twait)
+	}
 	if err := checkResultFlags(f, tests); err != nil {
 		return err
 	}

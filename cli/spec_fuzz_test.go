@@ -68,6 +68,8 @@ func TestLimitFlags(t *testing.T) {
 		{[]string{"--max-file-size", "lots"}, "--max-file-size"},
 		{[]string{"--custom-timeout", "-1s"}, "--custom-timeout"},
 		{[]string{"--max-nodes", "99999999999999999999999"}, "invalid argument"},
+		{[]string{"--twait", "NaN", "--test", "build"}, "--twait NaN"},
+		{[]string{"--twait", "-1", "--test", "build"}, "--twait -1"},
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {

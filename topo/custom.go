@@ -100,7 +100,7 @@ func LoadCustomWith(ctx context.Context, path string, spec Spec, lim Limits) (*T
 		return nil, nil, fmt.Errorf("%w: topology %q is not defined in %s (its topos dictionary has: %s); valid topologies are: %s",
 			ErrBadSpec, spec.Name, path, quoteList(res.Available), strings.Join(names, ", "))
 	}
-	if err := lim.CheckNodeCount(fmt.Sprintf("custom file %s, topology %s", path, spec.Name), uint64(len(res.Nodes))); err != nil {
+	if err := lim.CheckSize(fmt.Sprintf("custom file %s, topology %s", path, spec.Name), uint64(len(res.Nodes)), uint64(len(res.Links))); err != nil {
 		return nil, nil, err
 	}
 	t, warnings, err := res.build()

@@ -7,8 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -97,14 +97,23 @@ func LoadFileWith(path string, lim Limits) (*Topo, FileOptions, error) {
 		if errors.Is(err, ErrTooLarge) {
 			return nil, FileOptions{}, err
 		}
-		return nil, FileOptions{}, fmt.Errorf("reading topology file: %w", err)
+		// The user named this file: not being able to read it is bad
+		// input (exit 2), said in one line.
+		if pe, ok := errors.AsType[*os.PathError](err); ok {
+			err = pe.Err
+		}
+		return nil, FileOptions{}, &FileError{File: path, Err: fmt.Errorf("reading topology file: %w", err)}
 	}
-	return Load(path, data)
+	return loadWith(path, data, lim)
 }
 
 // Load parses a topology file's contents; name is used in error messages.
 func Load(name string, data []byte) (*Topo, FileOptions, error) {
-	d := &doc{file: name}
+	return loadWith(name, data, Limits{})
+}
+
+func loadWith(name string, data []byte, lim Limits) (*Topo, FileOptions, error) {
+	d := &doc{file: name, lim: lim}
 	root, err := d.parse(data)
 	if err != nil {
 		return nil, FileOptions{}, err
@@ -125,6 +134,7 @@ func Load(name string, data []byte) (*Topo, FileOptions, error) {
 // doc holds a parsed YAML document and the errors found in it.
 type doc struct {
 	file string
+	lim  Limits // node and link counts are checked before they are read
 	errs []error
 	// mappings caches each mapping's expanded keys: aliases and merge keys
 	// can reach one mapping many times, and expanding it again each time
@@ -527,6 +537,9 @@ type nodeEntry struct {
 
 func (l *fileLoader) nodes(n *yaml.Node) {
 	n = deref(n)
+	if n != nil && !l.checkCount(n, "nodes", len(n.Content), 0) {
+		return
+	}
 	var entries []nodeEntry
 	switch {
 	case n != nil && n.Kind == yaml.SequenceNode:
@@ -693,9 +706,8 @@ func (d *doc) macValue(n *yaml.Node, field string) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	hw, err := net.ParseMAC(s)
-	if err != nil || len(hw) != 6 {
-		d.errAt(n, field, "%q is not a MAC address like 00:00:00:00:00:01", s)
+	if _, err := parseUnicastMAC(s); err != nil {
+		d.errAt(n, field, "%v", err)
 		return "", false
 	}
 	return s, true
@@ -756,8 +768,8 @@ func checkRoute(s string) (string, error) {
 			}
 			hasNext = hasNext || k == "via"
 		case "dev":
-			if v == "" || len(v) > MaxIntfName || strings.ContainsAny(v, ";/") {
-				return "", fmt.Errorf("route %q: dev %q is not an interface name", s, v)
+			if err := CheckIntfName(v); err != nil {
+				return "", fmt.Errorf("route %q: dev: %v", s, err)
 			}
 			hasNext = true
 		case "metric":
@@ -856,6 +868,9 @@ func (l *fileLoader) links(n *yaml.Node) {
 	n = deref(n)
 	if n == nil || n.Kind != yaml.SequenceNode {
 		l.errAt(n, "links", "must be a list of links, got %s", kindName(n))
+		return
+	}
+	if !l.checkCount(n, "links", 0, len(n.Content)) {
 		return
 	}
 	for i, item := range n.Content {
@@ -978,6 +993,17 @@ func (l *fileLoader) link(n *yaml.Node, field string) {
 				name, len(name), MaxIntfName)
 		}
 	}
+}
+
+// checkCount checks a list's length against the size limits before its
+// entries are read (a mapping's content counts each entry twice, which
+// only makes the check stricter).
+func (d *doc) checkCount(n *yaml.Node, field string, nodes, links int) bool {
+	if err := d.lim.CheckSize("", uint64(nodes), uint64(links)); err != nil {
+		d.errAt(n, field, "%v", err)
+		return false
+	}
+	return true
 }
 
 // checkLinkParams validates a link's parameters (emulation values such as

@@ -136,12 +136,44 @@ func (l Limits) customTimeout() time.Duration {
 // CheckNodeCount refuses a node count above the limit; what names the
 // input in the message ("--topo tree,depth=30,fanout=2").
 func (l Limits) CheckNodeCount(what string, nodes uint64) error {
+	if l.MaxNodes < 0 {
+		return nil
+	}
 	limit := l.maxNodes()
 	if nodes > uint64(limit) {
-		return limitErr("%s: %s nodes exceeds the limit of %d (estimated %d MiB per node against MemAvailable; set --max-nodes to raise it)",
-			what, countString(nodes), limit, NodeMemory>>20)
+		return limitErr("%s%s nodes exceeds the limit of %d (estimated %d MiB per node against MemAvailable; set --max-nodes to raise it)",
+			prefix(what), countString(nodes), limit, NodeMemory>>20)
 	}
 	return nil
+}
+
+// LinksPerNode is how many links per allowed node a topology may have: the
+// built-in topologies have at most two, a file joining two nodes by
+// millions of links must not pass because its node count is small.
+const LinksPerNode = 4
+
+// CheckSize refuses a topology whose node or link count is above the limit
+// (links: LinksPerNode per allowed node).
+func (l Limits) CheckSize(what string, nodes, links uint64) error {
+	if l.MaxNodes < 0 {
+		return nil
+	}
+	if err := l.CheckNodeCount(what, nodes); err != nil {
+		return err
+	}
+	limit := satMul(uint64(l.maxNodes()), LinksPerNode)
+	if links > limit {
+		return limitErr("%s%s links exceeds the limit of %d (%d per allowed node; set --max-nodes to raise it)",
+			prefix(what), countString(links), limit, LinksPerNode)
+	}
+	return nil
+}
+
+func prefix(what string) string {
+	if what == "" {
+		return ""
+	}
+	return what + ": "
 }
 
 // countString prints a count, saturated counts as "more than 2^63".
@@ -165,7 +197,7 @@ func readLimited(path string, max int64) ([]byte, error) {
 		return nil, err
 	}
 	if st.IsDir() {
-		return nil, fmt.Errorf("%s is a directory", path)
+		return nil, errors.New("is a directory, not a file")
 	}
 	if st.Mode().IsRegular() && st.Size() > max {
 		return nil, limitErr("%s is larger than the limit of %s (set --max-file-size to raise it)", path, sizeString(max))

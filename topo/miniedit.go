@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"os"
 	"strconv"
 	"strings"
 
@@ -24,15 +25,24 @@ func LoadMiniEditWith(path string, lim Limits) (*Topo, FileOptions, error) {
 		if errors.Is(err, ErrTooLarge) {
 			return nil, FileOptions{}, err
 		}
-		return nil, FileOptions{}, fmt.Errorf("reading MiniEdit file: %w", err)
+		// The user named this file: not being able to read it is bad
+		// input (exit 2), said in one line.
+		if pe, ok := errors.AsType[*os.PathError](err); ok {
+			err = pe.Err
+		}
+		return nil, FileOptions{}, &FileError{File: path, Err: fmt.Errorf("reading MiniEdit file: %w", err)}
 	}
-	return LoadMiniEditData(path, data)
+	return loadMiniEdit(path, data, lim)
 }
 
 // LoadMiniEditData parses a MiniEdit file's contents; name is used in
 // messages.
 func LoadMiniEditData(name string, data []byte) (*Topo, FileOptions, error) {
-	d := &doc{file: name}
+	return loadMiniEdit(name, data, Limits{})
+}
+
+func loadMiniEdit(name string, data []byte, lim Limits) (*Topo, FileOptions, error) {
+	d := &doc{file: name, lim: lim}
 	root, err := d.parse(data)
 	if err != nil {
 		return nil, FileOptions{}, err
@@ -106,6 +116,13 @@ func (m *mnLoader) each(n *yaml.Node, field string, fn func(item []pair, at *yam
 	}
 	if n.Kind != yaml.SequenceNode {
 		m.errAt(n, field, "must be a list, got %s", kindName(n))
+		return
+	}
+	nodes, links := len(n.Content), 0
+	if field == "links" {
+		nodes, links = 0, len(n.Content)
+	}
+	if !m.checkCount(n, field, nodes, links) {
 		return
 	}
 	for i, item := range n.Content {

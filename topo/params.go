@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -131,4 +132,20 @@ func checkDPIDValue(v string) error {
 		return errors.New("must be hex digits")
 	}
 	return nil
+}
+
+// parseUnicastMAC accepts a MAC address an interface can have: six bytes,
+// not multicast or broadcast (the kernel refuses those), not all zero.
+func parseUnicastMAC(s string) (net.HardwareAddr, error) {
+	hw, err := net.ParseMAC(s)
+	if err != nil || len(hw) != 6 {
+		return nil, fmt.Errorf("%q is not a MAC address like 00:00:00:00:00:01", clip(s))
+	}
+	if hw[0]&1 != 0 {
+		return nil, fmt.Errorf("%q is a multicast or broadcast address; an interface needs a unicast MAC", s)
+	}
+	if hw.String() == "00:00:00:00:00:00" {
+		return nil, fmt.Errorf("%q: an interface cannot have the all-zero MAC", s)
+	}
+	return hw, nil
 }

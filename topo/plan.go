@@ -145,9 +145,9 @@ func Resolve(t *Topo, opts AddressOptions) (*Plan, error) {
 		}
 		pn.IP = ip
 		if mac, ok := n.Params["mac"]; ok {
-			hw, err := net.ParseMAC(mac)
-			if err != nil || len(hw) != 6 {
-				errs = append(errs, fmt.Errorf("node %s: mac %q is not a MAC address", n.Name, mac))
+			hw, err := parseUnicastMAC(mac)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("node %s: mac: %w", n.Name, err))
 			}
 			pn.MAC = hw
 		} else if opts.AutoMAC {
@@ -206,9 +206,9 @@ func Resolve(t *Topo, opts AddressOptions) (*Plan, error) {
 				i.IP = p
 			}
 			if v, ok := l.Params["mac"+k]; ok {
-				hw, err := net.ParseMAC(v)
-				if err != nil || len(hw) != 6 {
-					errs = append(errs, fmt.Errorf("link %s: mac%s %q is not a MAC address", l, k, v))
+				hw, err := parseUnicastMAC(v)
+				if err != nil {
+					errs = append(errs, fmt.Errorf("link %s: mac%s: %w", l, k, err))
 				}
 				i.MAC = hw
 			}

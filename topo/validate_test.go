@@ -374,3 +374,78 @@ func TestCustomResultChecked(t *testing.T) {
 		})
 	}
 }
+
+func TestSizeCountsCheckedBeforeReading(t *testing.T) {
+	many := func(n int, item string) string { return strings.Repeat(item, n) }
+	cases := []struct {
+		name string
+		src  string
+		mn   bool
+		want string
+	}{
+		{"nodes", "nodes:\n" + many(11, "- h\n"), false, "f:2:1: nodes: 11 nodes exceeds the limit of 10"},
+		{"links", "nodes: [h1, h2]\nlinks:\n" + many(41, "- endpoints: [h1, h2]\n"), false, "f:3:1: links: 41 links exceeds the limit of 40 (4 per allowed node; set --max-nodes to raise it)"},
+		{"links within", "nodes: [h1, h2]\nlinks:\n" + many(9, "- endpoints: [h1, h2]\n"), false, ""},
+		{"miniedit hosts", `{"hosts": [` + strings.TrimSuffix(many(11, `{"number": "1"},`), ",") + `], "switches": [], "links": []}`, true, "hosts: 11 nodes exceeds the limit of 10"},
+		{"miniedit links", `{"hosts": [], "switches": [], "links": [` + strings.TrimSuffix(many(41, `{"src": "h1", "dest": "h2"},`), ",") + `]}`, true, "links: 41 links exceeds"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var err error
+			if c.mn {
+				_, _, err = loadMiniEdit("f", []byte(c.src), Limits{MaxNodes: 10})
+			} else {
+				_, _, err = loadWith("f", []byte(c.src), Limits{MaxNodes: 10})
+			}
+			if c.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error %v; want one line with %q", err, c.want)
+			}
+		})
+	}
+	if err := (Limits{MaxNodes: 5}).CheckSize("x", 5, 21); err == nil || !strings.Contains(err.Error(), "x: 21 links exceeds the limit of 20") {
+		t.Errorf("CheckSize: %v", err)
+	}
+	if err := (Limits{MaxNodes: -1}).CheckSize("x", math.MaxUint64-1, math.MaxUint64-1); err != nil {
+		t.Errorf("no limit: %v", err)
+	}
+}
+
+func TestAddressesChecked(t *testing.T) {
+	cases := []struct {
+		name, src, want string
+	}{
+		{"broadcast mac", "nodes:\n  - {name: h1, mac: 'ff:ff:ff:ff:ff:ff'}\n", "multicast or broadcast"},
+		{"multicast mac", "nodes:\n  - {name: h1, mac: '01:00:5e:00:00:01'}\n", "multicast or broadcast"},
+		{"zero mac", "nodes:\n  - {name: h1, mac: '00:00:00:00:00:00'}\n", "all-zero"},
+		{"long mac", "nodes:\n  - {name: h1, mac: '00:00:00:00:00:00:00:01'}\n", "not a MAC address"},
+		{"end mac", "nodes: [h1, h2]\nlinks:\n  - {a: {node: h1, mac: 'ff:ff:ff:ff:ff:ff'}, b: h2}\n", "links[0].a.mac"},
+		{"route dev path", "nodes:\n  - {name: h1, routes: ['default dev ../x']}\n", "route \"default dev ../x\": dev"},
+		{"route dev option", "nodes:\n  - {name: h1, routes: ['default dev -x']}\n", "must not start with '-'"},
+		{"good", "nodes:\n  - {name: h1, mac: '02:00:00:00:00:01', routes: ['default dev h1-eth0']}\n", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, _, err := Load("f.yaml", []byte(c.src))
+			if c.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v; want %q", err, c.want)
+			}
+		})
+	}
+	top := New()
+	top.AddHost("h1", Params{"mac": "ff:ff:ff:ff:ff:ff"})
+	if _, err := Resolve(top, AddressOptions{}); err == nil || !strings.Contains(err.Error(), "broadcast") {
+		t.Errorf("Resolve broadcast MAC: %v", err)
+	}
+}
