@@ -13,6 +13,7 @@ import (
 
 	"github.com/hymn-net/hymn"
 	"github.com/hymn-net/hymn/measure"
+	"github.com/hymn-net/hymn/topo"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -335,6 +336,17 @@ histogram (3 significant digits).`,
 			}
 			if len(f.tests) > 0 {
 				return fmt.Errorf("%w: measure runs no --test", ErrUsage)
+			}
+			f.checkTopo = func(t *topo.Topo) error {
+				for _, n := range []struct{ flag, name string }{{"--from", m.from}, {"--to", m.to}} {
+					if n.name != "" && t.Node(n.name) == nil {
+						return fmt.Errorf("%w: %s %s: no such node in the topology", ErrUsage, n.flag, n.name)
+					}
+				}
+				if m.from != "" && m.from == m.to {
+					return fmt.Errorf("%w: --from and --to are both %s", ErrUsage, m.from)
+				}
+				return nil
 			}
 			f.action = func(ctx context.Context, net *hymn.Network) error {
 				return runMeasure(ctx, net, m, cfg, stdout, stderr)

@@ -51,6 +51,10 @@ func TestMeasureBadInput(t *testing.T) {
 		{"--test", "pingall", "--capture", "h1-s1,dir=up"},
 		{"--test", "pingall", "--capture", "h1-s1,limit=0"},
 		{"--test", "pingall", "--capture", "h1-s1,bogus=1"},
+		{"--topo", "single,2", "--test", "pingall", "--capture", "h1-h2"},
+		{"measure", "--topo", "single,2", "--from", "h9"},
+		{"measure", "--topo", "single,2", "--to", "h9"},
+		{"measure", "--topo", "single,2", "--from", "h1", "--to", "h1"},
 	} {
 		code, stdout, stderr := run(t, args...)
 		if code != 2 || stdout != "" || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || !strings.HasPrefix(stderr, "hymn: ") {

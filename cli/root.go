@@ -59,6 +59,9 @@ type mnFlags struct {
 	// action, when set (hymn measure), runs on the started network
 	// instead of the tests or the shell.
 	action func(ctx context.Context, net *hymn.Network) error
+	// checkTopo, when set, validates the loaded topology for the action
+	// before anything is built.
+	checkTopo func(t *topo.Topo) error
 }
 
 // NewRootCmd returns the hymn command with every subcommand.
@@ -265,7 +268,7 @@ func runMN(ctx context.Context, f *mnFlags, stdin *os.File, stdout, stderr io.Wr
 	if !(f.twait >= 0) || f.twait > 365*24*3600 {
 		return fmt.Errorf("%w: --twait %v: a number of seconds from 0 to a year", ErrUsage, f.twait)
 	}
-	if err := checkResultFlags(f, tests); err != nil {
+	if err := checkResultFlags(f, tests, t); err != nil {
 		return err
 	}
 	if err := hymn.CheckRoot(); err != nil {

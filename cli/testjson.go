@@ -7,19 +7,37 @@ import (
 	"io"
 
 	"github.com/hymn-net/hymn"
+	"github.com/hymn-net/hymn/topo"
 )
 
-// checkResultFlags validates --json and --capture before anything is built.
-func checkResultFlags(f *mnFlags, tests []string) error {
+// checkResultFlags validates --json, --capture and the action's needs
+// (measure's hosts) against the loaded topology, before anything is built.
+func checkResultFlags(f *mnFlags, tests []string, t *topo.Topo) error {
 	if f.jsonOut && len(tests) == 0 && f.action == nil {
 		return fmt.Errorf("%w: --json needs --test (it prints the tests' results)", ErrUsage)
 	}
 	for _, c := range f.captures {
-		if _, err := hymn.ParseCaptureSpec(c); err != nil {
+		spec, err := hymn.ParseCaptureSpec(c)
+		if err != nil {
 			return fmt.Errorf("%w: --capture %s: %v", ErrUsage, c, err)
 		}
+		if t != nil && !linked(t, spec.Node1, spec.Node2) {
+			return fmt.Errorf("%w: --capture %s: no link joins %s and %s", ErrUsage, c, spec.Node1, spec.Node2)
+		}
+	}
+	if f.checkTopo != nil && t != nil {
+		return f.checkTopo(t)
 	}
 	return nil
+}
+
+func linked(t *topo.Topo, a, b string) bool {
+	for _, l := range t.Links() {
+		if (l.Node1 == a && l.Node2 == b) || (l.Node1 == b && l.Node2 == a) {
+			return true
+		}
+	}
+	return false
 }
 
 // pingJSON is one ping of a matrix; RTTs in ms (absent when none came back).
