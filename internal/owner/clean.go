@@ -96,18 +96,18 @@ func RemoveObjects(run string, grace time.Duration) (namespaces, processes int, 
 			inodes[ino] = true
 		}
 	}
-	// Processes of the run that were killed before we looked (QEMU dies
-	// with hymn) and are still exiting, possibly outside the namespaces
-	// already: waited for below, after the ones found inside.
-	var exiting []int
-	if st, err := ReadState(run); err == nil && !st.Created.IsZero() {
-		exiting = ExitingSince(st.Created)
-	}
 	var errs []error
 	processes, err = StopIn(inodes, grace, KillTimeout)
 	errs = append(errs, err)
-	if len(exiting) > 0 {
-		errs = append(errs, WaitExit(exiting, KillTimeout))
+	// Processes of the run that were killed before we looked (QEMU dies
+	// with hymn) may have left the namespaces already while they still
+	// exit. Looked for after the namespace scan: a process missing from
+	// that scan had left its namespace, which it does only while exiting,
+	// so it is still exiting (or done) now.
+	if st, err := ReadState(run); err == nil && !st.Created.IsZero() {
+		if exiting := ExitingSince(st.Created); len(exiting) > 0 {
+			errs = append(errs, WaitExit(exiting, KillTimeout))
+		}
 	}
 	for _, n := range names {
 		errs = append(errs, netnsx.Delete(n))

@@ -7,7 +7,8 @@
 #
 # HYMN_RELIABILITY_SEED=N repeats the random kill points of an earlier run;
 # HYMN_BIN=path tests that binary instead of one built from this checkout;
-# HYMN_RELIABILITY_HANG=10s is how long a bad input may take.
+# HYMN_RELIABILITY_HANG=10s is how long a bad input may take;
+# HYMN_RELIABILITY_LOG=FILE keeps the whole go test -v output.
 # Extra arguments go to go test (e.g. -run TestBadInputs).
 set -eu
 cd "$(dirname "$0")/../.."
@@ -27,6 +28,8 @@ timeout=10m
 [ "${HYMN_RELIABILITY:-}" = full ] && timeout=90m
 status=0
 go test -count=1 -v -timeout "$timeout" "$@" ./tests/reliability/ >"$work/out" 2>&1 || status=$?
+# HYMN_RELIABILITY_LOG=FILE keeps go test's whole output.
+[ -n "${HYMN_RELIABILITY_LOG:-}" ] && cp "$work/out" "$HYMN_RELIABILITY_LOG"
 # Tests and their cases; the kill points (third level) only when they fail.
 grep -E '^(--- |    --- |        --- FAIL|ok |FAIL|panic)' "$work/out" || true
 echo
