@@ -43,6 +43,7 @@ packages=(
   xz-utils                  # unpacking kernel modules into the VM initramfs
   libdpdk-dev dpdk-dev pkg-config libnuma-dev # the DPDK port (build tag dpdk)
   graphviz                  # dot: hymn graph --format svg and its test
+  librsvg2-bin              # rsvg-convert: the measure test checks that its SVG plots render
   python3                   # Mininet custom topologies (--custom FILE.py)
   python3-jsonschema python3-yaml # the schema test (schema/topology.schema.json)
   tcpdump tshark            # packet captures; OpenFlow dissection in the SDN tests
