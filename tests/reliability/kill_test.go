@@ -29,7 +29,7 @@ var killScenarios = []killScenario{
 		work: "h1 ping -c 1000 -i 0.02 h3"},
 	{name: "sriov", args: []string{"--links", "sriov", "--topo", "linear,2", "--link", "tc,delay=1ms"}, span: 4 * time.Second, short: 1, full: 15,
 		work: "h1 ping -c 1000 -i 0.02 h2"},
-	{name: "vm", args: []string{"--nodes", "vm", "--topo", "single,2", "--link", "tc,delay=1ms"}, span: 25 * time.Second, short: 1, full: 10,
+	{name: "vm", args: []string{"--nodes", "vm", "--topo", "single,2", "--link", "tc,delay=1ms"}, span: 40 * time.Second, short: 1, full: 10,
 		tools: []string{"qemu-system-x86_64"}, work: "h1 ping -c 1000 -i 0.02 h2"},
 }
 
