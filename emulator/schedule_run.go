@@ -33,6 +33,12 @@ type ScheduleStatus struct {
 	LastErr  string
 	Recent   []AppliedChange // the last applied points, oldest first (at most maxRecent)
 	Finished bool            // every point was applied (no repeat)
+	// Updated is when the schedule last changed the parameters (a point,
+	// or a step of a ramp, which advances as packets arrive), from time
+	// zero (for a point, its time); Current holds the delay, jitter, rate
+	// and loss then in force.
+	Updated time.Duration
+	Current ScheduleParams
 }
 
 const maxRecent = 1024
@@ -57,6 +63,7 @@ type scheduleRun struct {
 	applied, skipped, failed uint64
 	maxLate                  int64
 	lastErr                  string
+	updated                  int64
 	recent                   []AppliedChange
 	recentPos                int
 	now                      int64
@@ -95,6 +102,7 @@ func (e *Emulator) runSchedule(now int64) {
 			r.failed++
 			r.lastErr = err.Error()
 		} else {
+			r.updated = r.next // the parameters are the schedule's values of that instant
 			r.record(AppliedChange{Point: r.idx, Cycle: r.cycle, Due: time.Duration(r.next - r.zero), At: time.Duration(now - r.zero)})
 		}
 		r.segStart, r.from, r.rampOn = r.next, e.cfg, false
@@ -121,7 +129,11 @@ func (e *Emulator) runSchedule(now int64) {
 		return
 	}
 	p := &r.s.Points[r.idx]
-	if !p.Ramp || now <= r.segStart || now-r.lastRamp < int64(rampStep) {
+	// A ramp is evaluated at the time given, also one earlier than the
+	// last evaluation: a frame stamped by the kernel before the forwarder
+	// got to read it (a loaded machine) gets the parameters of when it
+	// arrived, not of when a Release moved the ramp on.
+	if d := now - r.lastRamp; !p.Ramp || now <= r.segStart || (d < int64(rampStep) && d > -int64(rampStep)) {
 		return
 	}
 	r.lastRamp = now
@@ -131,6 +143,8 @@ func (e *Emulator) runSchedule(now int64) {
 	if err := e.Reconfigure(cfg, false); err != nil {
 		r.failed++
 		r.lastErr = err.Error()
+	} else {
+		r.updated = now
 	}
 }
 
@@ -193,7 +207,15 @@ func (e *Emulator) ScheduleStatus() ScheduleStatus {
 		Active: !r.done, Source: r.s.Source, Zero: r.zero, Elapsed: time.Duration(max(0, r.now-r.zero)),
 		Cycle: r.cycle, Next: r.idx, Points: len(r.s.Points), Repeat: r.s.Repeat,
 		Applied: r.applied, Skipped: r.skipped, Failed: r.failed, MaxLate: time.Duration(r.maxLate),
-		LastErr: r.lastErr, Finished: r.done,
+		LastErr: r.lastErr, Finished: r.done, Updated: time.Duration(r.updated - r.zero),
+		Current: ScheduleParams{Set: SetDelay | SetJitter | SetLoss, Delay: e.cfg.Delay, Jitter: e.cfg.Jitter},
+	}
+	if e.cfg.Space.Enabled {
+		st.Current.Set |= SetRate
+		st.Current.Rate = e.cfg.Space.Rate
+	}
+	if e.cfg.Loss.Model == RandomLoss {
+		st.Current.Loss = e.cfg.Loss.Prob
 	}
 	if !r.done {
 		st.NextAt = time.Duration(r.next - r.zero)

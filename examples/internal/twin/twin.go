@@ -4,16 +4,22 @@ package twin
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"os"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/hymn-net/hymn"
+	"github.com/hymn-net/hymn/internal/netnsx"
+	"golang.org/x/sys/unix"
 )
 
 // Echo is one ping reply.
@@ -21,14 +27,22 @@ type Echo struct {
 	Seq  int
 	Sent time.Duration // from the experiment's time zero
 	RTT  time.Duration
+	// Hold is how long the responder held the probe before replying
+	// (UDPEcho; not part of RTT): the reply entered the way back at
+	// Sent + the way out + Hold.
+	Hold time.Duration
 }
 
 // "[1732960000.123456] 64 bytes from 10.0.0.2: icmp_seq=3 ttl=64 time=20.3 ms"
 var pingLine = regexp.MustCompile(`^\[([0-9.]+)\] .*icmp_seq=([0-9]+) .*time=([0-9.]+) ms`)
 
 // PingSeries pings dst from src count times every interval and returns
-// the replies in arrival order; a reply's send time is its receive stamp
-// minus its RTT, relative to zero.
+// the replies in arrival order, with their send times relative to zero.
+// ping sends on a fixed schedule, echo k at t₁ + (k−1)·interval; the RTT
+// is measured with kernel stamps, but the time ping prints (-D) is when it
+// got round to printing, late by however long a loaded machine kept it
+// from running. So t₁ is the smallest print stamp − RTT − (k−1)·interval
+// over all echoes: the least delayed print.
 func PingSeries(ctx context.Context, n *hymn.Network, src, dst string, count int, interval time.Duration, zero time.Time) ([]Echo, error) {
 	node, err := n.Node(src)
 	if err != nil {
@@ -44,6 +58,7 @@ func PingSeries(ctx context.Context, n *hymn.Network, src, dst string, count int
 		return nil, err
 	}
 	var out []Echo
+	var anchor time.Duration = math.MaxInt64
 	for _, line := range strings.Split(string(res.Stdout), "\n") {
 		m := pingLine.FindStringSubmatch(line)
 		if m == nil {
@@ -54,7 +69,11 @@ func PingSeries(ctx context.Context, n *hymn.Network, src, dst string, count int
 		rtt, _ := strconv.ParseFloat(m[3], 64)
 		e := Echo{Seq: seq, RTT: time.Duration(rtt * 1e6)}
 		e.Sent = time.Unix(0, int64(stamp*1e9)).Sub(zero) - e.RTT
+		anchor = min(anchor, e.Sent-time.Duration(seq-1)*interval)
 		out = append(out, e)
+	}
+	for i := range out {
+		out[i].Sent = anchor + time.Duration(out[i].Seq-1)*interval
 	}
 	return out, nil
 }
@@ -174,4 +193,140 @@ func trim(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }
 
 func esc(s string) string {
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+}
+
+// UDPEcho sends count UDP probes from src to an echo responder on dst,
+// one every interval, and returns the echoes in arrival order. Unlike
+// ping it knows each probe's send time (it took it just before sending),
+// and on a loaded machine it keeps this process's own delays out of the
+// RTT: replies are timed by the kernel's receive stamps, and the
+// responder reports how long it held each probe (from its kernel stamp to
+// its reply), which is subtracted.
+func UDPEcho(ctx context.Context, n *hymn.Network, src, dst string, count int, interval time.Duration, zero time.Time) ([]Echo, error) {
+	sn, err := n.Node(src)
+	if err != nil {
+		return nil, err
+	}
+	dn, err := n.Node(dst)
+	if err != nil {
+		return nil, err
+	}
+	ip, err := n.IP(dst)
+	if err != nil {
+		return nil, err
+	}
+	listen := func(node hymn.Node) (c *net.UDPConn, err error) {
+		err = netnsx.Do(node.NsHandle(), func() error {
+			c, err = net.ListenUDP("udp4", &net.UDPAddr{})
+			if err != nil {
+				return err
+			}
+			raw, err := c.SyscallConn()
+			if err != nil {
+				return err
+			}
+			var serr error
+			if err := raw.Control(func(fd uintptr) {
+				serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1)
+			}); err != nil {
+				return err
+			}
+			return serr
+		})
+		return c, err
+	}
+	server, err := listen(dn)
+	if err != nil {
+		return nil, err
+	}
+	defer server.Close()
+	client, err := listen(sn)
+	if err != nil {
+		return nil, err
+	}
+	defer client.Close()
+	go func() { // the responder: send every datagram back with its hold time
+		buf, oob := make([]byte, 64), make([]byte, 128)
+		for {
+			k, oobn, _, from, err := server.ReadMsgUDP(buf, oob)
+			if err != nil {
+				return
+			}
+			if k < 16 {
+				continue
+			}
+			rx, ok := kernelStamp(oob[:oobn])
+			if !ok {
+				rx = time.Now()
+			}
+			binary.BigEndian.PutUint64(buf[8:], uint64(time.Now().UnixNano()-rx.UnixNano()))
+			server.WriteToUDP(buf[:k], from)
+		}
+	}()
+	to := &net.UDPAddr{IP: net.IP(ip.AsSlice()), Port: server.LocalAddr().(*net.UDPAddr).Port}
+	// Send times twice: on the monotonic clock since zero (where the
+	// schedule's time runs) and on the wall clock, for the RTT against
+	// the kernel's receive stamps, which are wall-clock times.
+	sent := make([]atomic.Int64, count) // written before the probe leaves, read when it is back
+	sentWall := make([]atomic.Int64, count)
+	var out []Echo
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf, oob := make([]byte, 64), make([]byte, 128)
+		for len(out) < count {
+			client.SetReadDeadline(time.Now().Add(3 * time.Second))
+			k, oobn, _, _, err := client.ReadMsgUDP(buf, oob)
+			if err != nil {
+				return
+			}
+			rx, ok := kernelStamp(oob[:oobn])
+			if !ok {
+				rx = time.Now()
+			}
+			if k < 16 {
+				continue
+			}
+			seq := int(binary.BigEndian.Uint32(buf))
+			if seq < 1 || seq > count {
+				continue
+			}
+			hold := time.Duration(binary.BigEndian.Uint64(buf[8:]))
+			t := time.Duration(sent[seq-1].Load())
+			rtt := time.Duration(rx.UnixNano()-sentWall[seq-1].Load()) - hold
+			out = append(out, Echo{Seq: seq, Sent: t, RTT: rtt, Hold: hold})
+		}
+	}()
+	start := time.Now()
+	msg := make([]byte, 32)
+	for k := 1; k <= count; k++ {
+		time.Sleep(time.Until(start.Add(time.Duration(k-1) * interval)))
+		if ctx.Err() != nil {
+			break
+		}
+		binary.BigEndian.PutUint32(msg, uint32(k))
+		now := time.Now()
+		sent[k-1].Store(int64(now.Sub(zero)))
+		sentWall[k-1].Store(now.UnixNano())
+		if _, err := client.WriteToUDP(msg, to); err != nil {
+			return nil, err
+		}
+	}
+	<-done
+	return out, ctx.Err()
+}
+
+// kernelStamp finds the SO_TIMESTAMPNS receive time in a control message.
+func kernelStamp(oob []byte) (time.Time, bool) {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return time.Time{}, false
+	}
+	for _, m := range msgs {
+		if m.Header.Level == unix.SOL_SOCKET && m.Header.Type == unix.SO_TIMESTAMPNS && len(m.Data) >= 16 {
+			ts := (*unix.Timespec)(unsafe.Pointer(&m.Data[0]))
+			return time.Unix(ts.Sec, ts.Nsec), true
+		}
+	}
+	return time.Time{}, false
 }
