@@ -43,8 +43,8 @@ func TestDroppedPacketsBookNoTime(t *testing.T) {
 				e.Receive(now, in, nil)
 				for e.Release(now, out) == len(out) {
 				}
-				if e.Stats().Queued > limit {
-					t.Fatalf("queue %d exceeds the limit %d", e.Stats().Queued, limit)
+				if q := e.queued(); q > limit {
+					t.Fatalf("queue %d exceeds the limit %d", q, limit)
 				}
 			}
 			end := now
