@@ -24,6 +24,7 @@ func NewEmulateLinkCmd() *cobra.Command {
 		out      EmulateOutput
 		coalesce time.Duration
 		useDPDK  bool
+		offloads bool
 	)
 	cmd := &cobra.Command{
 		Use:   "link --a IF --b IF [params...]",
@@ -37,7 +38,9 @@ with params (the emulator's text form, NetEm-like) in both directions and
 
 The interfaces must be up. Frames must be complete when they reach the
 ports: turn off TX checksum offload and TSO/GSO on the interfaces that send
-into them (ethtool -K IF tx off tso off gso off).
+into them (ethtool -K IF tx off tso off gso off), or give --offloads, which
+carries GSO super-frames and checksum-offload state through the emulator
+(PACKET_VNET_HDR) so the offloads can stay on.
 
 With --dpdk the ports are DPDK devices instead (hymn built with -tags dpdk
 and libdpdk-dev installed): a VF's PCI address bound to vfio-pci, or a
@@ -63,7 +66,7 @@ virtual device given as NAME,ARGS:
 			if useDPDK {
 				return runEmulateDPDK(cmd.Context(), cmd.OutOrStdout(), ifA, ifB, fc, out)
 			}
-			return RunEmulateLink(cmd.Context(), cmd.OutOrStdout(), ifA, ifB, fc, out)
+			return RunEmulateLinkOffloads(cmd.Context(), cmd.OutOrStdout(), ifA, ifB, fc, out, offloads)
 		},
 	}
 	fl := cmd.Flags()
@@ -75,6 +78,7 @@ virtual device given as NAME,ARGS:
 	fl.DurationVar(&out.Duration, "duration", 0, "stop after this long (0: run until interrupted)")
 	fl.BoolVar(&out.JSON, "json", false, "print statistics as JSON, one object per line (times in ns)")
 	fl.DurationVar(&coalesce, "coalesce", 30*time.Microsecond, "under load, sleep this long between reads instead of being woken by each frame\n(like ethtool -C rx-usecs; 0: wake on every frame)")
+	fl.BoolVar(&offloads, "offloads", false, "carry GSO super-frames and checksum offload through the emulator (AF_PACKET ports only)")
 	fl.BoolVar(&useDPDK, "dpdk", false, "the ports are DPDK devices (PCI address or NAME,ARGS vdev); needs a build with -tags dpdk")
 	return cmd
 }
@@ -105,12 +109,18 @@ type EmulateOutput struct {
 // namespace), forwards with fc until ctx ends or out.Duration passes, and
 // writes the statistics to w.
 func RunEmulateLink(ctx context.Context, w io.Writer, ifA, ifB string, fc emulator.ForwarderConfig, out EmulateOutput) error {
-	pa, err := afpacket.Open(ifA, afpacket.Options{})
+	return RunEmulateLinkOffloads(ctx, w, ifA, ifB, fc, out, false)
+}
+
+// RunEmulateLinkOffloads is RunEmulateLink with the ports carrying
+// offload state when offloads is true (see afpacket.Options.Offloads).
+func RunEmulateLinkOffloads(ctx context.Context, w io.Writer, ifA, ifB string, fc emulator.ForwarderConfig, out EmulateOutput, offloads bool) error {
+	pa, err := afpacket.Open(ifA, afpacket.Options{Offloads: offloads})
 	if err != nil {
 		return err
 	}
 	defer pa.Close()
-	pb, err := afpacket.Open(ifB, afpacket.Options{})
+	pb, err := afpacket.Open(ifB, afpacket.Options{Offloads: offloads})
 	if err != nil {
 		return err
 	}

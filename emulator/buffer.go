@@ -12,6 +12,11 @@ type Packet struct {
 	// AF_PACKET's snaplen: without FCS); Config.Overhead (default 24 B:
 	// FCS, preamble, SFD, inter-frame gap) is added for rate accounting.
 	Len uint32
+	// Segs is how many frames on the wire the packet stands for: a GSO
+	// super-frame carried with its offload state (see OffloadPort) is
+	// Segs segments whose frames add up to Len bytes; Overhead is added
+	// once per segment. 0 and 1 both mean one frame.
+	Segs uint32
 
 	// Set by Receive; kept so ports and the simulator can measure.
 	Seq     uint64 // arrival sequence number on this emulator

@@ -181,8 +181,9 @@ func (e *Emulator) receiveOne(now int64, p *Packet) bool {
 	p.Arrival = now
 	d := int64(e.delay.next(now, e.rng))
 	p.Delay = d
-	wire := int(p.Len) + e.cfg.Overhead
-	if e.police.on && !e.police.pass(now, wire) {
+	segs := max(int(p.Segs), 1)
+	wire := int(p.Len) + segs*e.cfg.Overhead
+	if e.police.on && !e.police.pass(now, wire, segs > 1) {
 		c.policed++
 		return false
 	}

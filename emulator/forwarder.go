@@ -195,6 +195,9 @@ func NewForwarder(a, b Port, cfg ForwarderConfig) (*Forwarder, error) {
 		return nil, fmt.Errorf("forwarder: MTU %d is outside 0..%d", cfg.MTU, MaxFrameLimit)
 	}
 	f := &Forwarder{a: a, b: b, start: time.Now(), linkFrame: linkFrame(cfg.MTU)}
+	if portOffloads(a) != portOffloads(b) {
+		return nil, fmt.Errorf("forwarder: ports %s and %s must both carry offloads or neither", a.Name(), b.Name())
+	}
 	for i, c := range []Config{cfg.AtoB, cfg.BtoA} {
 		c, err := f.fitFrame(c)
 		if err != nil {
@@ -209,6 +212,24 @@ func NewForwarder(a, b Port, cfg ForwarderConfig) (*Forwarder, error) {
 	f.dirs[AtoB].in, f.dirs[AtoB].out = a, b
 	f.dirs[BtoA].in, f.dirs[BtoA].out = b, a
 	return f, nil
+}
+
+func portOffloads(p Port) bool {
+	o, ok := p.(OffloadPort)
+	return ok && o.Offloads()
+}
+
+// offloads returns the receiving port of direction dir if the link
+// carries offload state.
+func (f *Forwarder) offloads(dir Direction) (OffloadPort, bool) {
+	in := f.a
+	if dir == BtoA {
+		in = f.b
+	}
+	if !portOffloads(in) {
+		return nil, false
+	}
+	return in.(OffloadPort), true
 }
 
 // l2Header is what a frame adds to the MTU: Ethernet header and one
@@ -339,6 +360,12 @@ type direction struct {
 
 	// Frame pool: slots live in chunks that are allocated as the queue
 	// first grows and then reused, so the steady state allocates nothing.
+	// With offloads (vnet) a second pool of OffloadSlotSize slots holds
+	// GSO super-frames; their handles carry bigHandle.
+	vnet     bool
+	inOff    OffloadPort
+	frameLen []uint32 // with vnet: buffer length (header included) per slot
+	big      bigPool
 	slotSize int
 	chunk    int // slots per chunk
 	chunks   [][]byte
@@ -404,6 +431,20 @@ func newDirection(f *Forwarder, dir Direction, c Config, fc ForwarderConfig) (*d
 	if d.nice == 0 {
 		d.nice = -10
 	}
+	if off, ok := f.offloads(dir); ok {
+		d.vnet, d.inOff = true, off
+		// Small slots hold the header too; super-frames go to big ones.
+		if fc.SlotSize == 0 {
+			d.slotSize = SlotSize(c.MaxFrame + VnetHdrLen)
+			d.chunk = max(chunkBytes/d.slotSize, MaxBatch)
+			d.maxCap = max(FrameBufferBytes/d.slotSize, 2*MaxBatch)
+			if fc.MaxBuffered > 0 {
+				d.maxCap = fc.MaxBuffered
+			}
+		}
+		d.scratch = make([]byte, OffloadSlotSize)
+		d.big.max = max(FrameBufferBytes/OffloadSlotSize, MaxBatch)
+	}
 	if d.spin <= 0 {
 		d.spin = 20 * time.Microsecond
 	}
@@ -413,7 +454,7 @@ func newDirection(f *Forwarder, dir Direction, c Config, fc ForwarderConfig) (*d
 	case d.coalesce < 0:
 		d.coalesce = 0
 	}
-	d.maxSlots.Store(int64(maxSlotsFor(c, capSlots)))
+	d.maxSlots.Store(int64(maxSlotsFor(c, d.maxCap)))
 	d.grow()
 	return d, nil
 }
@@ -425,6 +466,9 @@ func (d *direction) now() int64 { return int64(time.Since(d.f.start)) }
 func realtimeNow() int64 { return time.Now().UnixNano() }
 
 func (d *direction) slot(i uint32) []byte {
+	if i&bigHandle != 0 {
+		return d.big.slot(i &^ bigHandle)
+	}
 	c := d.chunks[int(i)/d.chunk]
 	off := int(i) % d.chunk * d.slotSize
 	return c[off : off+d.slotSize : off+d.slotSize]
@@ -442,7 +486,86 @@ func (d *direction) grow() bool {
 		d.free = append(d.free, uint32(d.nSlots+i))
 	}
 	d.nSlots += d.chunk
+	if d.vnet {
+		d.frameLen = append(d.frameLen, make([]uint32, d.chunk)...)
+	}
 	return true
+}
+
+// release returns a slot to its pool.
+func (d *direction) release(h uint32) {
+	if h&bigHandle != 0 {
+		d.big.free = append(d.big.free, h&^bigHandle)
+		return
+	}
+	d.free = append(d.free, h)
+}
+
+// bigHandle marks a handle of the super-frame pool.
+const bigHandle = 1 << 31
+
+// bigChunkSlots is how many super-frame slots are allocated at a time
+// (1.1 MiB): a link that never sees a super-frame allocates none.
+const bigChunkSlots = 16
+
+// bigPool holds OffloadSlotSize slots for GSO super-frames, allocated as
+// they are first needed, up to max.
+type bigPool struct {
+	chunks [][]byte
+	free   []uint32
+	lens   []uint32
+	n, max int
+}
+
+func (b *bigPool) slot(i uint32) []byte {
+	c := b.chunks[int(i)/bigChunkSlots]
+	off := int(i) % bigChunkSlots * OffloadSlotSize
+	return c[off : off+OffloadSlotSize : off+OffloadSlotSize]
+}
+
+// get takes a free slot, growing the pool if it may.
+func (b *bigPool) get() (uint32, bool) {
+	if len(b.free) == 0 {
+		if b.n >= b.max {
+			return 0, false
+		}
+		b.chunks = append(b.chunks, make([]byte, bigChunkSlots*OffloadSlotSize))
+		for i := bigChunkSlots - 1; i >= 0; i-- {
+			b.free = append(b.free, uint32(b.n+i))
+		}
+		b.lens = append(b.lens, make([]uint32, bigChunkSlots)...)
+		b.n += bigChunkSlots
+	}
+	i := b.free[len(b.free)-1]
+	b.free = b.free[:len(b.free)-1]
+	return i, true
+}
+
+// setLen records a received buffer's length (vnet mode) and returns the
+// packet the emulator sees: the wire bytes and segments of the frame.
+func (d *direction) packet(h uint32, buf []byte) Packet {
+	if h&bigHandle != 0 {
+		d.big.lens[h&^bigHandle] = uint32(len(buf))
+	} else {
+		d.frameLen[h] = uint32(len(buf))
+	}
+	if len(buf) < VnetHdrLen {
+		return Packet{Handle: uint64(h), Len: uint32(len(buf))}
+	}
+	segs, wire := SuperFrame(ParseVnetHdr(buf), buf[VnetHdrLen:])
+	return Packet{Handle: uint64(h), Len: uint32(wire), Segs: uint32(segs)}
+}
+
+// txFrame is the buffer to send for a released packet.
+func (d *direction) txFrame(p *Packet) []byte {
+	h := uint32(p.Handle)
+	if !d.vnet {
+		return d.slot(h)[:p.Len]
+	}
+	if h&bigHandle != 0 {
+		return d.big.slot(h &^ bigHandle)[:d.big.lens[h&^bigHandle]]
+	}
+	return d.slot(h)[:d.frameLen[h]]
 }
 
 func (d *direction) run() {
@@ -558,13 +681,26 @@ func (d *direction) receive() int {
 		d.rxBufs[i] = d.slot(d.free[top-i])
 	}
 	n, err := d.in.RecvBatch(d.rxBufs[:k], d.rxLens[:k], d.rxStamp[:k])
-	if n == 0 || err != nil {
+	if err != nil {
 		return 0
 	}
-	for i := 0; i < n; i++ {
-		d.pkts[i] = Packet{Handle: uint64(d.free[top-i]), Len: uint32(d.rxLens[i])}
+	if d.vnet {
+		for i := 0; i < n; i++ {
+			d.pkts[i] = d.packet(d.free[top-i], d.rxBufs[i][:d.rxLens[i]])
+		}
+		d.free = d.free[:len(d.free)-n]
+		if n < k {
+			n += d.receiveBig(n)
+		}
+	} else {
+		for i := 0; i < n; i++ {
+			d.pkts[i] = Packet{Handle: uint64(d.free[top-i]), Len: uint32(d.rxLens[i])}
+		}
+		d.free = d.free[:len(d.free)-n]
 	}
-	d.free = d.free[:len(d.free)-n]
+	if n == 0 {
+		return 0
+	}
 	now := d.now()
 	// Kernel stamps are CLOCK_REALTIME; the forwarder runs on the
 	// monotonic clock. The offset between them, read now, converts one to
@@ -593,9 +729,34 @@ func (d *direction) receive() int {
 	}
 	d.mu.Unlock()
 	for _, p := range d.dropped {
-		d.free = append(d.free, uint32(p.Handle))
+		d.release(uint32(p.Handle))
 	}
 	return n
+}
+
+// receiveBig reads the super-frame RecvBatch stopped before, if any, into
+// a big slot as packet i of the batch; without a free big slot it drains
+// it into scratch and counts it as NoBuffer.
+func (d *direction) receiveBig(i int) int {
+	need := d.inOff.NextLen()
+	if need <= d.slotSize {
+		return 0
+	}
+	h, ok := d.big.get()
+	if !ok {
+		d.rxBufs[0] = d.scratch
+		n, _ := d.in.RecvBatch(d.rxBufs[:1], d.rxLens[:1], d.rxStamp[:1])
+		d.noBuffer.Add(uint64(n))
+		return 0
+	}
+	d.rxBufs[i] = d.big.slot(h)
+	n, err := d.in.RecvBatch(d.rxBufs[i:i+1], d.rxLens[i:i+1], d.rxStamp[i:i+1])
+	if n == 0 || err != nil {
+		d.big.free = append(d.big.free, h)
+		return 0
+	}
+	d.pkts[i] = d.packet(h|bigHandle, d.rxBufs[i][:d.rxLens[i]])
+	return 1
 }
 
 // transmit sends every frame that is due, a batch at a time.
@@ -610,12 +771,11 @@ func (d *direction) transmit() bool {
 			return sent
 		}
 		for i := 0; i < k; i++ {
-			p := &d.outPkts[i]
-			d.txBufs[i] = d.slot(uint32(p.Handle))[:p.Len]
+			d.txBufs[i] = d.txFrame(&d.outPkts[i])
 		}
 		d.out.SendBatch(d.txBufs[:k])
 		for i := 0; i < k; i++ {
-			d.free = append(d.free, uint32(d.outPkts[i].Handle))
+			d.release(uint32(d.outPkts[i].Handle))
 		}
 		sent = true
 		if k < len(d.outPkts) {

@@ -27,12 +27,21 @@ func (p *policer) configure(c PolicerConfig) {
 	p.tokens = min(p.tokens, p.burst)
 }
 
-func (p *policer) pass(t int64, wire int) bool {
+// pass takes wire bytes from the bucket if it holds them. A GSO
+// super-frame (super) may be larger than the whole bucket: it passes when
+// the bucket holds min(wire, burst) and leaves the bucket in debt by the
+// rest, so the long-run rate stays the policed one while a super-frame
+// larger than the burst is not dropped forever.
+func (p *policer) pass(t int64, wire int, super bool) bool {
 	if p.primed {
 		p.tokens = min(p.burst, p.tokens+float64(t-p.tLast)*p.bytesPerN)
 	}
 	p.tLast, p.primed = t, true
-	if p.tokens >= float64(wire) {
+	need := float64(wire)
+	if super {
+		need = min(need, p.burst)
+	}
+	if p.tokens >= need {
 		p.tokens -= float64(wire)
 		return true
 	}

@@ -55,15 +55,23 @@ type EmulatedLink struct {
 	PortA, PortB string
 	Fwd          *emulator.Forwarder
 
+	// Offloads says whether the link carries GSO super-frames and
+	// checksum-offload state through the emulator (the ends keep TSO,
+	// GSO and checksum offload on) or runs with them off.
+	Offloads bool
+
 	helper       *HelperNS
 	vethA, vethB *Veth
 	ports        []*afpacket.Port
 	stopOnce     sync.Once
 }
 
-// CreateEmulated builds the two veth pairs, turns off the offloads that
-// user-space forwarding cannot honour, opens AF_PACKET ports on the helper
-// ends and starts the forwarder with cfg. portA and portB name the helper
+// CreateEmulated builds the two veth pairs, opens AF_PACKET ports on the
+// helper ends and starts the forwarder with cfg. The ports carry GSO
+// super-frames and checksum-offload state (PACKET_VNET_HDR), so every end
+// keeps the offloads a plain veth has and TCP runs at kernel speed; where
+// the kernel refuses that, the ends get checksum offload, TSO and GSO
+// turned off instead (Offloads false). portA and portB name the helper
 // ends (unique inside the helper namespace, at most 15 bytes). On failure
 // everything made so far is removed.
 func CreateEmulated(helper *HelperNS, a, b End, portA, portB string, cfg emulator.ForwarderConfig) (_ *EmulatedLink, err error) {
@@ -82,15 +90,33 @@ func CreateEmulated(helper *HelperNS, a, b End, portA, portB string, cfg emulato
 	if l.vethB, err = CreateVeth(b, pb); err != nil {
 		return nil, err
 	}
+	if !NoOffloads {
+		err := l.start(a.MTU, cfg, true)
+		if err == nil {
+			return l, nil
+		}
+		l.closePorts()
+	}
 	for _, e := range []End{a, b, pa, pb} {
 		if err := DisableOffloads(e.NS, e.Name); err != nil {
 			return nil, err
 		}
 	}
-	if err := l.start(a.MTU, cfg); err != nil {
+	if err := l.start(a.MTU, cfg, false); err != nil {
 		return nil, err
 	}
 	return l, nil
+}
+
+// NoOffloads makes CreateEmulated run every link with offloads off, as
+// before ports carried them (for measurements side by side).
+var NoOffloads = os.Getenv("HYMN_EMU_OFFLOADS") == "off"
+
+func (l *EmulatedLink) closePorts() {
+	for _, p := range l.ports {
+		p.Close()
+	}
+	l.ports = nil
 }
 
 // EmulateBetween starts an emulator between two interfaces that already
@@ -105,7 +131,7 @@ func EmulateBetween(helper *HelperNS, portA, portB string, mtu int, cfg emulator
 			return nil, err
 		}
 	}
-	if err := l.start(mtu, cfg); err != nil {
+	if err := l.start(mtu, cfg, false); err != nil {
 		l.Stop()
 		return nil, err
 	}
@@ -114,14 +140,15 @@ func EmulateBetween(helper *HelperNS, portA, portB string, mtu int, cfg emulator
 
 // start opens AF_PACKET ports on the two helper ends and starts the
 // forwarder between them.
-func (l *EmulatedLink) start(mtu int, cfg emulator.ForwarderConfig) error {
+func (l *EmulatedLink) start(mtu int, cfg emulator.ForwarderConfig, offloads bool) error {
 	for _, name := range []string{l.PortA, l.PortB} {
-		p, err := afpacket.OpenIn(l.helper.NsHandle(), name, afpacket.Options{MTU: mtu})
+		p, err := afpacket.OpenIn(l.helper.NsHandle(), name, afpacket.Options{MTU: mtu, Offloads: offloads})
 		if err != nil {
 			return err
 		}
 		l.ports = append(l.ports, p)
 	}
+	l.Offloads = offloads
 	if cfg.MTU == 0 {
 		// Frame buffers and max-frame follow the link's MTU, so jumbo
 		// frames pass whole.

@@ -26,6 +26,15 @@ type Options struct {
 	// RxFrames and TxFrames are the ring lengths in frames (rounded up to
 	// whole 64 KiB blocks). 0: 2048 RX, 512 TX.
 	RxFrames, TxFrames int
+	// Offloads carries GSO super-frames and checksum-offload state through
+	// the port (PACKET_VNET_HDR): every frame is preceded by a
+	// virtio_net_hdr (see emulator.OffloadPort), so the interfaces on
+	// both sides can keep TSO, GSO and checksum offload on. Frames that
+	// fit the ring slots go through the rings; super-frames up to 64 KiB
+	// overflow from the RX ring to the socket's queue (PACKET_COPY_THRESH)
+	// and are sent by a socket of their own, so the ring memory stays what
+	// it is without offloads.
+	Offloads bool
 }
 
 const (
@@ -47,13 +56,18 @@ type Port struct {
 	ifindex int
 
 	rxFD, txFD, evFD int
-	rxMem, txMem     []byte
-	frameSize        int
-	rxFrames         int
-	txFrames         int
-	rxHead, txHead   int
-	maxFrame         int // largest frame RecvBatch can deliver (slot minus header)
-	mtu              int // the interface's MTU when the port was opened
+	// With offloads: bigFD sends frames larger than a TX slot; txPending
+	// counts ring frames not yet kicked (they must go before it).
+	offloads       bool
+	bigFD          int
+	txPending      int
+	rxMem, txMem   []byte
+	frameSize      int
+	rxFrames       int
+	txFrames       int
+	rxHead, txHead int
+	maxFrame       int // largest frame RecvBatch can deliver (slot minus header)
+	mtu            int // the interface's MTU when the port was opened
 
 	pollFDs [2]unix.PollFd
 	ts      unix.Timespec
@@ -76,7 +90,7 @@ type Port struct {
 	statsMu                sync.Mutex
 }
 
-var _ emulator.Port = (*Port)(nil)
+var _ emulator.OffloadPort = (*Port)(nil)
 
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
 
@@ -134,7 +148,7 @@ func Open(ifname string, o Options) (_ *Port, err error) {
 	if o.TxFrames == 0 {
 		o.TxFrames = 512
 	}
-	p := &Port{name: ifname, ifindex: ifi.Index, rxFD: -1, txFD: -1, evFD: -1, frameSize: fs, mtu: ifi.MTU}
+	p := &Port{name: ifname, ifindex: ifi.Index, rxFD: -1, txFD: -1, evFD: -1, bigFD: -1, frameSize: fs, mtu: ifi.MTU, offloads: o.Offloads}
 	defer func() {
 		if err != nil {
 			p.Close()
@@ -148,6 +162,11 @@ func Open(ifname string, o Options) (_ *Port, err error) {
 	}
 	if err := p.openTx(o.TxFrames); err != nil {
 		return nil, fmt.Errorf("afpacket: %s: TX ring: %w", ifname, err)
+	}
+	if p.offloads {
+		if err := p.openBig(); err != nil {
+			return nil, fmt.Errorf("afpacket: %s: offloads: %w", ifname, err)
+		}
 	}
 	// A netlink socket made here stays in this namespace, so Stats can
 	// read the interface's drop counter from any thread.
@@ -188,10 +207,28 @@ func (p *Port) openRx(n int) error {
 	if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_IGNORE_OUTGOING, 1); err != nil {
 		return fmt.Errorf("PACKET_IGNORE_OUTGOING: %w", err)
 	}
+	if p.offloads {
+		// Before the ring: the kernel refuses the option once it exists.
+		if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_VNET_HDR, 1); err != nil {
+			return fmt.Errorf("PACKET_VNET_HDR: %w", err)
+		}
+		// A frame longer than a slot is queued on the socket whole (and
+		// its slot marked TP_STATUS_COPY) while the socket's receive
+		// buffer has room: that is where super-frames arrive.
+		if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_COPY_THRESH, 1); err != nil {
+			return fmt.Errorf("PACKET_COPY_THRESH: %w", err)
+		}
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, bigQueueBytes); err != nil {
+			return fmt.Errorf("SO_RCVBUFFORCE: %w", err)
+		}
+	}
 	if p.rxMem, p.rxFrames, err = p.ring(fd, unix.PACKET_RX_RING, n); err != nil {
 		return err
 	}
 	p.maxFrame = p.frameSize - 128
+	if p.offloads {
+		p.maxFrame = emulator.OffloadSlotSize - emulator.VnetHdrLen
+	}
 	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(ethPAll), Ifindex: p.ifindex}); err != nil {
 		return fmt.Errorf("bind: %w", err)
 	}
@@ -210,10 +247,8 @@ func (p *Port) openTx(n int) error {
 		return err
 	}
 	p.txFD = fd
-	// The emulator is the queue: a qdisc behind it would only add delay
-	// and a second place to drop.
-	if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_QDISC_BYPASS, 1); err != nil {
-		return fmt.Errorf("PACKET_QDISC_BYPASS: %w", err)
+	if err := p.txOptions(fd); err != nil {
+		return err
 	}
 	if p.txMem, p.txFrames, err = p.ring(fd, unix.PACKET_TX_RING, n); err != nil {
 		return err
@@ -223,6 +258,48 @@ func (p *Port) openTx(n int) error {
 	}
 	return nil
 }
+
+// txOptions sets what both sending sockets need before a ring exists.
+func (p *Port) txOptions(fd int) error {
+	// The emulator is the queue: a qdisc behind it would only add delay
+	// and a second place to drop.
+	if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_QDISC_BYPASS, 1); err != nil {
+		return fmt.Errorf("PACKET_QDISC_BYPASS: %w", err)
+	}
+	if p.offloads {
+		if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_VNET_HDR, 1); err != nil {
+			return fmt.Errorf("PACKET_VNET_HDR: %w", err)
+		}
+	}
+	return nil
+}
+
+// bigQueueBytes is the receive buffer for super-frames waiting outside
+// the RX ring (about 60 of 64 KiB; each one's skb counts its truesize),
+// and the send buffer of the socket that sends them.
+const bigQueueBytes = 8 << 20
+
+// openBig opens the socket that sends frames too long for a TX slot.
+func (p *Port) openBig() error {
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
+	if err != nil {
+		return err
+	}
+	p.bigFD = fd
+	if err := p.txOptions(fd); err != nil {
+		return err
+	}
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, bigQueueBytes); err != nil {
+		return fmt.Errorf("SO_SNDBUFFORCE: %w", err)
+	}
+	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: 0, Ifindex: p.ifindex}); err != nil {
+		return fmt.Errorf("bind: %w", err)
+	}
+	return nil
+}
+
+// Offloads implements emulator.OffloadPort.
+func (p *Port) Offloads() bool { return p.offloads }
 
 // Name returns the interface name.
 func (p *Port) Name() string { return p.name }
@@ -241,6 +318,9 @@ func (p *Port) hdr(mem []byte, i int) *unix.Tpacket2Hdr {
 func (p *Port) RecvBatch(bufs [][]byte, lens []int, stamps []int64) (int, error) {
 	if p.closed.Load() {
 		return 0, emulator.ErrPortClosed
+	}
+	if p.offloads {
+		return p.recvOffloads(bufs, lens, stamps)
 	}
 	n := 0
 	var bytes, trunc uint64
@@ -299,6 +379,139 @@ func (p *Port) RecvBatch(bufs [][]byte, lens []int, stamps []int64) (int, error)
 	return n, nil
 }
 
+// recvOffloads is RecvBatch with a virtio_net_hdr before every frame.
+// The kernel writes the header into the slot just before the frame; a
+// frame longer than a slot is whole in the socket's queue (its slot says
+// TP_STATUS_COPY and holds the kernel's stamp and VLAN tag).
+func (p *Port) recvOffloads(bufs [][]byte, lens []int, stamps []int64) (int, error) {
+	n := 0
+	var bytes, trunc uint64
+	for n < len(bufs) {
+		off := p.rxHead * p.frameSize
+		h := p.hdr(p.rxMem, p.rxHead)
+		status := atomic.LoadUint32(&h.Status)
+		if status&unix.TP_STATUS_USER == 0 {
+			break
+		}
+		need := p.needOffloads(h, status)
+		buf := bufs[n]
+		if need > len(buf) && need <= emulator.OffloadSlotSize {
+			break // the caller offers a larger buffer (NextLen)
+		}
+		snap, mac, full := int(h.Snaplen), int(h.Mac), int(h.Len)
+		tagged := status&unix.TP_STATUS_VLAN_VALID != 0
+		got := 0
+		switch {
+		case status&unix.TP_STATUS_COPY != 0:
+			got = p.recvQueued(buf, need, tagged)
+		case full != snap || need > len(buf) || snap < 14 || mac < emulator.VnetHdrLen:
+		default:
+			copy(buf, p.rxMem[off+mac-emulator.VnetHdrLen:off+mac+snap])
+			got = emulator.VnetHdrLen + snap
+		}
+		if got > 0 && tagged {
+			got = p.insertTag(buf, got, h, status)
+		}
+		if got > 0 {
+			// A checksum the kernel verified is in the frame and valid;
+			// sent on as is it is verified again, which is always right.
+			buf[0] &^= emulator.VnetFlagDataValid
+			lens[n] = got
+			stamps[n] = int64(h.Sec)*1e9 + int64(h.Nsec)
+			bytes += uint64(got - emulator.VnetHdrLen)
+			n++
+		} else {
+			trunc++
+		}
+		atomic.StoreUint32(&h.Status, unix.TP_STATUS_KERNEL)
+		p.rxHead++
+		if p.rxHead == p.rxFrames {
+			p.rxHead = 0
+		}
+	}
+	if n > 0 {
+		p.rxFrames64.Add(uint64(n))
+		p.rxBytes.Add(bytes)
+	}
+	if trunc > 0 {
+		p.rxTrunc.Add(trunc)
+	}
+	return n, nil
+}
+
+// needOffloads is the buffer a slot's frame takes with its header and
+// its VLAN tag put back.
+func (p *Port) needOffloads(h *unix.Tpacket2Hdr, status uint32) int {
+	need := emulator.VnetHdrLen + int(h.Len)
+	if status&unix.TP_STATUS_VLAN_VALID != 0 {
+		need += vlanHdrLen
+	}
+	return need
+}
+
+// recvQueued reads the super-frame queued for a TP_STATUS_COPY slot into
+// buf (header and frame), leaving room for a VLAN tag; 0 if it does not
+// fit or is missing.
+func (p *Port) recvQueued(buf []byte, need int, tagged bool) int {
+	room := len(buf)
+	if tagged {
+		room -= vlanHdrLen
+	}
+	var r uintptr
+	var e unix.Errno
+	for {
+		var ptr unsafe.Pointer
+		if room > 0 {
+			ptr = unsafe.Pointer(&buf[0])
+		}
+		r, _, e = unix.RawSyscall6(unix.SYS_RECVFROM, uintptr(p.rxFD), uintptr(ptr), uintptr(max(room, 0)),
+			unix.MSG_DONTWAIT|unix.MSG_TRUNC, 0, 0)
+		if e != unix.EINTR {
+			break
+		}
+	}
+	if e != 0 || int(r) > room || int(r) < emulator.VnetHdrLen+14 || need > len(buf) {
+		return 0
+	}
+	return int(r)
+}
+
+// insertTag puts back the 802.1Q tag the kernel moved into the slot
+// header, after the header and MAC addresses of the frame in buf[:n];
+// a checksum start moves with the bytes behind it.
+func (p *Port) insertTag(buf []byte, n int, h *unix.Tpacket2Hdr, status uint32) int {
+	if n+vlanHdrLen > len(buf) {
+		return 0
+	}
+	const macs = emulator.VnetHdrLen + 12
+	copy(buf[macs+vlanHdrLen:n+vlanHdrLen], buf[macs:n])
+	tpid := uint16(0x8100)
+	if status&unix.TP_STATUS_VLAN_TPID_VALID != 0 {
+		tpid = h.Vlan_tpid
+	}
+	buf[macs], buf[macs+1] = byte(tpid>>8), byte(tpid)
+	buf[macs+2], buf[macs+3] = byte(h.Vlan_tci>>8), byte(h.Vlan_tci)
+	vh := emulator.ParseVnetHdr(buf)
+	if vh.Flags&emulator.VnetFlagNeedsCsum != 0 {
+		vh.CsumStart += vlanHdrLen
+		vh.Put(buf)
+	}
+	return n + vlanHdrLen
+}
+
+// NextLen implements emulator.OffloadPort.
+func (p *Port) NextLen() int {
+	if p.closed.Load() || !p.offloads {
+		return 0
+	}
+	h := p.hdr(p.rxMem, p.rxHead)
+	status := atomic.LoadUint32(&h.Status)
+	if status&unix.TP_STATUS_USER == 0 {
+		return 0
+	}
+	return p.needOffloads(h, status)
+}
+
 // readable reports whether the frame at the RX head is ours.
 func (p *Port) readable() bool {
 	return atomic.LoadUint32(&p.hdr(p.rxMem, p.rxHead).Status)&unix.TP_STATUS_USER != 0
@@ -314,7 +527,12 @@ func (p *Port) SendBatch(frames [][]byte) (int, error) {
 	kicked := false
 	for _, f := range frames {
 		if len(f) > p.frameSize-tpacket2HdrLen {
-			dropped++
+			if p.offloads && p.sendBig(f) {
+				queued++
+				bytes += uint64(len(f) - emulator.VnetHdrLen)
+			} else {
+				dropped++
+			}
 			continue
 		}
 		h := p.hdr(p.txMem, p.txHead)
@@ -347,10 +565,14 @@ func (p *Port) SendBatch(frames [][]byte) (int, error) {
 			p.txHead = 0
 		}
 		queued++
+		p.txPending++
 		bytes += uint64(len(f))
+		if p.offloads {
+			bytes -= emulator.VnetHdrLen
+		}
 	}
 	var err error
-	if queued > 0 {
+	if p.txPending > 0 {
 		err = p.kick()
 	}
 	p.txFrames64.Add(uint64(queued))
@@ -365,6 +587,7 @@ func (p *Port) SendBatch(frames [][]byte) (int, error) {
 // keeps sendto from waiting for the frames' destructors; on a veth they run
 // during the call anyway, so the slots come back at once.
 func (p *Port) kick() error {
+	p.txPending = 0
 	for {
 		// Raw, like ppoll in Wait: on a veth, sendto runs the receiving
 		// side's whole stack inline and can take long enough for the Go
@@ -381,6 +604,25 @@ func (p *Port) kick() error {
 		default:
 			return fmt.Errorf("afpacket: %s: sendto: %w", p.name, e)
 		}
+	}
+}
+
+// sendBig sends one frame too long for a TX slot through its own socket,
+// after the ring frames queued before it.
+func (p *Port) sendBig(f []byte) bool {
+	if len(f) < emulator.VnetHdrLen+14 {
+		return false
+	}
+	if p.txPending > 0 {
+		p.kick()
+	}
+	for {
+		_, _, e := unix.RawSyscall6(unix.SYS_SENDTO, uintptr(p.bigFD), uintptr(unsafe.Pointer(&f[0])), uintptr(len(f)),
+			unix.MSG_DONTWAIT, 0, 0)
+		if e == unix.EINTR {
+			continue
+		}
+		return e == 0
 	}
 }
 
@@ -482,7 +724,7 @@ func (p *Port) Close() error {
 		p.link.Close()
 		p.link = nil
 	}
-	for _, fd := range []*int{&p.rxFD, &p.txFD, &p.evFD} {
+	for _, fd := range []*int{&p.rxFD, &p.txFD, &p.bigFD, &p.evFD} {
 		if *fd >= 0 {
 			errs = append(errs, unix.Close(*fd))
 			*fd = -1

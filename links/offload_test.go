@@ -1,0 +1,274 @@
+package links
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"os"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hymn-net/hymn/emulator"
+	"github.com/hymn-net/hymn/internal/netnsx"
+	"github.com/hymn-net/hymn/internal/testenv"
+)
+
+// offloadNet is a ─ [emulator in helper e] ─ b, each in its own namespace.
+type offloadNet struct {
+	a, b *netnsx.Named
+	link *EmulatedLink
+}
+
+var offloadSeq int
+
+func newOffloadNet(t *testing.T, offloads bool, cfg emulator.Config) *offloadNet {
+	t.Helper()
+	testenv.Root(t)
+	offloadSeq++
+	prefix := fmt.Sprintf("hymntest-off%d-%d", os.Getpid(), offloadSeq)
+	mk := func(s string) *netnsx.Named {
+		n, err := netnsx.CreateNamed(prefix + s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { n.Delete() })
+		return n
+	}
+	o := &offloadNet{a: mk("a"), b: mk("b")}
+	helper, err := CreateHelperNS(prefix + "e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { helper.Delete() })
+	saved := NoOffloads
+	NoOffloads = !offloads
+	defer func() { NoOffloads = saved }()
+	l, err := CreateEmulated(helper,
+		End{NS: o.a, Name: "a0", IP: netip.MustParsePrefix("10.201.0.1/24")},
+		End{NS: o.b, Name: "b0", IP: netip.MustParsePrefix("10.201.0.2/24")},
+		"e1", "e2", emulator.ForwarderConfig{AtoB: cfg, BtoA: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Stop() })
+	o.link = l
+	if l.Offloads != offloads {
+		t.Fatalf("link offloads = %v, want %v", l.Offloads, offloads)
+	}
+	return o
+}
+
+// listen and dial open sockets inside a namespace; they stay there.
+func listen(t *testing.T, ns *netnsx.Named, network, addr string) (ln net.Listener, pc net.PacketConn) {
+	t.Helper()
+	err := netnsx.Do(ns.NsHandle(), func() error {
+		var err error
+		if network == "udp" {
+			pc, err = net.ListenPacket(network, addr)
+		} else {
+			ln, err = net.Listen(network, addr)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ln, pc
+}
+
+func dial(t *testing.T, ns *netnsx.Named, network, addr string) net.Conn {
+	t.Helper()
+	var c net.Conn
+	err := netnsx.Do(ns.NsHandle(), func() error {
+		var err error
+		c, err = net.DialTimeout(network, addr, 5*time.Second)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// tcpRate sends as fast as it can from a to b for d and returns the bytes
+// per second the receiver read.
+func (o *offloadNet) tcpRate(t *testing.T, d time.Duration) float64 {
+	ln, _ := listen(t, o.b, "tcp", "10.201.0.2:0")
+	defer ln.Close()
+	got := make(chan int64, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			got <- 0
+			return
+		}
+		defer c.Close()
+		n, _ := io.Copy(io.Discard, c)
+		got <- n
+	}()
+	c := dial(t, o.a, "tcp", ln.Addr().String())
+	buf := make([]byte, 256<<10)
+	start := time.Now()
+	c.SetWriteDeadline(start.Add(d))
+	for time.Since(start) < d {
+		if _, err := c.Write(buf); err != nil {
+			break
+		}
+	}
+	c.Close()
+	n := <-got
+	return float64(n) / time.Since(start).Seconds()
+}
+
+// TestEmulatedOffloadsTCPRate: TCP through a zero-delay emulated link
+// that carries super-frames must beat the same link with offloads off by
+// a wide margin. Without offloads every 1448-byte segment pays the whole
+// per-packet path (sender stack, AF_PACKET ring, forwarder, ring, receiver
+// stack); with them one frame carries up to 44 segments, so the
+// per-packet part shrinks about 40× and what is left are the three
+// copies of each byte (kernel → RX ring → frame buffer → skb), which
+// cost less than the per-packet work they replace: 3× the offloads-off
+// rate or more on a quiet 2-core machine (issue 16: 3.6 Gbit/s off vs
+// 21 Gbit/s for a plain link). The assertion asks for 2×, leaving the
+// rest for a loaded machine; both variants take turns, 3 runs each, and
+// their medians are compared.
+func TestEmulatedOffloadsTCPRate(t *testing.T) {
+	on := newOffloadNet(t, true, emulator.DefaultConfig())
+	off := newOffloadNet(t, false, emulator.DefaultConfig())
+	var rOn, rOff []float64
+	for range 3 {
+		rOn = append(rOn, on.tcpRate(t, 2*time.Second))
+		rOff = append(rOff, off.tcpRate(t, 2*time.Second))
+	}
+	slices.Sort(rOn)
+	slices.Sort(rOff)
+	mOn, mOff := rOn[1], rOff[1]
+	t.Logf("TCP through a zero-delay emulated link: offloads on %.2f Gbit/s %v, off %.2f Gbit/s %v: %.2f×",
+		mOn*8/1e9, gbits(rOn), mOff*8/1e9, gbits(rOff), mOn/mOff)
+	if mOn < 2*mOff {
+		t.Errorf("offloads on carries %.2f Gbit/s, less than twice the %.2f Gbit/s of offloads off", mOn*8/1e9, mOff*8/1e9)
+	}
+	st := on.link.Fwd.Stats(emulator.AtoB)
+	if st.Emulator.Sent == 0 || st.Emulator.SentBytes/st.Emulator.Sent < 3000 {
+		t.Errorf("offloads on: %d frames, %d bytes: no super-frames went through", st.Emulator.Sent, st.Emulator.SentBytes)
+	}
+}
+
+func gbits(r []float64) []string {
+	var s []string
+	for _, v := range r {
+		s = append(s, fmt.Sprintf("%.2f", v*8/1e9))
+	}
+	return s
+}
+
+// TestEmulatedOffloadsData: with offloads carried, checksums left for the
+// NIC must stay right: a TCP transfer arrives byte for byte, and UDP
+// datagrams of every size (small, MTU-sized and fragmented) arrive whole.
+// A header lost on the way (CHECKSUM_PARTIAL turned into "complete")
+// makes the receiver verify an unfinished checksum and drop everything.
+func TestEmulatedOffloadsData(t *testing.T) {
+	o := newOffloadNet(t, true, emulator.DefaultConfig())
+
+	// TCP: 64 MiB of pseudo-random bytes, hashed on both sides.
+	ln, _ := listen(t, o.b, "tcp", "10.201.0.2:0")
+	defer ln.Close()
+	type result struct {
+		sum [32]byte
+		n   int64
+	}
+	got := make(chan result, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			got <- result{}
+			return
+		}
+		defer c.Close()
+		h := sha256.New()
+		n, _ := io.Copy(h, c)
+		var r result
+		copy(r.sum[:], h.Sum(nil))
+		r.n = n
+		got <- r
+	}()
+	c := dial(t, o.a, "tcp", ln.Addr().String())
+	rng := rand.NewChaCha8([32]byte{16})
+	h := sha256.New()
+	const total = 64 << 20
+	buf := make([]byte, 1<<20)
+	for sent := 0; sent < total; sent += len(buf) {
+		rng.Read(buf)
+		h.Write(buf)
+		if _, err := c.Write(buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Close()
+	select {
+	case r := <-got:
+		if r.n != total || !bytes.Equal(r.sum[:], h.Sum(nil)) {
+			t.Fatalf("TCP: received %d bytes (want %d), hashes equal %v", r.n, total, bytes.Equal(r.sum[:], h.Sum(nil)))
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("TCP transfer did not finish in 60 s")
+	}
+
+	// UDP: datagrams of many sizes, each filled from its sequence number.
+	_, pc := listen(t, o.b, "udp", "10.201.0.2:0")
+	defer pc.Close()
+	u := dial(t, o.a, "udp", pc.LocalAddr().String())
+	defer u.Close()
+	sizes := []int{1, 18, 100, 1000, 1472, 1473, 3000, 8000, 20000, 65507}
+	const rounds = 20
+	var wg sync.WaitGroup
+	wg.Add(1)
+	okCount, bad := 0, 0
+	go func() {
+		defer wg.Done()
+		rb := make([]byte, 70000)
+		for {
+			pc.SetReadDeadline(time.Now().Add(2 * time.Second))
+			n, _, err := pc.ReadFrom(rb)
+			if err != nil {
+				return
+			}
+			if n < 4 || !bytes.Equal(rb[:n], udpPayload(binary.BigEndian.Uint32(rb), n)) {
+				bad++
+				continue
+			}
+			okCount++
+		}
+	}()
+	seq := uint32(0)
+	for range rounds {
+		for _, sz := range sizes {
+			if _, err := u.Write(udpPayload(seq, max(sz, 4))); err != nil {
+				t.Fatal(err)
+			}
+			seq++
+			time.Sleep(200 * time.Microsecond) // no receive-buffer overflow
+		}
+	}
+	wg.Wait()
+	if bad > 0 || okCount < int(seq)*9/10 {
+		t.Fatalf("UDP: %d of %d datagrams intact, %d corrupt", okCount, seq, bad)
+	}
+	t.Logf("UDP: %d of %d datagrams intact", okCount, seq)
+}
+
+func udpPayload(seq uint32, n int) []byte {
+	b := make([]byte, n)
+	binary.BigEndian.PutUint32(b, seq)
+	for i := 4; i < n; i++ {
+		b[i] = byte(seq*31 + uint32(i)*7)
+	}
+	return b
+}
