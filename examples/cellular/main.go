@@ -197,8 +197,10 @@ func main() {
 	fmt.Printf("iperf3 TCP h1 -> h2: %s over %v\n", res.Iperf.ServerText, *dur)
 	var rows [][]float64
 	var mx, my, cx, cy []float64
-	for i := 1; i < len(res.Samples); i++ {
-		a, b := res.Samples[i-1], res.Samples[i]
+	// Over two sampling intervals: one interval's rate is noisy when the
+	// sampler itself runs late on a loaded machine.
+	for i := 2; i < len(res.Samples); i++ {
+		a, b := res.Samples[i-2], res.Samples[i]
 		mbps := float64(b.Bytes-a.Bytes) * 8 / (b.At - a.At).Seconds() / 1e6
 		mid := (a.At + b.At) / 2
 		rows = append(rows, []float64{mid.Seconds(), mbps, float64(CapacityAt(mid))})

@@ -1,7 +1,9 @@
 // Command satellite replays a satellite-like path: h1 and h2 joined by a
 // link whose one-way delay (both directions) steps between 20 ms and 40 ms
-// every 15 s, as satellite.yaml says. It pings h2 from h1 and writes the
-// RTTs next to what the schedule predicts.
+// every 15 s, as satellite.yaml says. It sends UDP echoes from h1 to h2
+// (twin.UDPEcho: exact send times, kernel receive stamps; ping's printed
+// times lag on a loaded machine) and writes the RTTs next to what the
+// schedule predicts.
 //
 //	go run ./examples/satellite                       # 60 s, the real schedule
 //	go run ./examples/satellite -scale 0.0667 -svg sat.svg -csv sat.csv
@@ -99,7 +101,7 @@ func Run(ctx context.Context, scale float64, count int, interval time.Duration, 
 	if _, err := twin.PingSeries(ctx, n, "h1", "h2", 1, interval, ls.Start); err != nil {
 		return Result{}, err
 	}
-	echoes, err := twin.PingSeries(ctx, n, "h1", "h2", count, interval, ls.Start)
+	echoes, err := twin.UDPEcho(ctx, n, "h1", "h2", count, interval, ls.Start)
 	if err != nil {
 		return Result{}, err
 	}
@@ -108,11 +110,12 @@ func Run(ctx context.Context, scale float64, count int, interval time.Duration, 
 	return Result{Schedule: s, Echoes: echoes, Sent: count, Late: late, Applied: ls.Forward.Applied}, nil
 }
 
-// Expected is the RTT the schedule predicts for an echo sent at s: the
-// delay out at s, back at s plus that delay.
-func Expected(sch *emulator.Schedule, s time.Duration) time.Duration {
+// Expected is the RTT the schedule predicts for an echo sent at s and
+// answered hold after it arrived: the delay out at s, back at s plus that
+// delay plus hold.
+func Expected(sch *emulator.Schedule, s, hold time.Duration) time.Duration {
 	out := DelayAt(sch, 20*time.Millisecond, s)
-	return out + DelayAt(sch, 20*time.Millisecond, s+out)
+	return out + DelayAt(sch, 20*time.Millisecond, s+out+hold)
 }
 
 func main() {
@@ -133,14 +136,14 @@ func main() {
 	var rows [][]float64
 	var ex, ey, px, py []float64
 	for _, e := range res.Echoes {
-		want := Expected(res.Schedule, e.Sent)
+		want := Expected(res.Schedule, e.Sent, e.Hold)
 		rows = append(rows, []float64{e.Sent.Seconds(), ms(e.RTT), ms(want)})
 		ex, ey = append(ex, e.Sent.Seconds()), append(ey, ms(e.RTT))
 	}
 	if len(res.Echoes) > 0 {
 		end := res.Echoes[len(res.Echoes)-1].Sent
 		for t := time.Duration(0); t <= end; t += time.Millisecond {
-			px, py = append(px, t.Seconds()), append(py, ms(Expected(res.Schedule, t)))
+			px, py = append(px, t.Seconds()), append(py, ms(Expected(res.Schedule, t, 0)))
 		}
 	}
 	fmt.Printf("%d of %d echoes, schedule points applied %d, at most %v late\n", len(res.Echoes), res.Sent, res.Applied, res.Late)
@@ -152,11 +155,11 @@ func main() {
 	}
 	if *svgPath != "" {
 		p := twin.Plot{
-			Title:  fmt.Sprintf("Satellite-like path: one-way delay 20 ↔ 40 ms every %v", res.Schedule.Points[1].At),
+			Title:  fmt.Sprintf("Satellite-like path: one-way delay 20 ↔ 40 ms every %v", res.Schedule.Points[1].At.Round(time.Millisecond)),
 			XLabel: "time since network start (s)", YLabel: "RTT (ms)",
 			Series: []twin.Series{
 				{Name: "predicted by the schedule", X: px, Y: py},
-				{Name: "ping RTT", X: ex, Y: ey, Dots: true},
+				{Name: "UDP echo RTT", X: ex, Y: ey, Dots: true},
 			},
 		}
 		if err := p.WriteSVG(*svgPath); err != nil {
