@@ -142,14 +142,23 @@ func New(t *topo.Topo, opts Options) (*Network, error) {
 	}
 	// Backends and VM parameters are checked here, before anything exists.
 	var errs []error
+	var vms, vmMiB int64
 	for _, p := range plan.Nodes {
 		backend, err := n.backendOf(p)
 		if err == nil && backend == BackendVM {
-			_, err = n.vmConfig(p, owner.NamespaceName(n.run, p.Name))
+			var cfg vm.Config
+			cfg, err = n.vmConfig(p, owner.NamespaceName(n.run, p.Name))
+			if err == nil {
+				mib, _ := vm.MemoryMiB(cfg.Memory) // valid: vmConfig checked it
+				vms, vmMiB = vms+1, vmMiB+mib
+			}
 		}
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if err := (topo.Limits{MaxNodes: opts.MaxNodes}).CheckMemory(fmt.Sprintf("topology: %d VM nodes", vms), uint64(vmMiB)<<20); vms > 0 && err != nil {
 		return nil, err
 	}
 	// Schedule and trace files are read and checked now (schedule.go).

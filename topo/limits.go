@@ -169,6 +169,24 @@ func (l Limits) CheckSize(what string, nodes, links uint64) error {
 	return nil
 }
 
+// CheckMemory refuses to start what needs more memory (bytes; VMs say how
+// much they take) than the machine has available. MaxNodes < 0 (--max-nodes
+// -1) skips the check, as it lifts the node limit.
+func (l Limits) CheckMemory(what string, bytes uint64) error {
+	if l.MaxNodes < 0 {
+		return nil
+	}
+	avail, err := memAvailable()
+	if err != nil || avail <= 0 {
+		return nil
+	}
+	if bytes > uint64(avail) {
+		return limitErr("%s%d MiB of memory is more than the %d MiB available (give the VMs less memory=, or set --max-nodes -1 to skip this check)",
+			prefix(what), bytes>>20, avail>>20)
+	}
+	return nil
+}
+
 func prefix(what string) string {
 	if what == "" {
 		return ""

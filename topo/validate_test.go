@@ -449,3 +449,33 @@ func TestAddressesChecked(t *testing.T) {
 		t.Errorf("Resolve broadcast MAC: %v", err)
 	}
 }
+
+func TestCheckMemory(t *testing.T) {
+	if _, err := memAvailable(); err != nil {
+		t.Skip("no /proc/meminfo")
+	}
+	cases := []struct {
+		name  string
+		lim   Limits
+		bytes uint64
+		want  string
+	}{
+		{"fits", Limits{}, 1 << 20, ""},
+		{"too much", Limits{}, math.MaxUint64, "topology: 3 VMs: 17592186044415 MiB of memory is more than the"},
+		{"check skipped", Limits{MaxNodes: -1}, math.MaxUint64, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := c.lim.CheckMemory("topology: 3 VMs", c.bytes)
+			if c.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "memory=") {
+				t.Fatalf("error %v; want %q", err, c.want)
+			}
+		})
+	}
+}

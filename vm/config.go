@@ -227,6 +227,10 @@ func parseCPUList(s string) ([]int, error) {
 	return out, nil
 }
 
+// MemoryMiB returns a memory= size in MiB ("" is DefaultMemory), as
+// Validate checks it.
+func MemoryMiB(s string) (int64, error) { return parseMemory(s) }
+
 // parseMemory checks a QEMU -m size and returns it in MiB. QEMU reads a
 // bare number as MiB and accepts the suffixes K, M, G, T.
 func parseMemory(s string) (int64, error) {
