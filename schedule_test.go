@@ -111,29 +111,39 @@ func TestSchedulePingStep(t *testing.T) {
 	// seen once under load).
 	const slack = 5 * time.Millisecond
 	const early = time.Millisecond
+	// The machine can only add delay, so the strict checks are from below:
+	// no echo faster than its delays allow (20 ms, and 60 ms for one sent
+	// after 2 s, when both directions have changed). From above, an echo
+	// held up by the machine says nothing about the schedule; they are
+	// counted (at most 10 %) and left out of the transition, which must
+	// lie within one ping interval of 2 s. That the change was not early
+	// is what the applied times below show.
 	lastOld, firstNew := time.Duration(-1), time.Duration(-1)
+	held := 0
 	for i, r := range replies {
 		if r.seq != i+1 {
 			t.Fatalf("echo %d came back as the %d-th: reordered", r.seq, i+1)
 		}
 		switch {
-		case r.rtt < 20*time.Millisecond-early || r.rtt > 60*time.Millisecond+slack:
-			t.Errorf("echo %d sent at %v: RTT %v outside 20..60 ms", r.seq, r.sent, r.rtt)
-		case r.rtt < 20*time.Millisecond+slack:
+		case r.rtt < 20*time.Millisecond-early:
+			t.Errorf("echo %d sent at %v: RTT %v, below 20 ms", r.seq, r.sent, r.rtt)
+		case r.sent >= 2*time.Second && r.rtt < 60*time.Millisecond-early:
+			t.Errorf("echo %d sent at %v (after 2 s) took %v, below 60 ms", r.seq, r.sent, r.rtt)
+		case r.rtt <= 20*time.Millisecond+slack:
 			lastOld = r.sent
-			if r.sent > 2*time.Second {
-				t.Errorf("echo %d sent at %v (after 2 s) still took %v", r.seq, r.sent, r.rtt)
-			}
-		case r.rtt >= 60*time.Millisecond:
+		case r.rtt >= 60*time.Millisecond-early && r.rtt <= 60*time.Millisecond+slack:
 			if firstNew < 0 {
 				firstNew = r.sent
 			}
-			if r.sent < 2*time.Second-10*time.Millisecond-time.Millisecond {
-				t.Errorf("echo %d sent at %v (before 2 s) took %v", r.seq, r.sent, r.rtt)
-			}
+		case r.sent < 2*time.Second-10*time.Millisecond || r.rtt > 60*time.Millisecond+slack:
+			held++
+			t.Logf("echo %d sent at %v: RTT %v (held up by the machine)", r.seq, r.sent, r.rtt)
 		}
 	}
-	t.Logf("last 20 ms echo sent at %v, first 60 ms echo sent at %v", lastOld, firstNew)
+	t.Logf("last 20 ms echo sent at %v, first 60 ms echo sent at %v, %d held up", lastOld, firstNew, held)
+	if held > len(replies)/10 {
+		t.Errorf("%d of %d echoes held up by more than %v", held, len(replies), slack)
+	}
 	if lastOld < 2*time.Second-interval || firstNew < 0 || firstNew > 2*time.Second+interval {
 		t.Errorf("the RTT changed between echoes sent at %v and %v, not within %v of 2s", lastOld, firstNew, interval)
 	}
@@ -204,9 +214,11 @@ func TestTraceIperf(t *testing.T) {
 	testenv.Root(t)
 	testenv.Tools(t, "iperf3")
 	constant, _ := writeTraces(t)
-	// 300 packets (300 ms at 1 packet/ms) absorb the stalls of iperf3's
-	// UDP sender on a loaded machine, which catches up in bursts.
-	n := pairNet(t, topo.Params{"a>b.trace": constant, "limit": "300"})
+	// TCP gets a 50-packet buffer (50 ms at 1 packet/ms: a bloated
+	// buffer slows its recovery from drops); UDP 1000 packets (1 s), to
+	// absorb the stalls of iperf3's sender on a loaded machine, which
+	// catches up in bursts.
+	n := pairNet(t, topo.Params{"a>b.trace": constant, "limit": "50"})
 	ctx := context.Background()
 	res, err := n.Iperf(ctx, "h1", "h2", 10*time.Second)
 	if err != nil {
@@ -218,6 +230,7 @@ func TestTraceIperf(t *testing.T) {
 	if math.Abs(tcp-want)/want > 0.03 {
 		t.Errorf("TCP %.3f Mbit/s, want %.3f ± 3%%", tcp/1e6, want/1e6)
 	}
+	n = pairNet(t, topo.Params{"a>b.trace": constant, "limit": "1000"})
 	res, err = n.IperfUDP(ctx, "15M", "h1", "h2", 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
