@@ -89,6 +89,7 @@ func TestBadInputEndToEnd(t *testing.T) {
 		{"sriov vfs", []string{"--links", "sriov,vfs=1000000", "--test", "build"}, "vfs=1000000: at most 256 VFs per PF"},
 		{"link tc delay", []string{"--link", "tc,delay=abc", "--test", "build"}, "--link tc,delay=abc"},
 		{"vm memory", []string{"run", "bigvm.yaml", "--test", "build"}, "topology: 1 VM nodes: 1048576 MiB of memory is more than the"},
+		{"pre script device", []string{"--pre", "/dev/zero", "--test", "build"}, "--pre /dev/zero: not a regular file"},
 		{"broadcast mac", []string{"run", "mac.yaml", "--test", "build"}, "mac.yaml:2:21: nodes[0].mac"},
 		{"too many links", []string{"run", "links.yaml", "--max-nodes", "10", "--test", "build"}, "links.yaml:3:3: links: 41 links exceeds the limit of 40"},
 		{"directory", []string{"run", "."}, "is a directory"},

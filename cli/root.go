@@ -281,11 +281,20 @@ func runMN(ctx context.Context, f *mnFlags, stdin *os.File, stdout, stderr io.Wr
 			}
 		}
 	}
-	for _, script := range []string{f.pre, f.post} {
-		if script != "" {
-			if _, err := os.Stat(script); err != nil {
-				return fmt.Errorf("%w: script %s: %v", ErrUsage, script, err)
-			}
+	for flag, script := range map[string]string{"--pre": f.pre, "--post": f.post} {
+		if script == "" {
+			continue
+		}
+		st, err := os.Stat(script)
+		if err != nil {
+			return fmt.Errorf("%w: %s %s: %v", ErrUsage, flag, script, errors.Unwrap(err))
+		}
+		// A device (/dev/zero) or a huge file would never finish reading.
+		if !st.Mode().IsRegular() {
+			return fmt.Errorf("%w: %s %s: not a regular file", ErrUsage, flag, script)
+		}
+		if st.Size() > lim.MaxFileSize {
+			return fmt.Errorf("%w: %s %s: larger than the limit of %d bytes (set --max-file-size to raise it)", ErrUsage, flag, script, lim.MaxFileSize)
 		}
 	}
 	if f.nat != "" {
