@@ -409,8 +409,17 @@ func RestoreState(path string, conf Configurator) error {
 		if conf == nil {
 			conf = NetlinkConfigurator{}
 		}
+		// A PF that no longer exists (unplugged, a driver reload, a test's
+		// stand-in gone) has no VFs left to restore: skipping it keeps
+		// hymn clean from failing on the record forever.
+		restore := func(pf string, vf int, orig VFState) error {
+			if err := conf.SetVF(pf, vf, orig); err != nil && !errors.Is(err, ErrUnknownPF) {
+				return wrapVF(pf, vf, err)
+			}
+			return nil
+		}
 		for _, p := range st.Pairs {
-			errs = append(errs, restorePair(conf, p))
+			errs = append(errs, restore(p.Cable.A, p.A.Index, p.OrigA), restore(p.Cable.B, p.B.Index, p.OrigB))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {

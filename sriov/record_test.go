@@ -85,12 +85,41 @@ func TestFailedVFChangeIsForgotten(t *testing.T) {
 
 type failingConf struct {
 	*MemConfigurator
-	failPF string
+	failPF  string
+	unknown bool // fail every change as if the PF were gone
 }
 
 func (c *failingConf) SetVF(pf string, vf int, st VFState) error {
+	if pf == c.failPF && c.unknown {
+		return fmt.Errorf("%w: %s", ErrUnknownPF, pf)
+	}
 	if pf == c.failPF && st.VLAN != 0 {
 		return fmt.Errorf("injected failure")
 	}
 	return c.MemConfigurator.SetVF(pf, vf, st)
+}
+
+// A crashed run's state whose PF is gone restores what is left and is
+// removed, instead of failing every hymn clean from then on.
+func TestRestoreStateSkipsVanishedPFs(t *testing.T) {
+	sys := fakeSys(t, 2)
+	statePath := filepath.Join(t.TempDir(), "state.json")
+	conf := NewMemConfigurator()
+	a, err := NewAllocator(AllocatorConfig{Inventory: loopInventory(""), SysFS: sys, Conf: conf, StatePath: statePath, Run: "0123456789abcdef"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Allocate("l"); err != nil {
+		t.Fatal(err)
+	}
+	gone := &failingConf{MemConfigurator: conf, failPF: "enp100s0f0", unknown: true}
+	if err := RestoreState(statePath, gone); err != nil {
+		t.Fatalf("RestoreState with a vanished PF: %v", err)
+	}
+	if st, _ := conf.GetVF("enp33s0f0", 0); st.VLAN != 0 {
+		t.Errorf("the remaining PF's VF still on VLAN %d", st.VLAN)
+	}
+	if _, err := ReadState(statePath); err == nil {
+		t.Error("state file kept")
+	}
 }
