@@ -92,7 +92,7 @@ func TestBadInputEndToEnd(t *testing.T) {
 		{"pre script device", []string{"--pre", "/dev/zero", "--test", "build"}, "--pre /dev/zero: not a regular file"},
 		{"broadcast mac", []string{"run", "mac.yaml", "--test", "build"}, "mac.yaml:2:21: nodes[0].mac"},
 		{"too many links", []string{"run", "links.yaml", "--max-nodes", "10", "--test", "build"}, "links.yaml:3:3: links: 41 links exceeds the limit of 40"},
-		{"directory", []string{"run", "."}, "is a directory"},
+		{"directory", []string{"run", "."}, "read .: is a directory"},
 		{"twait NaN", []string{"--twait", "NaN", "--test", "build"}, "--twait NaN"},
 		{"topo not a number", []string{"--topo", "linear," + strings.Repeat("9", 5000), "--test", "build"}, "must be an integer"},
 	}

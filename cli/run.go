@@ -74,7 +74,10 @@ func loadTopology(ctx context.Context, f *mnFlags, lim topo.Limits, lg *mnlog.Lo
 		lg.Warningf("*** Warning: %s\n", w)
 	}
 	if err != nil {
-		if errors.Is(err, topo.ErrBadFile) || errors.Is(err, topo.ErrBadSpec) || errors.Is(err, topo.ErrTooLarge) {
+		// A file the user named that cannot be read (a directory, no
+		// permission) is bad input too.
+		_, unreadable := errors.AsType[*os.PathError](err)
+		if unreadable || errors.Is(err, topo.ErrBadFile) || errors.Is(err, topo.ErrBadSpec) || errors.Is(err, topo.ErrTooLarge) {
 			return nil, opts, fmt.Errorf("%w: %v", ErrUsage, err)
 		}
 		return nil, opts, err

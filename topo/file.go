@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -97,12 +96,7 @@ func LoadFileWith(path string, lim Limits) (*Topo, FileOptions, error) {
 		if errors.Is(err, ErrTooLarge) {
 			return nil, FileOptions{}, err
 		}
-		// The user named this file: not being able to read it is bad
-		// input (exit 2), said in one line.
-		if pe, ok := errors.AsType[*os.PathError](err); ok {
-			err = pe.Err
-		}
-		return nil, FileOptions{}, &FileError{File: path, Err: fmt.Errorf("reading topology file: %w", err)}
+		return nil, FileOptions{}, fmt.Errorf("reading topology file: %w", err)
 	}
 	return loadWith(path, data, lim)
 }

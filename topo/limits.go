@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -215,7 +216,7 @@ func readLimited(path string, max int64) ([]byte, error) {
 		return nil, err
 	}
 	if st.IsDir() {
-		return nil, errors.New("is a directory, not a file")
+		return nil, &os.PathError{Op: "read", Path: path, Err: syscall.EISDIR}
 	}
 	if st.Mode().IsRegular() && st.Size() > max {
 		return nil, limitErr("%s is larger than the limit of %s (set --max-file-size to raise it)", path, sizeString(max))

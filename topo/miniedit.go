@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"os"
 	"strconv"
 	"strings"
 
@@ -25,12 +24,7 @@ func LoadMiniEditWith(path string, lim Limits) (*Topo, FileOptions, error) {
 		if errors.Is(err, ErrTooLarge) {
 			return nil, FileOptions{}, err
 		}
-		// The user named this file: not being able to read it is bad
-		// input (exit 2), said in one line.
-		if pe, ok := errors.AsType[*os.PathError](err); ok {
-			err = pe.Err
-		}
-		return nil, FileOptions{}, &FileError{File: path, Err: fmt.Errorf("reading MiniEdit file: %w", err)}
+		return nil, FileOptions{}, fmt.Errorf("reading MiniEdit file: %w", err)
 	}
 	return loadMiniEdit(path, data, lim)
 }
