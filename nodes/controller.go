@@ -55,8 +55,15 @@ type ControllerConfig struct {
 	// ovs-testcontroller documents as its default (Debian's build would
 	// otherwise negotiate 1.5 with Open vSwitch).
 	Protocols string
-	Logf      func(format string, args ...any) // commands and steps (-v debug); nil for none
-	Warnf func(format string, args ...any) // warnings; nil for none
+	// Switches is how many switches will connect. ovs-testcontroller
+	// serves at most 16 (its MAX_SWITCHES; the 17th connection is
+	// refused, which is why Mininet's linear,20 with ovsc hangs), so a
+	// controller hymn runs for more switches is several processes behind
+	// one relay: a learning switch's state is per switch, so splitting the
+	// switches among them changes nothing they do.
+	Switches int
+	Logf     func(format string, args ...any) // commands and steps (-v debug); nil for none
+	Warnf    func(format string, args ...any) // warnings; nil for none
 }
 
 // Controller is a running OpenFlow controller node (or a remote one hymn
@@ -66,7 +73,14 @@ type Controller struct {
 	class string
 	d     *daemon
 	relay *relay
+	// extra are the further processes of a controller serving more
+	// switches than one process accepts, at extraAddrs.
+	extra      []*daemon
+	extraAddrs []string
 }
+
+// maxSwitchesPerProcess is ovs-testcontroller's MAX_SWITCHES.
+const maxSwitchesPerProcess = 16
 
 // ResolveControllerKind maps default to what Mininet's findController would
 // pick: the reference controller if installed, else ovs-testcontroller.
@@ -136,12 +150,29 @@ func StartController(ctx context.Context, cfg ControllerConfig) (_ *Controller, 
 		if err := c.pickPort(); err != nil {
 			return nil, err
 		}
-		if err := c.startProcess(command); err != nil {
+		d, err := c.startProcess(command, c.cfg.Port, "")
+		if err != nil {
 			return nil, err
+		}
+		c.d = d
+		for k := 1; cfg.Relay != "" && k*maxSwitchesPerProcess < cfg.Switches; k++ {
+			port, err := freePort(c.cfg.IP, c.cfg.Port+k)
+			if err != nil {
+				return nil, fmt.Errorf("controller %s: %w", cfg.Name, err)
+			}
+			d, err := c.startProcess(command, port, fmt.Sprintf("-%d", k))
+			if err != nil {
+				return nil, err
+			}
+			c.extra = append(c.extra, d)
+			c.extraAddrs = append(c.extraAddrs, net.JoinHostPort(c.cfg.IP, strconv.Itoa(port)))
+		}
+		if len(c.extra) > 0 {
+			cfg.Logf("*** %s: %d switches: %d %s processes (each takes at most %d)\n", cfg.Name, cfg.Switches, 1+len(c.extra), command, maxSwitchesPerProcess)
 		}
 	}
 	if cfg.Relay != "" {
-		if c.relay, err = newRelay(cfg.Name, cfg.Relay, c.Addr(), cfg.Logf); err != nil {
+		if c.relay, err = newRelay(cfg.Name, cfg.Relay, append([]string{c.Addr()}, c.extraAddrs...), cfg.Logf); err != nil {
 			return nil, fmt.Errorf("controller %s: %w", cfg.Name, err)
 		}
 		cfg.Logf("*** %s: relaying %s to tcp:%s\n", cfg.Name, cfg.Relay, c.Addr())
@@ -158,25 +189,41 @@ func (c *Controller) pickPort() error {
 		}
 		return nil
 	}
-	for p := DefaultControllerPort; p < DefaultControllerPort+200; p++ {
-		l, err := net.Listen("tcp", net.JoinHostPort(c.cfg.IP, strconv.Itoa(p)))
+	p, err := freePort(c.cfg.IP, DefaultControllerPort)
+	if err != nil {
+		return fmt.Errorf("controller %s: %w", c.cfg.Name, err)
+	}
+	if p != DefaultControllerPort {
+		c.cfg.Warnf("*** %s: port %d is in use; listening on %d\n", c.cfg.Name, DefaultControllerPort, p)
+	}
+	c.cfg.Port = p
+	return nil
+}
+
+// freePort returns the first port from `from` that nothing listens on.
+func freePort(ip string, from int) (int, error) {
+	for p := from; p < from+200 && p < 65536; p++ {
+		l, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(p)))
 		if err != nil {
 			continue
 		}
 		l.Close()
-		if p != DefaultControllerPort {
-			c.cfg.Warnf("*** %s: port %d is in use; listening on %d\n", c.cfg.Name, DefaultControllerPort, p)
-		}
-		c.cfg.Port = p
-		return nil
+		return p, nil
 	}
-	return fmt.Errorf("controller %s: no free port in %d-%d", c.cfg.Name, DefaultControllerPort, DefaultControllerPort+199)
+	return 0, fmt.Errorf("no free port in %d-%d", from, from+199)
 }
 
-func (c *Controller) startProcess(command string) error {
-	args := []string{"ptcp:" + strconv.Itoa(c.cfg.Port) + ":" + c.cfg.IP}
+// startProcess starts one controller process listening on port; suffix
+// tells its record and log from the controller's first process.
+func (c *Controller) startProcess(command string, port int, suffix string) (*daemon, error) {
+	addr := net.JoinHostPort(c.cfg.IP, strconv.Itoa(port))
+	record := c.cfg.Record
+	if record != "" {
+		record += suffix
+	}
+	args := []string{"ptcp:" + strconv.Itoa(port) + ":" + c.cfg.IP}
 	if err := os.MkdirAll(ControllerRunDir, 0o700); err != nil {
-		return err
+		return nil, err
 	}
 	if command == "ovs-testcontroller" {
 		protocols := c.cfg.Protocols
@@ -185,45 +232,47 @@ func (c *Controller) startProcess(command string) error {
 		}
 		args = append(args, "--protocols="+protocols)
 	}
-	if command == "ovs-testcontroller" && c.cfg.Record != "" {
+	if command == "ovs-testcontroller" && record != "" {
 		// Its control socket would go to /var/run/openvswitch, which
 		// exists only while the system's Open vSwitch runs.
-		args = append(args, "--unixctl="+filepath.Join(ControllerRunDir, c.cfg.Record+".ctl"))
+		args = append(args, "--unixctl="+filepath.Join(ControllerRunDir, record+".ctl"))
 	}
 	cmd := exec.Command(command, args...)
 	cmd.Env = append(os.Environ(), "OVS_RUNDIR="+ControllerRunDir)
-	if c.cfg.Record != "" {
-		log, err := os.OpenFile(filepath.Join(ControllerRunDir, c.cfg.Record+".log"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if record != "" {
+		log, err := os.OpenFile(filepath.Join(ControllerRunDir, record+".log"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		defer log.Close()
 		cmd.Stdout, cmd.Stderr = log, log
 	}
 	d, err := startDaemon(-1, cmd)
 	if err != nil {
-		return fmt.Errorf("controller %s: starting %s: %w", c.cfg.Name, command, err)
+		return nil, fmt.Errorf("controller %s: starting %s: %w", c.cfg.Name, command, err)
 	}
-	c.d = d
 	c.cfg.Logf("*** %s: %s started: pid %d\n", c.cfg.Name, strings.Join(cmd.Args, " "), cmd.Process.Pid)
-	if c.cfg.Record != "" {
+	if record != "" {
 		rec := fmt.Sprintf("%d %d\n", cmd.Process.Pid, startTime(cmd.Process.Pid))
-		if err := os.WriteFile(filepath.Join(ControllerRunDir, c.cfg.Record+".pid"), []byte(rec), 0o600); err != nil {
-			return err
+		if err := os.WriteFile(filepath.Join(ControllerRunDir, record+".pid"), []byte(rec), 0o600); err != nil {
+			d.stop()
+			return nil, err
 		}
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for !listening(c.Addr()) {
+	for !listening(addr) {
 		if d.exited() {
-			return fmt.Errorf("controller %s: %s exited at once (its log: %s)", c.cfg.Name, command, filepath.Join(ControllerRunDir, c.cfg.Record+".log"))
+			d.stop()
+			return nil, fmt.Errorf("controller %s: %s exited at once (its log: %s)", c.cfg.Name, command, filepath.Join(ControllerRunDir, record+".log"))
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("controller %s: %s does not listen on %s", c.cfg.Name, command, c.Addr())
+			d.stop()
+			return nil, fmt.Errorf("controller %s: %s does not listen on %s", c.cfg.Name, command, addr)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	c.cfg.Logf("*** %s: listening on %s\n", c.cfg.Name, c.Addr())
-	return nil
+	c.cfg.Logf("*** %s: listening on %s\n", c.cfg.Name, addr)
+	return d, nil
 }
 
 // Name returns the controller's name.
@@ -268,22 +317,31 @@ func (c *Controller) String() string {
 	return fmt.Sprintf("<%s %s: %s:%d pid=%d> ", c.class, c.cfg.Name, c.cfg.IP, c.cfg.Port, c.Pid())
 }
 
-// Stop stops the relay and the controller process and removes its record.
+// Stop stops the relay and the controller processes and removes their
+// records.
 func (c *Controller) Stop() error {
 	if c.relay != nil {
 		c.relay.close()
 		c.relay = nil
 	}
-	if c.d != nil {
-		c.cfg.Logf("*** %s: stopping pid %d\n", c.cfg.Name, c.d.cmd.Process.Pid)
-		c.d.stop()
-		c.d = nil
+	records := []string{c.cfg.Record}
+	for k := range c.extra {
+		records = append(records, fmt.Sprintf("%s-%d", c.cfg.Record, k+1))
 	}
+	for _, d := range append([]*daemon{c.d}, c.extra...) {
+		if d != nil {
+			c.cfg.Logf("*** %s: stopping pid %d\n", c.cfg.Name, d.cmd.Process.Pid)
+			d.stop()
+		}
+	}
+	c.d, c.extra = nil, nil
 	if c.cfg.Record != "" {
-		c.cfg.Logf("*** %s: rm %s.{pid,log,ctl}\n", c.cfg.Name, filepath.Join(ControllerRunDir, c.cfg.Record))
-		os.Remove(filepath.Join(ControllerRunDir, c.cfg.Record+".pid"))
-		os.Remove(filepath.Join(ControllerRunDir, c.cfg.Record+".log"))
-		os.Remove(filepath.Join(ControllerRunDir, c.cfg.Record+".ctl"))
+		for _, r := range records {
+			c.cfg.Logf("*** %s: rm %s.{pid,log,ctl}\n", c.cfg.Name, filepath.Join(ControllerRunDir, r))
+			for _, ext := range []string{".pid", ".log", ".ctl"} {
+				os.Remove(filepath.Join(ControllerRunDir, r+ext))
+			}
+		}
 		os.Remove(ControllerRunDir) // only if empty
 	}
 	return nil
@@ -346,27 +404,28 @@ func listening(addr string) bool {
 // namespace has no route to the root namespace's loopback, and this way
 // the OpenFlow traffic is on the root namespace's lo, where Mininet's is.
 type relay struct {
-	ln     net.Listener
-	name   string
-	target string
-	logf   func(string, ...any)
-	mu     sync.Mutex
-	conns  map[net.Conn]bool
-	closed bool
-	wg     sync.WaitGroup
+	ln      net.Listener
+	name    string
+	targets []string // the controller's processes; each switch goes to the least busy
+	load    []int    // open connections per target (under mu)
+	logf    func(string, ...any)
+	mu      sync.Mutex
+	conns   map[net.Conn]bool
+	closed  bool
+	wg      sync.WaitGroup
 	// answered counts the open switch connections whose handshake is
 	// done: the switch has sent its OFPT_FEATURES_REPLY, so the
 	// controller knows it before any packet-in (TCP keeps the order).
 	answered atomic.Int64
 }
 
-func newRelay(name, path, target string, logf func(string, ...any)) (*relay, error) {
+func newRelay(name, path string, targets []string, logf func(string, ...any)) (*relay, error) {
 	os.Remove(path)
 	ln, err := net.Listen("unix", path)
 	if err != nil {
 		return nil, fmt.Errorf("relay socket: %w", err)
 	}
-	r := &relay{ln: ln, name: name, target: target, logf: logf, conns: map[net.Conn]bool{}}
+	r := &relay{ln: ln, name: name, targets: targets, load: make([]int, len(targets)), logf: logf, conns: map[net.Conn]bool{}}
 	r.wg.Add(1)
 	go r.serve()
 	return r, nil
@@ -402,12 +461,23 @@ func (r *relay) serve() {
 				return
 			}
 			defer r.track(in, false)
-			out, err := net.DialTimeout("tcp", r.target, 2*time.Second)
+			r.mu.Lock()
+			k := 0
+			for j := range r.load {
+				if r.load[j] < r.load[k] {
+					k = j
+				}
+			}
+			r.load[k]++
+			r.mu.Unlock()
+			defer func() { r.mu.Lock(); r.load[k]--; r.mu.Unlock() }()
+			target := r.targets[k]
+			out, err := net.DialTimeout("tcp", target, 2*time.Second)
 			if err != nil {
-				r.logf("*** %s: connecting a switch to tcp:%s: %v\n", r.name, r.target, err)
+				r.logf("*** %s: connecting a switch to tcp:%s: %v\n", r.name, target, err)
 				return // the switch retries, as it would against a controller that is down
 			}
-			r.logf("*** %s: switch connected (tcp %s -> %s)\n", r.name, out.LocalAddr(), r.target)
+			r.logf("*** %s: switch connected (tcp %s -> %s)\n", r.name, out.LocalAddr(), target)
 			defer out.Close()
 			if !r.track(out, true) {
 				return
