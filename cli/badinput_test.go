@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -166,6 +167,53 @@ func TestBadInputEndToEnd(t *testing.T) {
 			}
 			if got := strings.Fields(strings.NewReplacer("/run/netns:", "", "/run/hymn:", "").Replace(string(left))); len(got) > 0 {
 				t.Errorf("hymn created %v", got)
+			}
+		})
+	}
+}
+
+// TestInterruptWhileLoading: SIGTERM (and Ctrl-C) end a custom file that
+// runs forever within a second, leaving no python3 behind.
+func TestInterruptWhileLoading(t *testing.T) {
+	testenv.Tools(t, "python3")
+	bin := sharedBinary(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "forever.py")
+	if err := os.WriteFile(file, []byte("while True:\n    pass\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, sig := range []os.Signal{syscall.SIGTERM, os.Interrupt} {
+		t.Run(sig.String(), func(t *testing.T) {
+			cmd := exec.Command(bin, "--custom", file, "--topo", "t", "--test", "build")
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(700 * time.Millisecond)
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			start := time.Now()
+			go func() { done <- cmd.Wait() }()
+			select {
+			case err := <-done:
+				if took := time.Since(start); took > time.Second {
+					t.Errorf("ended %v after the signal", took)
+				}
+				if err != nil {
+					t.Errorf("exit: %v; stderr:\n%s", err, stderr.String())
+				}
+			case <-time.After(10 * time.Second):
+				cmd.Process.Kill()
+				t.Fatal("still running 10 s after the signal")
+			}
+			if !strings.Contains(stderr.String(), "Keyboard Interrupt") {
+				t.Errorf("stderr:\n%s", stderr.String())
+			}
+			if out, _ := exec.Command("pgrep", "-f", file).Output(); len(out) > 0 {
+				t.Errorf("python3 left running: %s", out)
 			}
 		})
 	}
