@@ -104,8 +104,10 @@ func RemoveObjects(run string, grace time.Duration) (namespaces, processes int, 
 	// exit. Looked for after the namespace scan: a process missing from
 	// that scan had left its namespace, which it does only while exiting,
 	// so it is still exiting (or done) now.
-	if st, err := ReadState(run); err == nil && !st.Created.IsZero() {
-		if exiting := ExitingSince(st.Created); len(exiting) > 0 {
+	// Start times are compared in clock ticks since boot, immune to
+	// changes of the wall clock.
+	if st, err := ReadState(run); err == nil && st.StartTime > 0 {
+		if exiting := ExitingSince(st.StartTime); len(exiting) > 0 {
 			errs = append(errs, WaitExit(exiting, KillTimeout))
 		}
 	}

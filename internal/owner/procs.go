@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/hymn-net/hymn/internal/proctree"
@@ -210,20 +209,14 @@ func minTime(a, b time.Time) time.Time {
 const pfExiting = 0x4
 
 // ExitingSince returns the processes that are exiting (killed, not yet
-// exited) and started at or after the given time. A process killed just
-// before hymn clean looks (a run's QEMU gets SIGKILL when hymn dies) can
-// have left its network namespace already while it still closes its
+// exited) and started at or after startTime (clock ticks since boot, as
+// /proc/<pid>/stat has them: a run's owner's start time). A process killed
+// just before hymn clean looks (a run's QEMU gets SIGKILL when hymn dies)
+// can have left its network namespace already while it still closes its
 // sockets and taps: it is no longer found in the run's namespaces, but
 // clean must not return before it is gone. It is only waited for, never
 // signalled, so a stranger's exiting process costs at most its exit time.
-func ExitingSince(t time.Time) []int {
-	boot := bootTime()
-	if boot.IsZero() {
-		return nil
-	}
-	// Start times are in clock ticks since boot (USER_HZ, 100 on Linux);
-	// a second of slack for the clock's granularity.
-	since := uint64(max(0, t.Sub(boot)-time.Second) / (10 * time.Millisecond))
+func ExitingSince(startTime uint64) []int {
 	entries, _ := os.ReadDir("/proc")
 	self := os.Getpid()
 	var pids []int
@@ -238,26 +231,9 @@ func ExitingSince(t time.Time) []int {
 		}
 		flags, _ := strconv.ParseUint(f[6], 10, 64)
 		start, _ := strconv.ParseUint(f[19], 10, 64)
-		if flags&pfExiting != 0 && start >= since {
+		if flags&pfExiting != 0 && start >= startTime {
 			pids = append(pids, pid)
 		}
 	}
 	return pids
-}
-
-// bootTime reads the boot time from /proc/stat.
-func bootTime() time.Time {
-	data, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return time.Time{}
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "btime "); ok {
-			sec, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-			if err == nil {
-				return time.Unix(sec, 0)
-			}
-		}
-	}
-	return time.Time{}
 }

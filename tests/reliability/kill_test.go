@@ -112,7 +112,14 @@ func killAndClean(t *testing.T, sc killScenario, at time.Duration) (time.Duratio
 	stopReaper := make(chan struct{})
 	reaper := reapOrphans(stopReaper)
 	t0 := time.Now()
-	cleanOut, err := exec.Command(hymnBin, "clean").CombinedOutput()
+	cleanCmd := exec.Command(hymnBin, "clean")
+	var cleanBuf bytes.Buffer
+	cleanCmd.Stdout, cleanCmd.Stderr = &cleanBuf, &cleanBuf
+	err = startOwn(cleanCmd)
+	if err == nil {
+		err = cleanCmd.Wait()
+	}
+	cleanOut := cleanBuf.Bytes()
 	took := time.Since(t0)
 	close(stopReaper)
 	<-reaper

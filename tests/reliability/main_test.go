@@ -215,10 +215,28 @@ func descendantsDirect(pid int) []proc {
 	return out
 }
 
+// own holds the pids of the processes the tests start themselves (exec
+// reaps those); reapOrphans reaps every other exited child.
+var own = struct {
+	sync.Mutex
+	pids map[int]bool
+}{pids: map[int]bool{}}
+
+// startOwn starts cmd as one of the tests' own processes: registered
+// before the reaper can look at it.
+func startOwn(cmd *exec.Cmd) error {
+	own.Lock()
+	defer own.Unlock()
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	own.pids[cmd.Process.Pid] = true
+	return nil
+}
+
 // reapOrphans reaps, until stop closes, the exited children this
 // subreaper inherits (a killed run's QEMU and shells), as init would for
-// hymn clean run by hand; processes named hymn are the test's own and
-// reaped by exec. Only for tests whose own children are all hymn.
+// hymn clean run by hand. The tests' own processes are left to exec.
 func reapOrphans(stop <-chan struct{}) (done <-chan struct{}) {
 	d := make(chan struct{})
 	go func() {
@@ -230,22 +248,21 @@ func reapOrphans(stop <-chan struct{}) (done <-chan struct{}) {
 				return
 			case <-time.After(2 * time.Millisecond):
 			}
+			own.Lock()
 			entries, _ := os.ReadDir("/proc")
 			for _, e := range entries {
 				pid, err := strconv.Atoi(e.Name())
-				if err != nil {
+				if err != nil || own.pids[pid] {
 					continue
 				}
 				f := statFields(pid)
 				if len(f) < 2 || f[0] != "Z" || f[1] != self {
 					continue
 				}
-				if comm, _ := os.ReadFile("/proc/" + e.Name() + "/comm"); strings.TrimSpace(string(comm)) == "hymn" {
-					continue
-				}
 				var ws syscall.WaitStatus
 				syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
 			}
+			own.Unlock()
 		}
 	}()
 	return d
