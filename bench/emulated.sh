@@ -2,11 +2,17 @@
 # emulated.sh - a link with hymn's emulator (zero delay) vs the same link
 # without it, side by side in one run.
 #
-# Builds three two-namespace links with ip(8):
-#   plain      A ─veth─ B                        offloads as the kernel sets them
-#   plain-nooff A ─veth─ B                       TX checksum, TSO, GSO off (what an
-#                                                emulated link needs on its ends)
-#   emulated   A ─veth─ [emulator ns: hymn emulate link] ─veth─ B
+# Builds two-namespace links with ip(8):
+#   plain          A ─veth─ B                    offloads as the kernel sets them
+#   plain-nooff    A ─veth─ B                    TX checksum, TSO, GSO off (what an
+#                                                emulated link needed on its ends)
+#   emulated       A ─veth─ [emulator ns: hymn emulate link --offloads] ─veth─ B
+#                                                offloads on everywhere, carried
+#                                                through the emulator (hymn's default)
+#   emulated-nooff the same without --offloads, ends with offloads off
+#   emulated-10ms  emulated with `delay 10ms` (TCP only): a single stream is
+#                  window-limited; the window (ss -tin at the sender) and the
+#                  rate it allows, window / RTT, are printed beside it
 # and measures on each:
 #   1. 64-byte UDP packet rate (iperf3 -u -l 18 -b 0: 60-byte frames + FCS):
 #      sent by iperf3, carried by the link (rx_packets of B's interface) and
@@ -15,11 +21,15 @@
 #   2. TCP throughput (iperf3, one stream);
 #   3. one-way latency p50/p99 with hymn-probe (kernel RX timestamps) at
 #      $PROBE_RATE probes/s; "added" is emulated minus plain-nooff.
+# The packet-rate ratio emulated / plain-nooff is also printed per run
+# (runs take turns, so each run's two links saw the same neighbours).
 #
 # Usage: sudo bench/emulated.sh [--json]
 # Environment: HYMN (default: build ./cmd/hymn), PROBE (default: build
 #   ./cmd/hymn-probe), SECONDS_PER_TEST (5), PROBE_RATE (1000), REPS (3:
-#   runs per measurement, medians reported).
+#   runs per measurement, medians reported), LINKS (default: "plain
+#   plain-nooff emulated emulated-nooff emulated-10ms"; plain-nooff and
+#   emulated are always measured), WINDOW (4M: iperf3 -w for emulated-10ms).
 # Needs root, iperf3, ethtool, python3.
 set -euo pipefail
 export LC_ALL=C
@@ -32,12 +42,12 @@ PROBE_RATE=${PROBE_RATE:-1000}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 TMP=$(mktemp -d)
 P=hb$$ # namespace prefix, unique per run
-EMU_PID=
+EMU_PIDS=()
 
 log() { if ((JSON)); then echo "$@" >&2; else echo "$@"; fi; }
 
 cleanup() {
-	[[ -n $EMU_PID ]] && kill -INT "$EMU_PID" 2>/dev/null && wait "$EMU_PID" 2>/dev/null || true
+	for pid in "${EMU_PIDS[@]}"; do kill -INT "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true; done
 	for ns in $(ip netns list | awk '{print $1}' | grep "^$P-" || true); do
 		ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
 		ip netns del "$ns" 2>/dev/null || true
@@ -111,8 +121,12 @@ pair() {
 	done
 }
 
-# emulated NAME SUBNET: A ─ [NAME-e: e1 e2] ─ B, offloads off on A and B.
+# emulated NAME SUBNET OFFLOADS(on|off) [PARAMS...]: A ─ [NAME-e: e1 e2] ─ B;
+# with offloads off, A and B get them turned off and the emulator runs
+# without --offloads.
 emulated() {
+	local name=$1 off=$3
+	local extra=("${@:4}")
 	local n=$P-$1
 	ip netns add $n-a
 	ip netns add $n-b
@@ -122,16 +136,20 @@ emulated() {
 	ip -n $n-a addr add 10.$2.0.1/24 dev a0
 	ip -n $n-b addr add 10.$2.0.2/24 dev b0
 	ip netns exec $n-e sysctl -qw net.ipv6.conf.all.disable_ipv6=1
+	local l
 	for l in "a a0" "b b0" "e e1" "e e2"; do
 		set -- $l
 		ip -n $n-$1 link set lo up
 		ip -n $n-$1 link set $2 up
 	done
-	ip netns exec $n-a ethtool -K a0 tx off tso off gso off >/dev/null
-	ip netns exec $n-b ethtool -K b0 tx off tso off gso off >/dev/null
-	ip netns exec $n-e "${EMU[@]}" --a e1 --b e2 >"$TMP/emu.log" 2>&1 &
-	EMU_PID=$!
-	sleep 0.5
+	local flags=(--offloads)
+	if [[ $off == off ]]; then
+		ip netns exec $n-a ethtool -K a0 tx off tso off gso off >/dev/null
+		ip netns exec $n-b ethtool -K b0 tx off tso off gso off >/dev/null
+		flags=()
+	fi
+	ip netns exec $n-e "${EMU[@]}" --a e1 --b e2 "${flags[@]}" "${extra[@]}" >"$TMP/emu-$name.log" 2>&1 &
+	EMU_PIDS+=($!)
 }
 
 # iperf NAME ARGS...: run iperf3 from NAME-a to NAME-b, print its JSON.
@@ -145,22 +163,89 @@ iperf() {
 	wait $srv 2>/dev/null || true
 }
 
-declare -A SUBNET=([plain]=81 [plain-nooff]=82 [emulated]=83)
-pair plain 81 on
-pair plain-nooff 82 off
-emulated emulated 83
+declare -A SUBNET=([plain]=81 [plain-nooff]=82 [emulated]=83 [emulated-nooff]=84 [emulated-10ms]=85)
+LINKS=${LINKS:-plain plain-nooff emulated emulated-nooff emulated-10ms}
+for lk in plain-nooff emulated; do [[ " $LINKS " == *" $lk "* ]] || LINKS+=" $lk"; done
+ALL=()
+for lk in plain plain-nooff emulated emulated-nooff emulated-10ms; do if [[ " $LINKS " == *" $lk "* ]]; then ALL+=($lk); fi; done
+MEASURED=() # links with UDP, TCP and latency; emulated-10ms has TCP only
+for lk in "${ALL[@]}"; do
+	case $lk in
+	plain) pair plain 81 on ;;
+	plain-nooff) pair plain-nooff 82 off ;;
+	emulated) emulated emulated 83 on ;;
+	emulated-nooff) emulated emulated-nooff 84 off ;;
+	emulated-10ms) emulated emulated-10ms 85 on delay 10ms ;;
+	esac
+	if [[ $lk != emulated-10ms ]]; then MEASURED+=($lk); fi
+done
+sleep 0.5
 
 # Every measurement is repeated REPS times, the three links taking turns,
 # and the median is reported: on a small machine shared with other work a
 # single run says more about the neighbours than about the link.
-declare -A PPS APP OFFERED MBPS P50 P99
+declare -A PPS APP OFFERED MBPS P50 P99 WND RTT
+RUN_RATIOS=
 median() { python3 -c 'import statistics,sys; print(statistics.median(float(x) for x in sys.argv[1:]))' "$@"; }
-for name in plain plain-nooff emulated; do
+for name in "${ALL[@]}"; do
 	ip netns exec $P-$name-a ping -c 2 -i 0.2 -q 10.${SUBNET[$name]}.0.2 >/dev/null
 done
+# tcp10 NAME: one TCP stream with socket buffers of $WINDOW (iperf3 -w;
+# the first second, slow start, is omitted); samples the sender's window
+# and RTT (ss) every 0.3 s while it runs, prints "Mbit/s mean_window_bytes
+# mean_rtt_ms".
+WINDOW=${WINDOW:-4M}
+tcp10() {
+	local name=$1 n=$P-$1
+	: >"$TMP/ss-$name"
+	(
+		# From the end of the omitted second to shortly before the end.
+		start=${EPOCHREALTIME/./}
+		sleep 1.5
+		while ((${EPOCHREALTIME/./} < start + (T + 1) * 1000000)); do
+			ip netns exec $n-a ss -tin dst 10.${SUBNET[$name]}.0.2 >>"$TMP/ss-$name"
+			echo "--" >>"$TMP/ss-$name"
+			sleep 0.3
+		done
+	) &
+	local ssp=$!
+	local mbps
+	mbps=$(iperf $name -w "$WINDOW" -O 1 | python3 -c '
+import json,sys
+j=json.load(sys.stdin); print(round(j["end"]["sum_received"]["bits_per_second"]/1e6,1))')
+	wait $ssp
+	python3 - "$mbps" "$TMP/ss-$name" <<'PY'
+import re,sys
+mbps=sys.argv[1]; txt=open(sys.argv[2]).read()
+# Per sample the data stream's window (the largest, the iperf3 control
+# connection is idle), then the means over the samples.
+ws,rtts=[],[]
+for sample in txt.split("--"):
+    best=None
+    for line in sample.splitlines():
+        f=lambda k: re.search(r"\b"+k+r":([\d.]+)", line)
+        if not (f("cwnd") and f("mss") and f("rtt")):
+            continue
+        mss,rtt,cwnd=int(f("mss")[1]),float(f("rtt")[1]),int(f("cwnd")[1])
+        w=cwnd*mss
+        if f("snd_wnd"): w=min(w,int(f("snd_wnd")[1]))
+        if best is None or w>best[0]: best=(w,rtt)
+    if best: ws.append(best[0]); rtts.append(best[1])
+if ws: print(mbps, int(sum(ws)/len(ws)), round(sum(rtts)/len(rtts),3))
+else: print(mbps, 0, 0)
+PY
+}
 for ((rep = 1; rep <= REPS; rep++)); do
-	for name in plain plain-nooff emulated; do
+	for name in "${ALL[@]}"; do
 		n=$P-$name
+		if [[ $name == emulated-10ms ]]; then
+			log "*** run $rep/$REPS, $name: TCP"
+			read -r mbps w rtt < <(tcp10 $name)
+			MBPS[$name]+=" $mbps"
+			WND[$name]+=" $w"
+			RTT[$name]+=" $rtt"
+			continue
+		fi
 		log "*** run $rep/$REPS, $name: UDP 64 B, TCP, latency"
 		rx0=$(ip netns exec $n-b cat /sys/class/net/b0/statistics/rx_packets)
 		read -r app sent secs < <(iperf $name -u -l 18 -b 0 | python3 -c '
@@ -180,40 +265,64 @@ j=json.load(sys.stdin); print(j["Delay"]["P50"]/1e3, j["Delay"]["P99"]/1e3)')
 		P50[$name]+=" $p50"
 		P99[$name]+=" $p99"
 	done
+	RUN_RATIOS+=" $(python3 -c "print(round(${PPS[emulated]##* }/${PPS[plain-nooff]##* },3))")"
 done
 log "raw runs:"
-for name in plain plain-nooff emulated; do
+for name in "${ALL[@]}"; do
+	if [[ $name == emulated-10ms ]]; then
+		log "  $name: TCP Mbit/s${MBPS[$name]} | window B${WND[$name]} | rtt ms${RTT[$name]}"
+		for v in MBPS WND RTT; do
+			declare -n arr=$v
+			arr[$name]=$(median ${arr[$name]})
+		done
+		continue
+	fi
 	log "  $name: carried/s${PPS[$name]} | TCP Mbit/s${MBPS[$name]} | p50 µs${P50[$name]} | p99 µs${P99[$name]}"
 	for v in PPS APP OFFERED MBPS P50 P99; do
 		declare -n arr=$v
 		arr[$name]=$(median ${arr[$name]})
 	done
 done
+log "packet rate emulated / plain-nooff per run:$RUN_RATIOS ($(python3 -c "import sys; r=[float(x) for x in sys.argv[1:]]; print(sum(x>=0.9 for x in r),'of',len(r),'runs >= 0.9, min',min(r),'max',max(r))" $RUN_RATIOS))"
 
-kill -INT "$EMU_PID" 2>/dev/null || true
-wait "$EMU_PID" 2>/dev/null || true
-EMU_PID=
+for pid in "${EMU_PIDS[@]}"; do
+	kill -INT "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+done
+EMU_PIDS=()
 
 ratio() { python3 -c "print(round($1/$2,3) if $2 else 0)"; }
 diff_us() { python3 -c "print(round($1-$2,1))"; }
 R_PPS=$(ratio "${PPS[emulated]}" "${PPS[plain-nooff]}")
-R_PPS_PLAIN=$(ratio "${PPS[emulated]}" "${PPS[plain]}")
+R_PPS_PLAIN=$(ratio "${PPS[emulated]}" "${PPS[plain]:-0}")
+R_TCP=$(ratio "${MBPS[emulated]}" "${MBPS[plain]:-0}")
+R_TCP_NOOFF=$(ratio "${MBPS[emulated-nooff]:-0}" "${MBPS[plain]:-0}")
+if [[ -n ${MBPS[emulated-10ms]:-} ]]; then
+	# Window-limited rate a plain link of the same RTT allows: window / RTT.
+	WLIM=$(python3 -c "print(round(${WND[emulated-10ms]}*8/(${RTT[emulated-10ms]}/1e3)/1e6,1) if ${RTT[emulated-10ms]} else 0)")
+	R_10=$(ratio "${MBPS[emulated-10ms]}" "$WLIM")
+fi
 ADD50=$(diff_us "${P50[emulated]}" "${P50[plain-nooff]}")
 ADD99=$(diff_us "${P99[emulated]}" "${P99[plain-nooff]}")
 
 if ((JSON)); then
 	printf '{"seconds":%s,"udp64_pps":{"plain":%s,"plain_nooff":%s,"emulated":%s},"udp64_sent_pps":{"plain":%s,"plain_nooff":%s,"emulated":%s},"tcp_mbps":{"plain":%s,"plain_nooff":%s,"emulated":%s},' \
 		"$T" "${PPS[plain]}" "${PPS[plain-nooff]}" "${PPS[emulated]}" "${OFFERED[plain]}" "${OFFERED[plain-nooff]}" "${OFFERED[emulated]}" "${MBPS[plain]}" "${MBPS[plain-nooff]}" "${MBPS[emulated]}"
-	printf '"reps":%s,"latency_us":{"plain_nooff":{"p50":%s,"p99":%s},"emulated":{"p50":%s,"p99":%s},"added":{"p50":%s,"p99":%s}},"pps_ratio":%s}\n' \
-		"$REPS" "${P50[plain-nooff]}" "${P99[plain-nooff]}" "${P50[emulated]}" "${P99[emulated]}" "$ADD50" "$ADD99" "$R_PPS"
+	printf '"reps":%s,"latency_us":{"plain_nooff":{"p50":%s,"p99":%s},"emulated":{"p50":%s,"p99":%s},"added":{"p50":%s,"p99":%s}},"pps_ratio":%s,"pps_ratio_runs":[%s],"tcp_ratio":%s,"tcp_ratio_nooff":%s,"tcp_10ms":{"mbps":%s,"window_bytes":%s,"rtt_ms":%s,"window_limit_mbps":%s,"ratio":%s}}\n' \
+		"$REPS" "${P50[plain-nooff]}" "${P99[plain-nooff]}" "${P50[emulated]}" "${P99[emulated]}" "$ADD50" "$ADD99" "$R_PPS" \
+		"$(echo $RUN_RATIOS | tr ' ' ,)" "$R_TCP" "$R_TCP_NOOFF" "${MBPS[emulated-10ms]:-0}" "${WND[emulated-10ms]:-0}" "${RTT[emulated-10ms]:-0}" "${WLIM:-0}" "${R_10:-0}"
 else
-	printf '\n%-12s %13s %13s %13s %11s %15s %15s\n' link "UDP64 sent/s" "carried/s" "app read/s" "TCP Mbit/s" "one-way p50 µs" "one-way p99 µs"
-	for name in plain plain-nooff emulated; do
-		printf '%-12s %13s %13s %13s %11s %15s %15s\n' "$name" "${OFFERED[$name]}" "${PPS[$name]}" "${APP[$name]}" "${MBPS[$name]}" "${P50[$name]}" "${P99[$name]}"
+	printf '\n%-15s %13s %13s %13s %11s %15s %15s\n' link "UDP64 sent/s" "carried/s" "app read/s" "TCP Mbit/s" "one-way p50 µs" "one-way p99 µs"
+	for name in "${MEASURED[@]}"; do
+		printf '%-15s %13s %13s %13s %11s %15s %15s\n' "$name" "${OFFERED[$name]}" "${PPS[$name]}" "${APP[$name]}" "${MBPS[$name]}" "${P50[$name]}" "${P99[$name]}"
 	done
 	echo
-	echo "carried packet rate, emulated / plain-nooff: $R_PPS   (emulated / plain: $R_PPS_PLAIN)"
+	echo "carried packet rate, emulated / plain-nooff: $R_PPS   (emulated / plain: $R_PPS_PLAIN); per run:$RUN_RATIOS"
 	echo "added latency (emulated - plain-nooff): p50 ${ADD50} µs, p99 ${ADD99} µs"
-	echo "emulator's own statistics:"
-	sed -n '/Final statistics/,$p' "$TMP/emu.log"
+	if [[ -n ${MBPS[plain]:-} ]]; then echo "TCP, emulated (offloads carried) / plain: $R_TCP   (emulated-nooff / plain: $R_TCP_NOOFF)"; fi
+	if [[ -n ${MBPS[emulated-10ms]:-} ]]; then
+		echo "TCP through delay 10ms: ${MBPS[emulated-10ms]} Mbit/s; window ${WND[emulated-10ms]} B (min of cwnd·mss and the receiver's window), RTT ${RTT[emulated-10ms]} ms: a plain link of that RTT allows ${WLIM} Mbit/s; ratio $R_10"
+	fi
+	echo "emulator's own statistics (emulated):"
+	sed -n '/Final statistics/,$p' "$TMP/emu-emulated.log"
 fi
