@@ -125,6 +125,10 @@ func RunEmulateLinkOffloads(ctx context.Context, w io.Writer, ifA, ifB string, f
 		return err
 	}
 	defer pb.Close()
+	if fc.MTU == 0 {
+		// Frame buffers follow the larger MTU, so jumbo frames pass whole.
+		fc.MTU = max(pa.MTU(), pb.MTU())
+	}
 	return forwardUntilDone(ctx, w, ifA, ifB, pa, pb, fc, out)
 }
 
@@ -197,6 +201,7 @@ func WriteDirectionStats(w io.Writer, name string, d emulator.DirectionStats) {
 	fmt.Fprintf(w, "  drops: policed %d spacer %d loss %d buffer_full %d | no_buffer %d rx_ring %d rx_truncated %d tx_fail %d discarded %d\n",
 		s.Policed, s.SpacerDropped, s.Lost, s.BufferFull, d.NoBuffer, d.RxPort.RxRingDrops, d.RxPort.RxTruncated, d.TxPort.TxDropped, d.Discarded)
 	fmt.Fprintf(w, "  reordered %d  max queue %d  rate %.0f pkt/s  seed %d  wakeups %d\n", s.Reordered, s.MaxQueued, s.Rate, s.Seed, d.RxPort.Wakeups)
+	fmt.Fprintf(w, "  accounting: %s\n", d.Accounting())
 	if s.Delay.Count > 0 {
 		fmt.Fprintf(w, "  delay mean %v std %v p50 %v p99 %v max %v | lateness p50 %v p99 %v max %v\n",
 			s.Delay.Mean, s.Delay.Std, s.Delay.P50, s.Delay.P99, s.Delay.Max, s.Lateness.P50, s.Lateness.P99, s.Lateness.Max)

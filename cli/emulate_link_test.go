@@ -47,7 +47,7 @@ func TestWriteDirectionStats(t *testing.T) {
 	var b bytes.Buffer
 	WriteDirectionStats(&b, "a>b", emulator.DirectionStats{Emulator: emulator.Stats{Received: 10, Sent: 7, Lost: 2, Queued: 1}})
 	out := b.String()
-	for _, want := range []string{"a>b: received 10", "sent 7", "dropped 2", "queued 1", "loss 2"} {
+	for _, want := range []string{"a>b: received 10", "sent 7", "dropped 2", "queued 1", "loss 2", "accounting: offered "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
