@@ -13,8 +13,9 @@ import (
 )
 
 // CaptureSpec says what to capture on one link: the packets between Node1
-// and Node2 in direction Dir (seen from the order of the two names), into
-// File (pcapng), at most Limit bytes of packet data per file.
+// and Node2 in direction Dir (Forward, Reverse or BothDirections, seen from
+// the order of the two names), into File (pcapng), at most Limit bytes of
+// packet data per file. ParseCaptureSpec defaults Dir to BothDirections.
 type CaptureSpec struct {
 	Node1, Node2 string
 	Dir          Direction
@@ -37,7 +38,7 @@ func ParseCaptureSpec(s string) (CaptureSpec, error) {
 	if !ok || a == "" || b == "" || strings.Contains(b, sep) {
 		return c, fmt.Errorf("link %q: name it NODE1-NODE2 (or NODE1:NODE2)", link)
 	}
-	c.Node1, c.Node2 = a, b
+	c.Node1, c.Node2, c.Dir = a, b, BothDirections
 	for _, kv := range parts[1:] {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok {

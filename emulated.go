@@ -20,28 +20,20 @@ import (
 )
 
 // Direction selects which direction of a link a change applies to, seen
-// from the order in which the caller names the two nodes.
-type Direction int
+// from the order in which the caller names the two nodes (node1 is a). It
+// is emulator.Direction, the one direction type of hymn, so a value means
+// the same in every package and prints as a>b, b>a or both.
+type Direction = emulator.Direction
 
 // Directions of a link between node1 and node2.
 const (
-	BothDirections Direction = iota // node1→node2 and node2→node1
-	Forward                         // node1→node2 only
-	Reverse                         // node2→node1 only
+	Forward        = emulator.AtoB // node1→node2 only
+	Reverse        = emulator.BtoA // node2→node1 only
+	BothDirections = emulator.Both // node1→node2 and node2→node1
 )
 
-// ParseDirection accepts "", "both", "a>b" and "b>a".
-func ParseDirection(s string) (Direction, error) {
-	switch s {
-	case "", "both":
-		return BothDirections, nil
-	case "a>b":
-		return Forward, nil
-	case "b>a":
-		return Reverse, nil
-	}
-	return 0, fmt.Errorf("direction %q: use a>b, b>a or both", s)
-}
+// ParseDirection accepts "a>b", "b>a", and "both" or "" for BothDirections.
+func ParseDirection(s string) (Direction, error) { return emulator.ParseDirection(s) }
 
 // ErrUnknownLink is returned for a pair of nodes that no link joins.
 var ErrUnknownLink = errors.New("no such link")
@@ -78,13 +70,13 @@ func isEmulationKey(k string) bool {
 // TCIntfInfo is what Mininet's TCIntf prints for one interface of a link
 // while the link is added, e.g. "(10.00Mbit 10ms delay 1.00000% loss) ":
 // the shaping of that interface's egress, which is the direction dir
-// ("a>b" for the link's first interface, "b>a" for the second). It is
+// (emulator.AtoB for the link's first interface, BtoA for the second). It is
 // empty when the link sets none of bw, delay, loss and max_queue_size for
 // that direction (Mininet's TCIntf then configures nothing and says
 // nothing).
-func TCIntfInfo(p topo.Params, dir string) string {
+func TCIntfInfo(p topo.Params, dir Direction) string {
 	get := func(k string) (string, bool) {
-		if v, ok := p[dir+"."+k]; ok {
+		if v, ok := p[dir.String()+"."+k]; ok {
 			return strings.TrimSpace(v), true
 		}
 		v, ok := p[k]
@@ -501,7 +493,7 @@ func (n *Network) SetLinkParams(node1, node2 string, dir Direction, params strin
 	if err != nil {
 		return err
 	}
-	if dir < BothDirections || dir > Reverse {
+	if !dir.Valid() {
 		return fmt.Errorf("unknown direction %d", dir)
 	}
 	el := n.emulatedLink(l)

@@ -76,7 +76,7 @@ func TestTCIntfInfo(t *testing.T) {
 		{topo.Params{"emu": "delay 5ms"}, "", ""},
 		{topo.Params{"delay": "5ms", "b>a.delay": "20ms"}, "(5ms delay) ", "(20ms delay) "},
 	} {
-		if ab, ba := TCIntfInfo(tc.params, "a>b"), TCIntfInfo(tc.params, "b>a"); ab != tc.ab || ba != tc.ba {
+		if ab, ba := TCIntfInfo(tc.params, Forward), TCIntfInfo(tc.params, Reverse); ab != tc.ab || ba != tc.ba {
 			t.Errorf("%v: %q %q, want %q %q", tc.params, ab, ba, tc.ab, tc.ba)
 		}
 	}

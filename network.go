@@ -30,7 +30,7 @@ import (
 var (
 	ErrNotRoot     = errors.New("hymn must run as root")
 	ErrMissingTool = errors.New("missing tool")
-	ErrUnknownNode = errors.New("node not in network")
+	ErrUnknownNode = topo.ErrUnknownNode // one value: errors.Is matches topo's and the network's
 	ErrNotBuilt    = errors.New("network is not built")
 )
 
@@ -39,23 +39,22 @@ type Options struct {
 	IPBase  netip.Prefix // --ipbase; zero means 10.0.0.0/8
 	AutoMAC bool         // --mac
 	STP     bool         // STP on every switch (torus switches have it anyway)
-	// Switch is the switch kind: "lxbr" (default, a Linux bridge),
-	// "ovsbr" (Open vSwitch in userspace mode, standalone) or "ovsk"
-	// (Open vSwitch OpenFlow switches connected to the controllers).
-	Switch  string
+	// Switch is the switch kind: SwitchLinuxBridge (the default),
+	// SwitchOVSBridge (Open vSwitch in userspace mode, standalone) or
+	// SwitchOVS (OpenFlow switches connected to the controllers).
+	Switch  SwitchKind
 	Workers int // setup concurrency; 0 chooses from the CPU count
 	// CPU makes every host CPU-limited (mn --host cfs,cpu=F); nil for none.
 	CPU *CPUOptions
 	// Log receives Mininet's progress lines; nil prints nothing.
 	Log *mnlog.Logger
-	// Nodes is the backend of hosts without a backend parameter: "netns"
-	// (the default) or "vm" (QEMU/KVM, TCG without KVM).
-	Nodes string
-	// Links is the link backend as --links takes it: "" or "veth", or
-	// "sriov[,pairs=A:B,vlans=400-4094,inventory=FILE,sim=auto|on|off]"
-	// for VF pairs (see sriovlink.go); a link's kind param overrides it.
-	Links string
-	// SRIOV configures SR-IOV links; its fields win over Links' options.
+	// Nodes is the backend of hosts without a backend parameter:
+	// BackendNetns (the default) or BackendVM.
+	Nodes NodeBackend
+	// Links is the backend of links without a kind parameter: LinksVeth
+	// (the default) or LinksSRIOV. ParseLinkBackend reads --links specs.
+	Links LinkBackend
+	// SRIOV configures SR-IOV links (VF pairs, VLANs, the simulated NIC).
 	SRIOV *sriov.Config
 	// Controllers are OpenFlow controllers added to the topology's own
 	// (mn's --controller); with Switch "ovsk" every switch connects to all
@@ -84,7 +83,7 @@ func init() {
 	// A VM's parameters are parsed (not yet checked against the machine)
 	// wherever the node says it is a VM; hymn.New checks the rest.
 	topo.SetNodeParamsCheck(func(_ string, p topo.Params) error {
-		if p["backend"] != BackendVM {
+		if p["backend"] != string(BackendVM) {
 			return nil
 		}
 		return vm.ParseParams(&vm.Config{}, p)
@@ -254,7 +253,7 @@ func (n *Network) Build(ctx context.Context) (err error) {
 	var b strings.Builder
 	for _, l := range n.plan.Links {
 		// Mininet's TCLink prints each shaped interface first.
-		b.WriteString(TCIntfInfo(l.Params, "a>b") + TCIntfInfo(l.Params, "b>a"))
+		b.WriteString(TCIntfInfo(l.Params, Forward) + TCIntfInfo(l.Params, Reverse))
 		fmt.Fprintf(&b, "(%s, %s) ", l.Intf1.Node, l.Intf2.Node)
 	}
 	lg.Info(b.String() + "\n")
@@ -462,24 +461,6 @@ func truthy(v string) bool {
 	return false
 }
 
-// Start starts the network. Linux bridges forward as soon as they exist, so
-// this only prints Mininet's lines and, when switches run STP, waits until
-// their ports have left the listening and learning states.
-func (n *Network) Start(ctx context.Context) error {
-	n.mu.Lock()
-	built := n.built
-	n.mu.Unlock()
-	if !built {
-		if err := n.Build(ctx); err != nil {
-			return err
-		}
-	}
-	if err := n.startSDN(ctx); err != nil {
-		return err
-	}
-	return n.waitSTP(ctx)
-}
-
 // WaitConnected waits until every switch forwards (Mininet's -w), printing
 // Mininet's lines.
 func (n *Network) WaitConnected(ctx context.Context) error {
@@ -657,43 +638,6 @@ func (n *Network) IP(name string) (netip.Addr, error) {
 		return d.IP.Addr(), nil
 	}
 	return netip.Addr{}, fmt.Errorf("node %s has no IP address", name)
-}
-
-// ConfigLinkStatus brings every link between two nodes up or down (both
-// ends), as Mininet's configLinkStatus and the CLI's link command do.
-func (n *Network) ConfigLinkStatus(src, dst, status string) error {
-	if status != "up" && status != "down" {
-		return fmt.Errorf("invalid type: %s (use up or down)", status)
-	}
-	for _, name := range []string{src, dst} {
-		if n.plan.Node(name) == nil {
-			return fmt.Errorf("%w: %s", ErrUnknownNode, name)
-		}
-	}
-	var found []*topo.PlannedLink
-	for _, l := range n.plan.Links {
-		a, b := l.Intf1.Node, l.Intf2.Node
-		if a == src && b == dst || a == dst && b == src {
-			found = append(found, l)
-		}
-	}
-	if len(found) == 0 {
-		return fmt.Errorf("src and dst not connected: %s %s", src, dst)
-	}
-	for _, l := range found {
-		for _, i := range []*topo.Intf{l.Intf1, l.Intf2} {
-			if g, ok := n.nodes[i.Node].(nodes.GuestNode); ok {
-				if err := g.SetIntfUp(context.Background(), i.Name, status == "up"); err != nil {
-					return fmt.Errorf("link %s: %w", l, err)
-				}
-				continue
-			}
-			if err := links.SetUp(n.nodes[i.Node], i.Name, status == "up"); err != nil {
-				return fmt.Errorf("link %s: %w", l, err)
-			}
-		}
-	}
-	return nil
 }
 
 // StaticARP fills every host's ARP table with every other host's address

@@ -26,17 +26,11 @@ type Node interface {
 	Delete() error
 }
 
-// Backends a node can run on (Options.Nodes, or a node's backend param).
-const (
-	BackendNetns = "netns"
-	BackendVM    = "vm"
-)
-
 // backendOf returns the backend of a planned node: its own backend
 // parameter, else the network's default for hosts. Switches and routers
 // are always namespaces.
-func (n *Network) backendOf(p *topo.PlannedNode) (string, error) {
-	b := p.Params["backend"]
+func (n *Network) backendOf(p *topo.PlannedNode) (NodeBackend, error) {
+	b := NodeBackend(p.Params["backend"])
 	if b == "" && !p.IsSwitch() {
 		b = n.opts.Nodes
 	}

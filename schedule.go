@@ -194,7 +194,7 @@ func (n *Network) scheduleTarget(node1, node2 string, dir Direction, insert bool
 	if err != nil {
 		return nil, touch, err
 	}
-	if dir < BothDirections || dir > Reverse {
+	if !dir.Valid() {
 		return nil, touch, fmt.Errorf("unknown direction %d", dir)
 	}
 	touch = [2]bool{true, true}

@@ -16,13 +16,6 @@ import (
 	"github.com/hymn-net/hymn/topo"
 )
 
-// Switch kinds of Options.Switch.
-const (
-	SwitchLinuxBridge = "lxbr"  // a Linux bridge per switch namespace
-	SwitchOVSBridge   = "ovsbr" // Open vSwitch, standalone, daemons per switch namespace
-	SwitchOVS         = "ovsk"  // Open vSwitch OpenFlow switches connected to the controllers
-)
-
 // sdnNet is a network's OpenFlow side: its controllers and the one Open
 // vSwitch serving all its OpenFlow switches.
 type sdnNet struct {
@@ -41,9 +34,7 @@ func (n *Network) usesOVS() bool { return n.isOpenFlow() || n.opts.Switch == Swi
 // initSDN gathers the controllers (the topology's, then the options') and
 // checks them against the nodes.
 func (n *Network) initSDN(t *topo.Topo) error {
-	switch n.opts.Switch {
-	case "", SwitchLinuxBridge, SwitchOVSBridge, SwitchOVS:
-	default:
+	if !n.opts.Switch.valid() {
 		return fmt.Errorf("unknown switch kind %q: use lxbr, ovsbr or ovsk", n.opts.Switch)
 	}
 	switch n.opts.FailMode {
@@ -180,7 +171,7 @@ func (n *Network) startSDN(ctx context.Context) error {
 			if n.sdn.ovs != nil {
 				relay = filepath.Join(n.sdn.ovs.Dir(), spec.Name+".sock")
 			}
-			c, err := nodes.StartController(ctx, nodes.ControllerConfig{Name: spec.Name, Kind: spec.Kind, IP: spec.IP, Port: spec.Port, Protocols: n.controllerProtocols(), Switches: len(n.plan.Switches()),
+			c, err := nodes.StartController(ctx, nodes.ControllerConfig{Name: spec.Name, Kind: spec.Kind, IP: spec.IP, Port: spec.Port, Protocols: n.controllerProtocols(),
 				Record: owner.NamespaceName(n.run, spec.Name), Relay: relay, Logf: n.debugf, Warnf: lg.Warningf})
 			if err != nil {
 				return err

@@ -88,19 +88,20 @@ func (n *Network) sriovState() *sriovNet {
 }
 
 // linksBackend returns the network-wide link backend and its SR-IOV
-// configuration: Options.Links parsed as a --links spec, with
-// Options.SRIOV's fields taking precedence.
-func (n *Network) linksBackend() (string, sriov.Config, error) {
-	backend, cfg, err := sriov.ParseSpec(n.opts.Links)
-	if err != nil {
-		return "", cfg, fmt.Errorf("%w: %w", ErrSRIOV, err)
+// configuration (Options.SRIOV, or the defaults).
+func (n *Network) linksBackend() (LinkBackend, sriov.Config, error) {
+	var cfg sriov.Config
+	switch n.opts.Links {
+	case "", LinksVeth, LinksSRIOV:
+	default:
+		return "", cfg, fmt.Errorf("%w: unknown link backend %q (use veth or sriov; parse --links specs with ParseLinkBackend)", ErrSRIOV, n.opts.Links)
 	}
 	// SR-IOV options alone do not switch the backend: links with kind
 	// sriov use them.
 	if n.opts.SRIOV != nil {
 		cfg = cfg.Merge(*n.opts.SRIOV)
 	}
-	return backend, cfg, nil
+	return n.opts.Links, cfg, nil
 }
 
 // linkIsSRIOV reports whether a link is to be built from a VF pair: a
@@ -114,7 +115,7 @@ func (n *Network) linkIsSRIOV(l *netLink) bool {
 	}
 	backend, _, err := n.linksBackend()
 	// A bad spec counts as sriov so that createSRIOVLink reports it.
-	return err != nil || backend == "sriov"
+	return err != nil || backend == LinksSRIOV
 }
 
 // CheckLinks validates Options.Links (and Options.SRIOV) without touching

@@ -20,20 +20,36 @@ import (
 
 func TestLinksSpecErrors(t *testing.T) {
 	for _, bad := range []string{"sriv", "veth,vlans=400-401", "sriov,vlans=400-500,foo=1", "sriov,vlans=5-1", "sriov,pairs=enp1", "sriov,sim=maybe", "sriov,vlans=400-500,450-600"} {
-		if err := CheckLinks(Options{Links: bad}); err == nil {
+		if err := checkLinksSpec(bad); err == nil {
 			t.Errorf("--links %s accepted", bad)
 		}
 	}
 	for _, good := range []string{"", "veth", "sriov", "sriov,pairs=a:b+c:d,vlans=400-499,sim=on,vfs=4"} {
-		if err := CheckLinks(Options{Links: good}); err != nil {
+		if err := checkLinksSpec(good); err != nil {
 			t.Errorf("--links %s: %v", good, err)
 		}
 	}
-	err := CheckLinks(Options{Links: "sriov,inventory=/nonexistent/inv.yaml"})
+	err := checkLinksSpec("sriov,inventory=/nonexistent/inv.yaml")
 	if !errors.Is(err, sriov.ErrInventory) {
 		t.Errorf("missing inventory file: %v", err)
 	}
+	if err := CheckLinks(Options{Links: "sriov,sim=on"}); err == nil {
+		t.Errorf("Options.Links with SR-IOV settings accepted (they belong in Options.SRIOV)")
+	}
 }
+
+// checkLinksSpec is what the CLI does with --links: parse it into typed
+// options and check them.
+func checkLinksSpec(spec string) error {
+	backend, cfg, err := ParseLinkBackend(spec)
+	if err != nil {
+		return err
+	}
+	return CheckLinks(Options{Links: backend, SRIOV: &cfg})
+}
+
+// simSRIOV is --links sriov,sim=on.
+var simSRIOV = Options{Links: LinksSRIOV, SRIOV: &sriov.Config{Simulate: sriov.SimAlways}}
 
 // assertSRIOVGone checks that a run left no SR-IOV state: no hidden
 // namespace, no state directory, no VF netdev in the root namespace.
@@ -69,7 +85,7 @@ func startSRIOVNet(t *testing.T, top *topo.Topo, opts Options) *Network {
 // pingall` through the Go API, on the simulated NIC.
 func TestSRIOVLinearPingAll(t *testing.T) {
 	testenv.Root(t)
-	net := startSRIOVNet(t, mustTopo(t, "linear,4"), Options{Links: "sriov,sim=on"})
+	net := startSRIOVNet(t, mustTopo(t, "linear,4"), simSRIOV)
 	loss, err := net.PingAll(context.Background(), 0)
 	if err != nil || loss != 0 {
 		t.Fatalf("PingAll: %v%% lost, %v", loss, err)
@@ -123,7 +139,7 @@ func TestSRIOVPerLinkKind(t *testing.T) {
 func TestSRIOVLine7(t *testing.T) {
 	testenv.Root(t)
 	top := line(t, 7)
-	net := startSRIOVNet(t, top, Options{Links: "sriov,sim=on"})
+	net := startSRIOVNet(t, top, simSRIOV)
 	if loss, err := net.PingAll(context.Background(), 0); err != nil || loss != 0 {
 		t.Fatalf("PingAll: %v%% lost, %v", loss, err)
 	}
@@ -293,8 +309,12 @@ func testSRIOVHardwarePath(t *testing.T, top *topo.Topo) {
 			conf.SetVF(pf, i, orig)
 		}
 	}
-	net, err := New(top, Options{Links: "sriov,sim=off,vlans=700-799,sysfs=" + root + ",pairs=" + pfA + ":" + pfB,
-		SRIOV: &sriov.Config{Conf: conf}})
+	backend, cfg, err := ParseLinkBackend("sriov,sim=off,vlans=700-799,sysfs=" + root + ",pairs=" + pfA + ":" + pfB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Conf = conf
+	net, err := New(top, Options{Links: backend, SRIOV: &cfg})
 	if err != nil {
 		t.Fatal(err)
 	}

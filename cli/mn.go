@@ -15,7 +15,7 @@ import (
 
 // switchChoice is what --switch (and --innamespace) asked for.
 type switchChoice struct {
-	kind      string // hymn.SwitchLinuxBridge, SwitchOVSBridge or SwitchOVS
+	kind      hymn.SwitchKind
 	stp       bool
 	failMode  string
 	protocols string

@@ -235,11 +235,6 @@ func runMN(ctx context.Context, f *mnFlags, stdin *os.File, stdout, stderr io.Wr
 		return err
 	}
 	t, fileOpts, err := loadTopology(ctx, f, lim, lg)
-	if errors.Is(err, context.Canceled) {
-		// Ctrl-C or SIGTERM while a custom file ran: as during a run.
-		lg.Info("\n\nKeyboard Interrupt. Shutting down and cleaning up...\n\n")
-		return nil
-	}
 	if err != nil {
 		return err
 	}
@@ -317,11 +312,16 @@ func runMN(ctx context.Context, f *mnFlags, stdin *os.File, stdout, stderr io.Wr
 	if err != nil {
 		return err
 	}
-	if f.nodes != hymn.BackendNetns && f.nodes != hymn.BackendVM {
-		return fmt.Errorf("%w: --nodes %s: use netns or vm", ErrUsage, f.nodes)
+	nodeBackend, err := hymn.ParseNodeBackend(f.nodes)
+	if err != nil {
+		return fmt.Errorf("%w: --nodes: %v", ErrUsage, err)
 	}
-	opts := hymn.Options{IPBase: base, AutoMAC: f.mac, STP: sw.stp, Log: lg, CPU: hostOpts, Links: f.links, Nodes: f.nodes, Switch: sw.kind,
-		Controllers: controllers, FailMode: sw.failMode, Protocols: sw.protocols, MaxNodes: lim.MaxNodes}
+	linkBackend, sriovCfg, err := hymn.ParseLinkBackend(f.links)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrUsage, err)
+	}
+	opts := hymn.Options{IPBase: base, AutoMAC: f.mac, STP: sw.stp, Log: lg, CPU: hostOpts, Links: linkBackend, SRIOV: &sriovCfg,
+		Nodes: nodeBackend, Switch: sw.kind, Controllers: controllers, FailMode: sw.failMode, Protocols: sw.protocols, MaxNodes: lim.MaxNodes}
 	if err := hymn.CheckLinks(opts); err != nil {
 		return fmt.Errorf("%w: %v", ErrUsage, err)
 	}

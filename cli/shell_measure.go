@@ -84,7 +84,7 @@ func (s *shell) doCapture(_ context.Context, args string) bool {
 		s.out("usage: capture node1 node2 [a>b|b>a|both] [FILE.pcapng] [limit=BYTES]\n")
 		return false
 	}
-	spec := hymn.CaptureSpec{Node1: f[0], Node2: f[1]}
+	spec := hymn.CaptureSpec{Node1: f[0], Node2: f[1], Dir: hymn.BothDirections}
 	for _, a := range f[2:] {
 		switch {
 		case a == "a>b" || a == "b>a" || a == "both":
@@ -112,15 +112,7 @@ func (s *shell) doCapture(_ context.Context, args string) bool {
 	return false
 }
 
-func dirName(d hymn.Direction) string {
-	switch d {
-	case hymn.Forward:
-		return "a>b"
-	case hymn.Reverse:
-		return "b>a"
-	}
-	return "both"
-}
+func dirName(d hymn.Direction) string { return d.String() }
 
 func (s *shell) captureStop(which []string) {
 	if len(which) != 0 && len(which) != 2 {

@@ -69,7 +69,7 @@ func TestSRIOVListFakeSysfs(t *testing.T) {
 // NIC: its PFs, VFs, VLANs and the links using them.
 func TestSRIOVListRunningNetwork(t *testing.T) {
 	testenv.Root(t)
-	net, err := hymn.New(mustSpec(t, "single,2"), hymn.Options{Links: "sriov,sim=on,vfs=4"})
+	net, err := hymn.New(mustSpec(t, "single,2"), hymn.Options{Links: hymn.LinksSRIOV, SRIOV: &sriov.Config{Simulate: sriov.SimAlways, SimVFs: 4}})
 	if err != nil {
 		t.Fatal(err)
 	}

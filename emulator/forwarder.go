@@ -12,22 +12,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Direction names one direction of a link between ports A and B.
-type Direction int
-
-// The two directions of a forwarder.
-const (
-	AtoB Direction = iota
-	BtoA
-)
-
-func (d Direction) String() string {
-	if d == BtoA {
-		return "b>a"
-	}
-	return "a>b"
-}
-
 // ForwarderConfig configures a Forwarder. AtoB and BtoA are the emulator
 // configurations of the two directions; the rest has working defaults.
 type ForwarderConfig struct {

@@ -124,6 +124,12 @@ func SetUp(ns Namespace, name string, up bool) error {
 // qdisc); until then the device drops what it is given, so a test that
 // pings right after a build would lose its first packets.
 func WaitOperUp(ctx context.Context, ns Namespace, name string) error {
+	return WaitOper(ctx, ns, name, true)
+}
+
+// WaitOper waits until the interface is operationally up (up true) or
+// anything but up (up false: down, lower layer down, not present...).
+func WaitOper(ctx context.Context, ns Namespace, name string, up bool) error {
 	for {
 		var state netlink.LinkOperState
 		err := ns.Netlink(func(h *netlink.Handle) error {
@@ -136,7 +142,7 @@ func WaitOperUp(ctx context.Context, ns Namespace, name string) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
-		if state == netlink.OperUp {
+		if (state == netlink.OperUp) == up {
 			return nil
 		}
 		select {

@@ -44,8 +44,8 @@ const Hosts = 7
 // Variant is one way of building the line.
 type Variant struct {
 	Name  string
-	Nodes string // netns or vm (for h2..h6)
-	Links string // veth or sriov
+	Nodes hymn.NodeBackend // for h2..h6
+	Links hymn.LinkBackend
 	Emu   string // emulator params on the middle link, "" for none
 	// Paper is the CIMininet paper's highest stable rate for the variant
 	// (kpackets/s on its hardware), 0 where it has none.
@@ -54,17 +54,17 @@ type Variant struct {
 
 // Variants lists what the example knows, in the paper's order.
 var Variants = []Variant{
-	{Name: "ns-veth", Nodes: hymn.BackendNetns, Links: "veth", Paper: 270},
-	{Name: "ns-sriov", Nodes: hymn.BackendNetns, Links: "sriov", Paper: 680},
-	{Name: "vm-veth", Nodes: hymn.BackendVM, Links: "veth", Paper: 720},
-	{Name: "vm-sriov", Nodes: hymn.BackendVM, Links: "sriov", Paper: 850},
-	{Name: "ns-veth-emu", Nodes: hymn.BackendNetns, Links: "veth", Emu: "delay 0"},
+	{Name: "ns-veth", Nodes: hymn.BackendNetns, Links: hymn.LinksVeth, Paper: 270},
+	{Name: "ns-sriov", Nodes: hymn.BackendNetns, Links: hymn.LinksSRIOV, Paper: 680},
+	{Name: "vm-veth", Nodes: hymn.BackendVM, Links: hymn.LinksVeth, Paper: 720},
+	{Name: "vm-sriov", Nodes: hymn.BackendVM, Links: hymn.LinksSRIOV, Paper: 850},
+	{Name: "ns-veth-emu", Nodes: hymn.BackendNetns, Links: hymn.LinksVeth, Emu: "delay 0"},
 }
 
 // Line returns the topology: link k joins hk and h(k+1) on 10.0.k.0/24,
 // hk being .1 and h(k+1) .2 on it; inner nodes are routers on backend
 // inner; emu, when set, goes on the middle link.
-func Line(n int, inner, emu string) *topo.Topo {
+func Line(n int, inner hymn.NodeBackend, emu string) *topo.Topo {
 	t := topo.New()
 	for k := 1; k <= n; k++ {
 		p := topo.Params{}
@@ -85,10 +85,10 @@ func Line(n int, inner, emu string) *topo.Topo {
 		p["routes"] = strings.Join(routes, ";")
 		name := fmt.Sprintf("h%d", k)
 		if k > 1 && k < n {
-			p["backend"] = inner
+			p["backend"] = inner.String()
 			t.AddRouter(name, p)
 		} else {
-			p["backend"] = hymn.BackendNetns // generator and receiver share the host's clock
+			p["backend"] = hymn.BackendNetns.String() // generator and receiver share the host's clock
 			t.AddHost(name, p)
 		}
 	}

@@ -80,7 +80,17 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	opts := hymn.Options{Log: mnlog.New(os.Stderr, level), Nodes: *nodes, Links: *links}
+	nodeBackend, err := hymn.ParseNodeBackend(*nodes)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "line7:", err)
+		os.Exit(2)
+	}
+	linkBackend, sriovCfg, err := hymn.ParseLinkBackend(*links)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "line7:", err)
+		os.Exit(2)
+	}
+	opts := hymn.Options{Log: mnlog.New(os.Stderr, level), Nodes: nodeBackend, Links: linkBackend, SRIOV: &sriovCfg}
 	if err := run(ctx, *test, opts); err != nil {
 		fmt.Fprintln(os.Stderr, "line7:", err)
 		os.Exit(1)
