@@ -1,38 +1,53 @@
-// Package ci shows hymn in a CI pipeline: a Go test starts a network,
-// serves HTTP from one host, fetches it from another across two switches,
-// and asserts on what came back; the network is gone when the test ends.
+// Package ci shows hymn in a CI pipeline: Go tests start a network with
+// hymntest (which skips without root, registers the teardown before
+// building and checks at the end that nothing of the run is left), check
+// reachability, serve HTTP from one host, fetch it from another across two
+// switches, and assert on what came back.
 package ci
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/hymn-net/hymn"
-	"github.com/hymn-net/hymn/internal/testenv"
+	"github.com/hymn-net/hymn/emulator"
+	"github.com/hymn-net/hymn/hymntest"
+	"github.com/hymn-net/hymn/linkparams"
 	"github.com/hymn-net/hymn/topo"
 )
 
+// The minimal reachability test: every host pings every other one.
+func TestReachable(t *testing.T) {
+	net := hymntest.Start(t, hymntest.Topo(t, "linear,3"), hymn.Options{})
+	hymntest.Reachable(t, net)
+}
+
+// A link that loses everything one way and nothing the other: h1 cannot
+// reach h2 (the echo request is lost), whatever the ping's direction.
+func TestOneWayLoss(t *testing.T) {
+	top := topo.New()
+	top.AddHost("h1")
+	top.AddHost("h2")
+	top.AddLink("h1", "h2", linkparams.Params(
+		linkparams.Delay(2*time.Millisecond),
+		linkparams.For(emulator.AtoB, linkparams.Loss(1)),
+	))
+	net := hymntest.Start(t, top, hymn.Options{})
+	hymntest.Unreachable(t, net, "h1", "h2")
+	hymntest.Unreachable(t, net, "h2", "h1")
+}
+
 func TestServiceAcrossTheNetwork(t *testing.T) {
-	testenv.Root(t)
 	top, err := topo.Linear(2, 1) // h1 - s1 - s2 - h2
 	if err != nil {
 		t.Fatal(err)
 	}
-	network, err := hymn.New(top, hymn.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := network.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { network.Stop() })
+	network := hymntest.Start(t, top, hymn.Options{})
 
 	// The service: an HTTP server listening inside h1.
 	h1, _ := network.NsNode("h1")
@@ -57,13 +72,13 @@ func TestServiceAcrossTheNetwork(t *testing.T) {
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	h2ip, _ := network.IP("h2")
-	if want := "hello " + h2ip.String() + ":"; resp.StatusCode != 200 || len(body) < len(want) || string(body[:len(want)]) != want {
+	if want := "hello " + h2ip.String() + ":"; resp.StatusCode != 200 || !strings.HasPrefix(string(body), want) {
 		t.Fatalf("got %d %q, want 200 and a greeting to %s", resp.StatusCode, body, h2ip)
 	}
 
 	// The same service seen through a shell command on h2.
-	out, err := h2.Cmd(ctx, "exec 3<>/dev/tcp/"+ip.String()+"/8080 && printf 'GET / HTTP/1.0\\r\\n\\r\\n' >&3 && head -1 <&3")
-	if err != nil || len(out) < 12 || out[:12] != "HTTP/1.0 200" {
-		t.Fatalf("bash /dev/tcp request from h2: %q, %v", out, err)
+	out := hymntest.Cmd(t, network, "h2", "exec 3<>/dev/tcp/"+ip.String()+"/8080 && printf 'GET / HTTP/1.0\\r\\n\\r\\n' >&3 && head -1 <&3", 10*time.Second)
+	if !strings.HasPrefix(out, "HTTP/1.0 200") {
+		t.Fatalf("bash /dev/tcp request from h2: %q", out)
 	}
 }

@@ -1,0 +1,94 @@
+package linkparams
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/hymn-net/hymn/emulator"
+	"github.com/hymn-net/hymn/topo"
+)
+
+// A Param sets one or more link parameters. Values are not checked here:
+// out-of-range values (a negative delay, a loss above 1) are reported,
+// naming the key, when the topology is resolved (hymn.New).
+type Param func(topo.Params)
+
+// Params collects parameters into a link's topo.Params.
+func Params(ps ...Param) topo.Params {
+	out := topo.Params{}
+	for _, p := range ps {
+		if p != nil {
+			p(out)
+		}
+	}
+	return out
+}
+
+func set(key, value string) Param { return func(p topo.Params) { p[key] = value } }
+
+// duration writes a time in whole nanoseconds, which every time key of the
+// emulator reads exactly.
+func duration(d time.Duration) string { return strconv.FormatInt(int64(d), 10) + "ns" }
+
+func float(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+
+// Delay is the mean one-way delay of each direction (Mininet's delay).
+func Delay(d time.Duration) Param { return set("delay", duration(d)) }
+
+// Jitter is the standard deviation of the delay (Mininet's jitter; hymn's
+// emulator draws delays from a distribution with this σ, not NetEm's
+// half-width).
+func Jitter(d time.Duration) Param { return set("jitter", duration(d)) }
+
+// Rate limits each direction to bitsPerSecond of Ethernet frames
+// (Mininet's bw, which is in Mbit/s).
+func Rate(bitsPerSecond float64) Param { return set("bw", float(bitsPerSecond/1e6)) }
+
+// Loss drops each packet with the given probability, from 0 to 1
+// (Mininet's loss, which is in percent).
+func Loss(probability float64) Param { return set("loss", float(probability*100)) }
+
+// QueuePackets bounds the packets queued in each direction (Mininet's
+// max_queue_size).
+func QueuePackets(n int) Param { return set("max_queue_size", strconv.Itoa(n)) }
+
+// HalfLife is the half-life of the delay correlation (0: uncorrelated
+// delays).
+func HalfLife(d time.Duration) Param { return set("half_life", duration(d)) }
+
+// Reorder lets packets with shorter delays overtake (a heap instead of a
+// FIFO).
+func Reorder(on bool) Param { return set("reorder", strconv.FormatBool(on)) }
+
+// Seed fixes the random seed, for repeatable runs.
+func Seed(seed uint64) Param { return set("seed", strconv.FormatUint(seed, 10)) }
+
+// Distribution names the delay distribution (normal, pareto, paretonormal,
+// uniform, ...; see package emulator).
+func Distribution(name string) Param { return set("distribution", name) }
+
+// MTU is the MTU of both interfaces of the link.
+func MTU(bytes int) Param { return set("mtu", strconv.Itoa(bytes)) }
+
+// Emulator is a whole emulator configuration in its text form
+// ("delay 10ms jitter 1ms police 10mbit"), for the keys without a typed
+// constructor here.
+func Emulator(text string) Param { return set("emu", text) }
+
+// Kind picks the link's backend (veth or sriov), overriding the network's.
+func Kind(kind string) Param { return set("kind", kind) }
+
+// For applies parameters to one direction of the link only: emulator.AtoB
+// is from the link's first node to its second. For(emulator.Both, ...) is
+// the same as the parameters alone.
+func For(dir emulator.Direction, ps ...Param) Param {
+	return func(p topo.Params) {
+		inner := Params(ps...)
+		for k, v := range inner {
+			if dir == emulator.AtoB || dir == emulator.BtoA {
+				k = dir.String() + "." + k
+			}
+			p[k] = v
+		}
+	}
+}
