@@ -26,9 +26,19 @@ func Params(ps ...Param) topo.Params {
 
 func set(key, value string) Param { return func(p topo.Params) { p[key] = value } }
 
-// duration writes a time in whole nanoseconds, which every time key of the
-// emulator reads exactly.
-func duration(d time.Duration) string { return strconv.FormatInt(int64(d), 10) + "ns" }
+// duration writes a time exactly, in the largest unit that divides it
+// (10ms, 1500us), as Mininet's logs show delays.
+func duration(d time.Duration) string {
+	for _, u := range []struct {
+		unit time.Duration
+		name string
+	}{{time.Second, "s"}, {time.Millisecond, "ms"}, {time.Microsecond, "us"}} {
+		if d%u.unit == 0 {
+			return strconv.FormatInt(int64(d/u.unit), 10) + u.name
+		}
+	}
+	return strconv.FormatInt(int64(d), 10) + "ns"
+}
 
 func float(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
 

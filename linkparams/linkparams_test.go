@@ -21,7 +21,7 @@ func TestTypedValuesBecomeTheEmulatorConfig(t *testing.T) {
 		linkparams.For(emulator.BtoA, linkparams.Delay(7*time.Millisecond)),
 		linkparams.Seed(42),
 	)
-	want := topo.Params{"delay": "1500000ns", "jitter": "250000ns", "a>b.loss": "2", "b>a.delay": "7000000ns", "seed": "42"}
+	want := topo.Params{"delay": "1500us", "jitter": "250us", "a>b.loss": "2", "b>a.delay": "7ms", "seed": "42"}
 	for k, v := range want {
 		if p[k] != v {
 			t.Errorf("%s = %q, want %q (all: %v)", k, p[k], v, p)
