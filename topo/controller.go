@@ -2,9 +2,11 @@ package topo
 
 import (
 	"fmt"
-	"go.yaml.in/yaml/v3"
 	"strconv"
 	"strings"
+
+	"github.com/hymn-net/hymn/internal/yamlpos"
+	"go.yaml.in/yaml/v3"
 )
 
 // Controller is an OpenFlow controller of a topology, as Mininet's
@@ -169,7 +171,7 @@ func (m *mnLoader) addMiniEditController(name string, opts []pair, at *yaml.Node
 		case "inband":
 			c.Kind = "remote"
 		default:
-			m.errAt(at, field+".controllerType", "unknown controller type %q (use ref, ovsc, remote or inband)", v)
+			m.ErrAt(at, field+".controllerType", "unknown controller type %q (use ref, ovsc, remote or inband)", v)
 			return
 		}
 	}
@@ -179,7 +181,7 @@ func (m *mnLoader) addMiniEditController(name string, opts []pair, at *yaml.Node
 	if v, ok := m.opt(opts, "remotePort", field); ok && v != "" {
 		port, err := strconv.Atoi(v)
 		if err != nil {
-			m.errAt(at, field+".remotePort", "%q is not a port number", v)
+			m.ErrAt(at, field+".remotePort", "%q is not a port number", v)
 			return
 		}
 		c.Port = port
@@ -187,7 +189,7 @@ func (m *mnLoader) addMiniEditController(name string, opts []pair, at *yaml.Node
 	before := len(m.t.errs)
 	m.t.AddControllerSpec(c)
 	for _, err := range m.t.errs[before:] {
-		m.errAt(at, field, "%v", err)
+		m.ErrAt(at, field, "%v", err)
 	}
 	m.warn("controller %s is ignored unless the switches are OpenFlow switches (--switch ovsk)", name)
 }
@@ -198,32 +200,32 @@ var controllerKeys = []string{"name", "kind", "ip", "port"}
 // controllers reads a hymn file's controllers: a list of {name, kind, ip,
 // port} or a mapping from name to {kind, ip, port}.
 func (l *fileLoader) controllers(n *yaml.Node) {
-	n = deref(n)
+	n = yamlpos.Deref(n)
 	one := func(name string, nameAt *yaml.Node, body *yaml.Node, field string) {
 		c := &Controller{Name: name}
-		if body != nil && !isNull(body) {
-			ps, ok := l.mapping(body, field)
+		if body != nil && !yamlpos.IsNull(body) {
+			ps, ok := l.Mapping(body, field)
 			if !ok {
 				return
 			}
-			l.checkKeys(ps, field, controllerKeys)
+			l.CheckKeys(ps, field, controllerKeys)
 			for _, p := range ps {
-				f := field + "." + p.key
-				switch p.key {
+				f := field + "." + p.Key
+				switch p.Key {
 				case "name":
-					c.Name, _ = l.str(p.val, f)
-					nameAt = p.val
+					c.Name, _ = l.Str(p.Val, f)
+					nameAt = p.Val
 				case "kind":
-					c.Kind, _ = l.str(p.val, f)
+					c.Kind, _ = l.Str(p.Val, f)
 				case "ip":
-					c.IP, _ = l.str(p.val, f)
+					c.IP, _ = l.Str(p.Val, f)
 				case "port":
-					c.Port, _ = l.integer(p.val, f)
+					c.Port, _ = l.Integer(p.Val, f)
 				}
 			}
 		}
 		if c.Name == "" {
-			l.errAt(nameAt, field, "a controller needs a name")
+			l.ErrAt(nameAt, field, "a controller needs a name")
 			return
 		}
 		l.addChecked(nameAt, field, func() { l.t.AddControllerSpec(c) })
@@ -232,22 +234,22 @@ func (l *fileLoader) controllers(n *yaml.Node) {
 	case n != nil && n.Kind == yaml.SequenceNode:
 		for i, item := range n.Content {
 			field := fmt.Sprintf("controllers[%d]", i)
-			if deref(item) != nil && deref(item).Kind == yaml.ScalarNode {
-				name, _ := l.str(item, field)
+			if yamlpos.Deref(item) != nil && yamlpos.Deref(item).Kind == yaml.ScalarNode {
+				name, _ := l.Str(item, field)
 				one(name, item, nil, field)
 				continue
 			}
 			one(fmt.Sprintf("c%d", i), item, item, field)
 		}
 	case n != nil && n.Kind == yaml.MappingNode:
-		ps, ok := l.mapping(n, "controllers")
+		ps, ok := l.Mapping(n, "controllers")
 		if !ok {
 			return
 		}
 		for _, p := range ps {
-			one(p.key, p.keyNode, p.val, "controllers."+p.key)
+			one(p.Key, p.KeyNode, p.Val, "controllers."+p.Key)
 		}
 	default:
-		l.errAt(n, "controllers", "must be a list or a mapping of controllers, got %s", kindName(n))
+		l.ErrAt(n, "controllers", "must be a list or a mapping of controllers, got %s", yamlpos.KindName(n))
 	}
 }

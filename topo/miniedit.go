@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/hymn-net/hymn/internal/yamlpos"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -36,15 +37,15 @@ func LoadMiniEditData(name string, data []byte) (*Topo, FileOptions, error) {
 }
 
 func loadMiniEdit(name string, data []byte, lim Limits) (*Topo, FileOptions, error) {
-	d := &doc{file: name, lim: lim}
-	root, err := d.parse(data)
+	d := &doc{Doc: &yamlpos.Doc{File: name}, lim: lim}
+	root, err := d.Parse(data)
 	if err != nil {
 		return nil, FileOptions{}, err
 	}
 	m := &mnLoader{doc: d, t: New(), nodeLine: map[string]int{}, base: DefaultIPBase}
 	m.load(root)
-	if len(d.errs) > 0 {
-		return nil, FileOptions{}, errors.Join(d.errs...)
+	if len(d.Errs) > 0 {
+		return nil, FileOptions{}, errors.Join(d.Errs...)
 	}
 	if err := m.t.Err(); err != nil {
 		return nil, FileOptions{}, &FileError{File: name, Err: err}
@@ -65,51 +66,51 @@ func (m *mnLoader) warn(format string, args ...any) {
 }
 
 func (m *mnLoader) load(root *yaml.Node) {
-	top, ok := m.mapping(root, "")
+	top, ok := m.Mapping(root, "")
 	if !ok {
 		return
 	}
 	by := map[string]pair{}
 	for _, p := range top {
-		by[p.key] = p
+		by[p.Key] = p
 	}
 	version := "2"
 	if p, ok := by["version"]; ok {
-		version, _ = m.value(p.val, "version")
+		version, _ = m.Value(p.Val, "version")
 	}
 	if version != "1" && version != "2" {
 		m.warn("MiniEdit file version %q is not 1 or 2; reading it as version 2", version)
 	}
 	// The application settings come first: ipBase decides host addresses.
-	if p, ok := by["application"]; ok && !isNull(p.val) {
-		m.application(p.val)
+	if p, ok := by["application"]; ok && !yamlpos.IsNull(p.Val) {
+		m.application(p.Val)
 	}
-	if p, ok := by["controllers"]; ok && !isNull(p.val) {
-		m.controllers(p.val)
+	if p, ok := by["controllers"]; ok && !yamlpos.IsNull(p.Val) {
+		m.controllers(p.Val)
 	}
 	for _, k := range []string{"hosts", "switches", "links"} {
 		if _, ok := by[k]; !ok {
-			m.errAt(root, k, "a MiniEdit file has a %s list; this one has none", k)
+			m.ErrAt(root, k, "a MiniEdit file has a %s list; this one has none", k)
 		}
 	}
 	if p, ok := by["hosts"]; ok {
-		m.each(p.val, "hosts", m.host)
+		m.each(p.Val, "hosts", m.host)
 	}
 	if p, ok := by["switches"]; ok {
-		m.each(p.val, "switches", m.switchNode)
+		m.each(p.Val, "switches", m.switchNode)
 	}
 	if p, ok := by["links"]; ok {
-		m.each(p.val, "links", m.link)
+		m.each(p.Val, "links", m.link)
 	}
 }
 
 func (m *mnLoader) each(n *yaml.Node, field string, fn func(item []pair, at *yaml.Node, field string)) {
-	n = deref(n)
-	if isNull(n) {
+	n = yamlpos.Deref(n)
+	if yamlpos.IsNull(n) {
 		return
 	}
 	if n.Kind != yaml.SequenceNode {
-		m.errAt(n, field, "must be a list, got %s", kindName(n))
+		m.ErrAt(n, field, "must be a list, got %s", yamlpos.KindName(n))
 		return
 	}
 	nodes, links := len(n.Content), 0
@@ -121,16 +122,16 @@ func (m *mnLoader) each(n *yaml.Node, field string, fn func(item []pair, at *yam
 	}
 	for i, item := range n.Content {
 		f := fmt.Sprintf("%s[%d]", field, i)
-		if ps, ok := m.mapping(item, f); ok {
-			fn(ps, deref(item), f)
+		if ps, ok := m.Mapping(item, f); ok {
+			fn(ps, yamlpos.Deref(item), f)
 		}
 	}
 }
 
 func get(ps []pair, key string) (*yaml.Node, bool) {
 	for _, p := range ps {
-		if p.key == key {
-			return p.val, true
+		if p.Key == key {
+			return p.Val, true
 		}
 	}
 	return nil, false
@@ -139,14 +140,14 @@ func get(ps []pair, key string) (*yaml.Node, bool) {
 // opt returns a scalar option as text; ok is false when it is absent.
 func (m *mnLoader) opt(ps []pair, key, field string) (string, bool) {
 	n, ok := get(ps, key)
-	if !ok || isNull(n) {
+	if !ok || yamlpos.IsNull(n) {
 		return "", false
 	}
-	return m.value(n, joinField(field, key))
+	return m.Value(n, yamlpos.JoinField(field, key))
 }
 
 func (m *mnLoader) application(n *yaml.Node) {
-	ps, ok := m.mapping(n, "application")
+	ps, ok := m.Mapping(n, "application")
 	if !ok {
 		return
 	}
@@ -154,7 +155,7 @@ func (m *mnLoader) application(n *yaml.Node) {
 		pfx, err := netip.ParsePrefix(s)
 		if err != nil || !pfx.Addr().Is4() {
 			v, _ := get(ps, "ipBase")
-			m.errAt(deref(v), "application.ipBase", "%q is not an IPv4 network like 10.0.0.0/8", s)
+			m.ErrAt(yamlpos.Deref(v), "application.ipBase", "%q is not an IPv4 network like 10.0.0.0/8", s)
 			return
 		}
 		m.base = pfx
@@ -162,7 +163,7 @@ func (m *mnLoader) application(n *yaml.Node) {
 	}
 	for _, k := range []string{"sflow", "netflow"} {
 		if v, ok := get(ps, k); ok {
-			if q, ok := m.mapping(v, "application."+k); ok && len(q) > 0 {
+			if q, ok := m.Mapping(v, "application."+k); ok && len(q) > 0 {
 				if target, ok := m.opt(q, strings.Replace(k, "netflow", "nflow", 1)+"Target", "application."+k); ok && target != "" {
 					m.warn("application: %s export to %s is ignored (hymn's switches are Linux bridges)", k, target)
 				}
@@ -172,19 +173,19 @@ func (m *mnLoader) application(n *yaml.Node) {
 }
 
 func (m *mnLoader) controllers(n *yaml.Node) {
-	n = deref(n)
+	n = yamlpos.Deref(n)
 	switch {
 	case n.Kind == yaml.SequenceNode:
 		for i, c := range n.Content {
 			f := fmt.Sprintf("controllers[%d]", i)
-			ps, ok := m.mapping(c, f)
+			ps, ok := m.Mapping(c, f)
 			if !ok {
 				continue
 			}
 			name := fmt.Sprintf("c%d", i)
 			var opts []pair
 			if o, ok := get(ps, "opts"); ok {
-				if q, ok := m.mapping(o, f+".opts"); ok {
+				if q, ok := m.Mapping(o, f+".opts"); ok {
 					opts = q
 					if s, ok := m.opt(q, "hostname", f+".opts"); ok {
 						name = s
@@ -195,13 +196,13 @@ func (m *mnLoader) controllers(n *yaml.Node) {
 		}
 	case n.Kind == yaml.MappingNode:
 		// Version 1 files hold one controller, {"c0": {...}}.
-		ps, _ := m.mapping(n, "controllers")
+		ps, _ := m.Mapping(n, "controllers")
 		for _, p := range ps {
-			opts, _ := m.mapping(p.val, "controllers."+p.key)
-			m.addMiniEditController(p.key, opts, p.val, "controllers."+p.key)
+			opts, _ := m.Mapping(p.Val, "controllers."+p.Key)
+			m.addMiniEditController(p.Key, opts, p.Val, "controllers."+p.Key)
 		}
 	default:
-		m.errAt(n, "controllers", "must be a list, got %s", kindName(n))
+		m.ErrAt(n, "controllers", "must be a list, got %s", yamlpos.KindName(n))
 	}
 }
 
@@ -211,7 +212,7 @@ func (m *mnLoader) nodeName(ps []pair, opts []pair, at *yaml.Node, field, prefix
 	name, hasName := m.opt(opts, "hostname", field+".opts")
 	if !hasName {
 		if !hasNumber {
-			m.errAt(at, field, "a node needs opts.hostname or number")
+			m.ErrAt(at, field, "a node needs opts.hostname or number")
 			return "", 0, false
 		}
 		name = prefix + number
@@ -221,7 +222,7 @@ func (m *mnLoader) nodeName(ps []pair, opts []pair, at *yaml.Node, field, prefix
 		n, err := strconv.Atoi(s)
 		if err != nil {
 			v, _ := get(opts, "nodeNum")
-			m.errAt(deref(v), field+".opts.nodeNum", "must be an integer, got %q", s)
+			m.ErrAt(yamlpos.Deref(v), field+".opts.nodeNum", "must be an integer, got %q", s)
 			return "", 0, false
 		}
 		num = n
@@ -229,17 +230,17 @@ func (m *mnLoader) nodeName(ps []pair, opts []pair, at *yaml.Node, field, prefix
 		n, err := strconv.Atoi(number)
 		if err != nil {
 			v, _ := get(ps, "number")
-			m.errAt(deref(v), field+".number", "must be a number, got %q", number)
+			m.ErrAt(yamlpos.Deref(v), field+".number", "must be a number, got %q", number)
 			return "", 0, false
 		}
 		num = n
 	}
 	if err := checkNodeName(name); err != nil {
-		m.errAt(at, field+".opts.hostname", "%v", err)
+		m.ErrAt(at, field+".opts.hostname", "%v", err)
 		return "", 0, false
 	}
 	if line, dup := m.nodeLine[name]; dup {
-		m.errAt(at, field+".opts.hostname", "%v: %q is already defined at line %d", ErrDuplicateNode, name, line)
+		m.ErrAt(at, field+".opts.hostname", "%v: %q is already defined at line %d", ErrDuplicateNode, name, line)
 		return "", 0, false
 	}
 	m.nodeLine[name] = at.Line
@@ -248,10 +249,10 @@ func (m *mnLoader) nodeName(ps []pair, opts []pair, at *yaml.Node, field, prefix
 
 func (m *mnLoader) nodeOpts(ps []pair, field string) []pair {
 	o, ok := get(ps, "opts")
-	if !ok || isNull(o) {
+	if !ok || yamlpos.IsNull(o) {
 		return nil
 	}
-	q, _ := m.mapping(o, field+".opts")
+	q, _ := m.Mapping(o, field+".opts")
 	return q
 }
 
@@ -265,7 +266,7 @@ func (m *mnLoader) host(ps []pair, at *yaml.Node, field string) {
 	if ip, ok := m.opt(opts, "ip", field+".opts"); ok && ip != "" {
 		if _, err := parseIP(ip, m.base.Bits()); err != nil {
 			v, _ := get(opts, "ip")
-			m.errAt(deref(v), field+".opts.ip", "%v", err)
+			m.ErrAt(yamlpos.Deref(v), field+".opts.ip", "%v", err)
 			return
 		}
 		params["ip"] = ip
@@ -273,7 +274,7 @@ func (m *mnLoader) host(ps []pair, at *yaml.Node, field string) {
 		// MiniEdit addresses hosts by their number, not by their order.
 		ip, err := ipAdd(num, m.base)
 		if err != nil {
-			m.errAt(at, field+".opts.nodeNum", "%v", err)
+			m.ErrAt(at, field+".opts.nodeNum", "%v", err)
 			return
 		}
 		params["ip"] = ip.String()
@@ -281,7 +282,7 @@ func (m *mnLoader) host(ps []pair, at *yaml.Node, field string) {
 	if gw, ok := m.opt(opts, "defaultRoute", field+".opts"); ok && gw != "" {
 		if _, err := netip.ParseAddr(gw); err != nil {
 			v, _ := get(opts, "defaultRoute")
-			m.errAt(deref(v), field+".opts.defaultRoute", "%q is not an IP address", gw)
+			m.ErrAt(yamlpos.Deref(v), field+".opts.defaultRoute", "%q is not an IP address", gw)
 			return
 		}
 		params["defaultRoute"] = "via " + gw
@@ -312,8 +313,8 @@ func (m *mnLoader) host(ps []pair, at *yaml.Node, field string) {
 }
 
 func nonEmpty(n *yaml.Node) bool {
-	n = deref(n)
-	if n == nil || isNull(n) {
+	n = yamlpos.Deref(n)
+	if n == nil || yamlpos.IsNull(n) {
 		return false
 	}
 	if n.Kind == yaml.ScalarNode {
@@ -365,51 +366,51 @@ func (m *mnLoader) link(ps []pair, at *yaml.Node, field string) {
 	for i, k := range []string{"src", "dest"} {
 		v, ok := get(ps, k)
 		if !ok {
-			m.errAt(at, field, "a link needs %s", k)
+			m.ErrAt(at, field, "a link needs %s", k)
 			return
 		}
-		s, ok := m.str(v, field+"."+k)
+		s, ok := m.Str(v, field+"."+k)
 		if !ok {
 			return
 		}
 		if m.t.Node(s) == nil {
 			if _, tried := m.nodeLine[s]; !tried {
-				m.errAt(deref(v), field+"."+k, "link to undefined node %q", s)
+				m.ErrAt(yamlpos.Deref(v), field+"."+k, "link to undefined node %q", s)
 			}
 			return
 		}
 		ends[i] = s
 	}
 	params := Params{}
-	if o, ok := get(ps, "opts"); ok && !isNull(o) {
-		if q, ok := m.mapping(o, field+".opts"); ok {
+	if o, ok := get(ps, "opts"); ok && !yamlpos.IsNull(o) {
+		if q, ok := m.Mapping(o, field+".opts"); ok {
 			for _, p := range q {
-				if v, ok := m.value(p.val, field+".opts."+p.key); ok && v != "" {
-					params[p.key] = v
+				if v, ok := m.Value(p.Val, field+".opts."+p.Key); ok && v != "" {
+					params[p.Key] = v
 				}
 			}
 			for _, p := range q {
-				if v, ok := params[p.key]; ok {
-					if err := CheckLinkParams(Params{p.key: v}); err != nil {
-						m.errAt(deref(p.val), field+".opts."+p.key, "%v", err)
+				if v, ok := params[p.Key]; ok {
+					if err := CheckLinkParams(Params{p.Key: v}); err != nil {
+						m.ErrAt(yamlpos.Deref(p.Val), field+".opts."+p.Key, "%v", err)
 						return
 					}
 				}
 			}
 			if err := CheckLinkParams(params); err != nil {
-				m.errAt(deref(o), field+".opts", "%v", err)
+				m.ErrAt(yamlpos.Deref(o), field+".opts", "%v", err)
 				return
 			}
 		}
 	}
 	if ends[0] == ends[1] {
-		m.errAt(at, field, "a node cannot be linked to itself (%s)", ends[0])
+		m.ErrAt(at, field, "a node cannot be linked to itself (%s)", ends[0])
 		return
 	}
 	before := len(m.t.errs)
 	m.t.AddLink(ends[0], ends[1], params)
 	for _, err := range m.t.errs[before:] {
-		m.errAt(at, field, "%v", err)
+		m.ErrAt(at, field, "%v", err)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/hymn-net/hymn/emulator"
+	"github.com/hymn-net/hymn/internal/yamlpos"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -53,38 +54,38 @@ func (l *fileLoader) linkSchedule(byKey map[string]pair, field string, own Param
 			_, err = emulator.LoadSchedule(path)
 		}
 		if err != nil {
-			l.errAt(nil, field+".params."+k, "%v", err)
+			l.ErrAt(nil, field+".params."+k, "%v", err)
 		}
 	}
 	p, ok := byKey["schedule"]
 	if !ok {
 		return
 	}
-	n := deref(p.val)
+	n := yamlpos.Deref(p.Val)
 	f := field + ".schedule"
 	if n != nil && n.Kind == yaml.MappingNode {
-		ps, ok := l.mapping(n, f)
+		ps, ok := l.Mapping(n, f)
 		if !ok {
 			return
 		}
 		var dirs []pair
 		for _, q := range ps {
-			if q.key == "a>b" || q.key == "b>a" {
+			if q.Key == "a>b" || q.Key == "b>a" {
 				dirs = append(dirs, q)
 			}
 		}
 		if len(dirs) > 0 {
 			if len(dirs) != len(ps) {
-				l.errAt(n, f, "give either a>b:/b>a: or one schedule for both directions, not both")
+				l.ErrAt(n, f, "give either a>b:/b>a: or one schedule for both directions, not both")
 				return
 			}
 			for _, q := range dirs {
-				l.oneSchedule(q.val, f+"."+q.key, q.key+".schedule", own)
+				l.oneSchedule(q.Val, f+"."+q.Key, q.Key+".schedule", own)
 			}
 			return
 		}
 	}
-	l.oneSchedule(p.val, f, "schedule", own)
+	l.oneSchedule(p.Val, f, "schedule", own)
 }
 
 func (l *fileLoader) relPath(v string) string {
@@ -92,22 +93,22 @@ func (l *fileLoader) relPath(v string) string {
 	if v == "" || filepath.IsAbs(v) || strings.HasPrefix(v, "time,") {
 		return v
 	}
-	return filepath.Join(filepath.Dir(l.file), v)
+	return filepath.Join(filepath.Dir(l.File), v)
 }
 
 // oneSchedule reads one schedule (file name, list of points, or mapping)
 // and stores it under key.
 func (l *fileLoader) oneSchedule(v *yaml.Node, field, key string, own Params) {
 	if _, dup := own[key]; dup {
-		l.errAt(v, field, "%s is also given in the link's params; keep one", key)
+		l.ErrAt(v, field, "%s is also given in the link's params; keep one", key)
 		return
 	}
-	n := deref(v)
+	n := yamlpos.Deref(v)
 	switch {
 	case n != nil && n.Kind == yaml.ScalarNode && n.ShortTag() == "!!str":
 		path := l.relPath(n.Value)
 		if _, err := emulator.LoadSchedule(path); err != nil {
-			l.errAt(n, field, "%v", err)
+			l.ErrAt(n, field, "%v", err)
 			return
 		}
 		own[key] = path
@@ -118,27 +119,27 @@ func (l *fileLoader) oneSchedule(v *yaml.Node, field, key string, own Params) {
 		}
 		return
 	case n == nil || n.Kind != yaml.MappingNode:
-		l.errAt(n, field, "must be a file name, a list of points or a mapping (points:, repeat:, ramp:), got %s", kindName(n))
+		l.ErrAt(n, field, "must be a file name, a list of points or a mapping (points:, repeat:, ramp:), got %s", yamlpos.KindName(n))
 		return
 	}
-	ps, ok := l.mapping(n, field)
+	ps, ok := l.Mapping(n, field)
 	if !ok {
 		return
 	}
-	l.checkKeys(ps, field, scheduleKeys[:4])
+	l.CheckKeys(ps, field, scheduleKeys[:4])
 	byKey := map[string]pair{}
 	for _, p := range ps {
-		byKey[p.key] = p
+		byKey[p.Key] = p
 	}
 	repeat := ""
 	if p, ok := byKey["repeat"]; ok {
-		if repeat, ok = l.value(p.val, field+".repeat"); !ok {
+		if repeat, ok = l.Value(p.Val, field+".repeat"); !ok {
 			return
 		}
 	}
 	ramp := false
 	if p, ok := byKey["ramp"]; ok {
-		if ramp, ok = l.boolean(p.val, field+".ramp"); !ok {
+		if ramp, ok = l.Boolean(p.Val, field+".ramp"); !ok {
 			return
 		}
 	}
@@ -146,17 +147,17 @@ func (l *fileLoader) oneSchedule(v *yaml.Node, field, key string, own Params) {
 	file, hasFile := byKey["file"]
 	switch {
 	case hasPts == hasFile:
-		l.errAt(n, field, "give points: or file:")
+		l.ErrAt(n, field, "give points: or file:")
 	case hasFile:
-		if repeat != "" || byKey["ramp"].val != nil {
-			l.errAt(n, field, "a schedule file sets its own repeat and ramp")
+		if repeat != "" || byKey["ramp"].Val != nil {
+			l.ErrAt(n, field, "a schedule file sets its own repeat and ramp")
 			return
 		}
-		l.oneSchedule(file.val, field+".file", key, own)
+		l.oneSchedule(file.Val, field+".file", key, own)
 	default:
-		list := deref(pts.val)
+		list := yamlpos.Deref(pts.Val)
 		if list == nil || list.Kind != yaml.SequenceNode {
-			l.errAt(list, field+".points", "must be a list of {at:, params:}, got %s", kindName(list))
+			l.ErrAt(list, field+".points", "must be a list of {at:, params:}, got %s", yamlpos.KindName(list))
 			return
 		}
 		if s, ok := l.schedulePoints(list, field+".points", repeat, ramp); ok {
@@ -172,40 +173,40 @@ func (l *fileLoader) schedulePoints(list *yaml.Node, field, repeat string, ramp 
 	var b strings.Builder
 	b.WriteString("time,delay,jitter,rate,loss,ramp\n")
 	nodes := []*yaml.Node{list} // CSV line k (from 1) was written from nodes[k-1]
-	before := len(l.errs)
+	before := len(l.Errs)
 	for i, item := range list.Content {
 		f := fmt.Sprintf("%s[%d]", field, i)
-		ps, ok := l.mapping(item, f)
+		ps, ok := l.Mapping(item, f)
 		if !ok {
 			continue
 		}
-		l.checkKeys(ps, f, schedulePointKeys)
+		l.CheckKeys(ps, f, schedulePointKeys)
 		cells := map[string]string{"ramp": fmt.Sprint(ramp)}
 		for _, p := range ps {
-			switch p.key {
+			switch p.Key {
 			case "at":
-				if v, ok := l.cell(p.val, f+".at"); ok {
+				if v, ok := l.cell(p.Val, f+".at"); ok {
 					cells["time"] = v
 				}
 			case "ramp":
-				if v, ok := l.boolean(p.val, f+".ramp"); ok {
+				if v, ok := l.Boolean(p.Val, f+".ramp"); ok {
 					cells["ramp"] = fmt.Sprint(v)
 				}
 			case "params":
-				pp, ok := l.mapping(p.val, f+".params")
+				pp, ok := l.Mapping(p.Val, f+".params")
 				if !ok {
 					continue
 				}
-				l.checkKeys(pp, f+".params", scheduleParamKeys)
+				l.CheckKeys(pp, f+".params", scheduleParamKeys)
 				for _, q := range pp {
-					if v, ok := l.cell(q.val, f+".params."+q.key); ok {
-						cells[q.key] = v
+					if v, ok := l.cell(q.Val, f+".params."+q.Key); ok {
+						cells[q.Key] = v
 					}
 				}
 			}
 		}
 		if cells["time"] == "" {
-			l.errAt(item, f, "a point needs at:")
+			l.ErrAt(item, f, "a point needs at:")
 			continue
 		}
 		fmt.Fprintf(&b, "%s,%s,%s,%s,%s,%s\n", cells["time"], cells["delay"], cells["jitter"], cells["rate"], cells["loss"], cells["ramp"])
@@ -213,16 +214,16 @@ func (l *fileLoader) schedulePoints(list *yaml.Node, field, repeat string, ramp 
 	}
 	if repeat != "" {
 		if strings.ContainsAny(repeat, ",;\n") {
-			l.errAt(list, field, "repeat %q is not a time", repeat)
+			l.ErrAt(list, field, "repeat %q is not a time", repeat)
 			return nil, false
 		}
 		fmt.Fprintf(&b, "repeat,%s\n", repeat)
 		nodes = append(nodes, list)
 	}
-	if len(l.errs) > before {
+	if len(l.Errs) > before {
 		return nil, false
 	}
-	s, err := emulator.ParseSchedule(l.file, []byte(b.String()))
+	s, err := emulator.ParseSchedule(l.File, []byte(b.String()))
 	if err != nil {
 		at := list
 		var te *emulator.TraceError
@@ -232,7 +233,7 @@ func (l *fileLoader) schedulePoints(list *yaml.Node, field, repeat string, ramp 
 			}
 			err = errors.New(te.Msg)
 		}
-		l.errAt(at, field, "%v", err)
+		l.ErrAt(at, field, "%v", err)
 		return nil, false
 	}
 	return s, true
@@ -240,12 +241,12 @@ func (l *fileLoader) schedulePoints(list *yaml.Node, field, repeat string, ramp 
 
 // cell is a scalar that fits in a CSV cell.
 func (l *fileLoader) cell(n *yaml.Node, field string) (string, bool) {
-	v, ok := l.value(n, field)
+	v, ok := l.Value(n, field)
 	if !ok {
 		return "", false
 	}
 	if strings.ContainsAny(v, ",;\n\r") {
-		l.errAt(n, field, "%q: a value cannot contain ',' or ';'", v)
+		l.ErrAt(n, field, "%q: a value cannot contain ',' or ';'", v)
 		return "", false
 	}
 	return strings.TrimSpace(v), true
