@@ -287,8 +287,8 @@ func fields(v string) []string {
 }
 
 // emuNet is the emulation state of one network: its helper namespace and
-// emulated links. It lives beside the Network (keyed by run id) so that
-// network.go needs only two calls into this file.
+// emulated links. The Network holds it (emuState), made on first use, so
+// that networks without emulated links never create the helper namespace.
 type emuNet struct {
 	mu     sync.Mutex
 	helper *links.HelperNS

@@ -26,9 +26,9 @@ import (
 // ErrSRIOV marks SR-IOV backend errors.
 var ErrSRIOV = errors.New("SR-IOV links")
 
-// sriovNet is the SR-IOV state of one network. It lives beside the Network
-// (keyed by run id) so that network.go needs only two calls into this
-// file.
+// sriovNet is the SR-IOV state of one network. The Network holds it
+// (Network.sriov), made on first use, so that networks without VF links
+// never look for SR-IOV hardware.
 type sriovNet struct {
 	mu    sync.Mutex
 	init  bool

@@ -11,7 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Distribution selects the law of the delay innovations C (spec §3.4).
+// Distribution selects the law of the delay innovations C (docs/emulator-spec.md §3.4).
 type Distribution uint8
 
 // The zero value is Normal because the spec's default distribution is
@@ -51,7 +51,7 @@ func ParseDistribution(s string) (Distribution, error) {
 	return 0, &ConfigError{Field: "distribution", Msg: fmt.Sprintf("unknown distribution %q (want deterministic, uniform, normal, lognormal or gamma)", s)}
 }
 
-// LossModel selects the dropper (spec §6).
+// LossModel selects the dropper (docs/emulator-spec.md §6).
 type LossModel uint8
 
 const (
@@ -74,14 +74,14 @@ type LossConfig struct {
 	P13, P31, P32, P23, P14 float64
 }
 
-// PolicerConfig is a token bucket at arrival time (spec §5.1).
+// PolicerConfig is a token bucket at arrival time (docs/emulator-spec.md §5.1).
 type PolicerConfig struct {
 	Enabled bool
 	Rate    uint64 // bit/s
 	Burst   uint64 // bucket depth in bytes
 }
 
-// SpacerConfig is a leaky bucket on the delayed times (spec §5.2).
+// SpacerConfig is a leaky bucket on the delayed times (docs/emulator-spec.md §5.2).
 type SpacerConfig struct {
 	Enabled bool
 	Rate    uint64 // bit/s
@@ -102,7 +102,7 @@ type Config struct {
 	RateInterval time.Duration // T_min of the rate estimator
 	// TimeBasedWeight computes a from the inter-arrival gap of every packet
 	// instead of the per-interval rate. It removes the on/off artefact of
-	// §3.3 at the cost of one exp per burst; it is a deviation from DPDS.
+	// docs/emulator-spec.md §3.3 at the cost of one exp per burst; it is a deviation from DPDS.
 	TimeBasedWeight bool
 	Reorder         bool // heap (reordering allowed) instead of FIFO
 	Police          PolicerConfig
@@ -121,7 +121,7 @@ type Config struct {
 	AllowLarge bool
 }
 
-// Defaults from spec §2, §5.1 and §7.
+// Defaults from docs/emulator-spec.md §2, §5.1 and §7.
 const (
 	DefaultHalfLife     = 21 * time.Millisecond
 	DefaultRateInterval = 10 * time.Millisecond
@@ -354,19 +354,19 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// Warnings lists valid but probably surprising settings (spec §3.4).
+// Warnings lists valid but probably surprising settings (docs/emulator-spec.md §3.4).
 func (c *Config) Warnings() []string {
 	var w []string
 	if (c.Distribution == Normal || c.Distribution == Uniform) && c.Jitter > 0 && c.Delay < 3*c.Jitter {
 		w = append(w, fmt.Sprintf("delay %v is below 3 × jitter %v: many delays will be clamped at 0, which raises the mean", c.Delay, c.Jitter))
 	}
 	if c.Distribution == LogNormal && c.Jitter > 0 && c.HalfLife > 0 {
-		w = append(w, "lognormal innovations with correlation reach the configured jitter only over very long times at high packet rates (spec §3.4)")
+		w = append(w, "lognormal innovations with correlation reach the configured jitter only over very long times at high packet rates (docs/emulator-spec.md §3.4)")
 	}
 	return w
 }
 
-// Option changes one setting; New and Build apply them to DefaultConfig.
+// Option changes one setting; Build applies options to DefaultConfig.
 type Option func(*Config)
 
 // Build applies options to DefaultConfig and validates the result.

@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 )
 
-// delayer owns the correlated delay state D (spec §3). All times are
+// delayer owns the correlated delay state D (docs/emulator-spec.md §3). All times are
 // float64 nanoseconds because at 100 Gbit/s one step moves D by about
 // 4·10⁻⁶ of an innovation, far below integer-ns resolution.
 type delayer struct {
@@ -64,7 +64,7 @@ func (d *delayer) reset() {
 }
 
 // weightForRate returns x = 1 − a for a = 2^(−1/(t_h·R)), via expm1 so that
-// x ≈ 4·10⁻⁶ at 100 Gbit/s keeps full precision (spec §3.2 numerics).
+// x ≈ 4·10⁻⁶ at 100 Gbit/s keeps full precision (docs/emulator-spec.md §3.2 numerics).
 func (d *delayer) weightForRate(r float64) float64 {
 	if d.halfLife == 0 || r <= 0 || math.IsInf(r, 0) {
 		return 1
@@ -108,7 +108,7 @@ func (d *delayer) setWeight(x float64) {
 }
 
 // arrive runs the rate estimator for a burst of b packets stamped t
-// (spec §3.3) and returns whether this is the first burst ever.
+// (docs/emulator-spec.md §3.3) and returns whether this is the first burst ever.
 func (d *delayer) arrive(t int64, b int) {
 	if !d.started {
 		// The opening packet only marks the start; counting from the next

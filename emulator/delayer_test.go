@@ -73,7 +73,7 @@ func TestDrawnMomentsCorrelated(t *testing.T) {
 	// of length T the mean has standard error σ·√(2τ_c/T) and the variance
 	// a relative standard error √(2τ_c/T) (so the std about half that).
 	// T = 100 s at 0.1 Gbit/s gives 0.025σ and 1.2 %; we allow 4 SE.
-	// Log-normal and gamma innovations make D heavy-tailed (spec §3.4),
+	// Log-normal and gamma innovations make D heavy-tailed (docs/emulator-spec.md §3.4),
 	// so their std gets a loose 15 % bound.
 	const T = 100.0
 	tauC := 0.021 / math.Ln2
@@ -98,7 +98,7 @@ func TestDrawnMomentsCorrelated(t *testing.T) {
 }
 
 func TestCorrelationHalfLife(t *testing.T) {
-	// Corr(D(t), D(t+τ)) = 2^(−τ/t_h) at any rate (spec §3.2). Each
+	// Corr(D(t), D(t+τ)) = 2^(−τ/t_h) at any rate (docs/emulator-spec.md docs/emulator-spec.md §3.2). Each
 	// estimate from T seconds has standard error ≈ (1−ρ²)·√(τ_c/T)·√2;
 	// with T = 60 s that is ≤ 0.032, and we allow 0.08.
 	for _, g := range []float64{0.1, 1} {
@@ -153,7 +153,7 @@ func TestStepStdMatchesWeight(t *testing.T) {
 }
 
 func TestVarianceKeptAcrossRateChanges(t *testing.T) {
-	// Var[D] stays σ² whatever sequence of weights is used (spec §3.2 key
+	// Var[D] stays σ² whatever sequence of weights is used (docs/emulator-spec.md §3.2 key
 	// property). Alternate 0.1 and 10 Gbit/s every 200 ms for 60 s.
 	c := DefaultConfig()
 	c.Delay, c.Jitter = 10*time.Millisecond, time.Millisecond
@@ -207,7 +207,7 @@ func TestRateEstimatorCBR(t *testing.T) {
 	}
 	// An idle second, then a burst: the interval closed by the burst spans
 	// the gap, so R drops to (packets since the last close)/(1 s) and a
-	// falls accordingly, making the next delays much less correlated (§3.3).
+	// falls accordingly, making the next delays much less correlated (docs/emulator-spec.md §3.3).
 	t0 := int64(50_000*dt) + 1e9
 	d.arrive(t0, 16)
 	if d.rate > 1e6/50 {
@@ -230,7 +230,7 @@ func TestFixedDelay(t *testing.T) {
 }
 
 func TestGammaTinyShape(t *testing.T) {
-	// At 100 Gbit/s with σ = 3 ms, t_h = 21 ms, k ≈ 2·10⁻⁵ (spec §3.4):
+	// At 100 Gbit/s with σ = 3 ms, t_h = 21 ms, k ≈ 2·10⁻⁵ (docs/emulator-spec.md §3.4):
 	// sampling must stay finite and non-negative, and the mean of D must
 	// stay near μ (its variance is reached only slowly, so not checked).
 	c := DefaultConfig()

@@ -214,7 +214,7 @@ func (e *Emulator) receiveOne(now int64, p *Packet) bool {
 	if e.loss.cfg.Model != NoLoss && e.loss.lost(e.rng) {
 		c.lost++
 		if e.space.on || e.trace.on {
-			// Lost on the wire (spec §1.4, §5.2): the packet used its
+			// Lost on the wire (docs/emulator-spec.md §1.4, §5.2): the packet used its
 			// slot, so it holds its place in the buffer until the slot
 			// starts, like the frames around it. Counting it keeps the
 			// time booked for lost packets bounded by the buffer.
@@ -315,7 +315,7 @@ func (e *Emulator) sent(now int64, p *Packet) {
 	e.lateHist.Record(now - p.Due)
 }
 
-// Stats is a snapshot of one direction's counters and gauges (spec §8).
+// Stats is a snapshot of one direction's counters and gauges (docs/emulator-spec.md §8).
 // Received = Sent + Dropped() + Queued always holds.
 type Stats struct {
 	Received, ReceivedBytes uint64

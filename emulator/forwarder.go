@@ -85,7 +85,7 @@ const (
 // Forwarder runs an emulated link between two ports: for each direction
 // one goroutine locked to its own OS thread receives a batch, runs it
 // through that direction's Emulator and transmits what is due (the
-// one-thread mapping of spec §1, once per direction, so two threads per
+// one-thread mapping of docs/emulator-spec.md §1, once per direction, so two threads per
 // link). When nothing is due soon it sleeps in the port's poll, with a
 // timeout that ends shortly before the next departure (while traffic is
 // dense, on a short timer instead: see ForwarderConfig.Coalesce), and

@@ -14,7 +14,7 @@ import (
 	"time"
 )
 
-// GridOptions describes the paper's accuracy grid (spec §13.1): FIFO,
+// GridOptions describes the paper's accuracy grid (docs/emulator-spec.md §13.1): FIFO,
 // normal innovations, mean 10 ms, every combination of jitter, half-life
 // and rate, each cell run Replications times with independent seeds.
 type GridOptions struct {

@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 )
 
-// policer is a token bucket evaluated at arrival time (spec §5.1).
+// policer is a token bucket evaluated at arrival time (docs/emulator-spec.md §5.1).
 type policer struct {
 	on        bool
 	bytesPerN float64 // refill rate, bytes per ns
@@ -49,7 +49,7 @@ func (p *policer) pass(t int64, wire int, super bool) bool {
 }
 
 // spacer is a leaky bucket on delayed times with scheduled-fill accounting
-// (spec §5.2). tFree is split into integer ns and a fraction so that
+// (docs/emulator-spec.md §5.2). tFree is split into integer ns and a fraction so that
 // 123.04 ns slots at 100 Gbit/s do not accumulate rounding error.
 type spacer struct {
 	on       bool
@@ -95,7 +95,7 @@ func (s *spacer) schedule(e int64, wire int) (int64, bool) {
 	return start, true
 }
 
-// lossState is the dropper (spec §6, §9.4).
+// lossState is the dropper (docs/emulator-spec.md §6, §9.4).
 type lossState struct {
 	cfg   LossConfig
 	state uint8 // GE: 0 good, 1 bad; 4-state: 1..4

@@ -428,7 +428,7 @@ func parseSize(field, s string) (uint64, error) {
 const wirePacket = 1538
 
 // parseLimit accepts bytes, packets ("100pkt") or a queueing time ("5ms")
-// converted at the given rate, as spec §5.2 allows.
+// converted at the given rate, as docs/emulator-spec.md §5.2 allows.
 func parseLimit(field, s string, rate uint64) (uint64, error) {
 	v, unit, ok := splitUnit(s)
 	if ok {

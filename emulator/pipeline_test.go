@@ -186,7 +186,7 @@ func TestPolicerBound(t *testing.T) {
 }
 
 func TestSpacer(t *testing.T) {
-	// ρ < 1, σ = 0, CBR: no extra delay, no drops (spec §11.4).
+	// ρ < 1, σ = 0, CBR: no extra delay, no drops (docs/emulator-spec.md §11.4).
 	e := mustNew(t, "delay 1ms space 1gbit 100000 seed 1")
 	out := make([]Packet, 16)
 	in := make([]Packet, 1)

@@ -11,8 +11,8 @@ import (
 // Port is one side of an emulated link as the forwarder sees it: a network
 // interface that receives and sends Ethernet frames in batches. The
 // AF_PACKET implementation (package emulator/afpacket) moves whole batches
-// through shared memory rings; a DPDK port (later) will wrap rte_eth_rx_burst
-// and rte_eth_tx_burst behind the same four calls.
+// through shared memory rings; the DPDK port (package emulator/dpdk, build tag
+// dpdk) wraps rte_eth_rx_burst and rte_eth_tx_burst behind the same calls.
 //
 // A Port is used by at most two goroutines at a time: one receiving
 // (RecvBatch, Wait) and one sending (SendBatch). Interrupt, Stats and Close

@@ -37,7 +37,7 @@ const (
 // including the FCS, as in the paper (1518 B). The emulator is handed
 // Len = Frame − 4, the FCS-less length a DPDK or AF_PACKET port reports, so
 // with the default overhead of 24 B a frame occupies Frame + 20 = 1538 B on
-// the wire, matching spec §2 and §13.2. Rates are on the wire.
+// the wire, matching docs/emulator-spec.md §2 and §13.2. Rates are on the wire.
 type SimConfig struct {
 	Emulator Config
 	Traffic  Traffic
@@ -46,7 +46,7 @@ type SimConfig struct {
 	Frame    int           // frame size in bytes
 	Duration time.Duration // arrivals are generated in [0, Duration)
 	// Warmup excludes early arrivals from the delay statistics so the
-	// variance build-up of §3.3 does not bias them; negative picks
+	// variance build-up of docs/emulator-spec.md §3.3 does not bias them; negative picks
 	// min(3·t_h + T_min, Duration/5).
 	Warmup time.Duration
 	Seed   uint64

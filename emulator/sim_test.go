@@ -22,7 +22,7 @@ func sim(t *testing.T, text string, rate uint64, d time.Duration, seed uint64) S
 func TestFIFOExtraDelayIndependentOfRate(t *testing.T) {
 	// High-rate limit (1/R ≪ σ²ln2/t_h ≪ t_h): FIFO extra delay ≈
 	// σ²·ln2/t_h = 297 µs for σ = 3 ms, t_h = 21 ms, whatever the rate
-	// (spec §3.5; the spec's own simulation lands 3–7 % below the closed
+	// (docs/emulator-spec.md §3.5; the spec's own simulation lands 3–7 % below the closed
 	// form). The extra delay averages over many short excursions, so its
 	// run-to-run spread is a few per cent; we allow −15 % … +10 %.
 	want := 9e12 * math.Ln2 / 21e6
@@ -63,7 +63,7 @@ func TestHeapRealisesDrawnDelays(t *testing.T) {
 func TestUncorrelatedFIFOProblem(t *testing.T) {
 	// The paper's "naive approach": with a = 0 the FIFO extra delay grows
 	// with rate (1.1σ at 0.1 Gbit/s to 3.4σ at 100 Gbit/s for σ = 1 ms,
-	// spec §3.5) and the realised jitter collapses.
+	// docs/emulator-spec.md §3.5) and the realised jitter collapses.
 	var prev float64
 	for i, g := range []struct {
 		rate uint64
@@ -98,7 +98,7 @@ func TestCorrelatedAccuracy(t *testing.T) {
 }
 
 func TestPassageTime(t *testing.T) {
-	// Mean first-passage time from μ−σ to μ+σ ≈ 4.49·t_h (spec §3.5).
+	// Mean first-passage time from μ−σ to μ+σ ≈ 4.49·t_h (docs/emulator-spec.md §3.5).
 	// (The continuous OU value is 4.32·t_h; sampling at packet times misses
 	// brief crossings, which lengthens passages, markedly so at 0.1 Gbit/s
 	// where a half-life holds only 57 packets. We measure at 1 Gbit/s.)
@@ -130,7 +130,7 @@ func TestSimSineAndDrops(t *testing.T) {
 }
 
 func TestSpacerUtilisationExtraDelay(t *testing.T) {
-	// Spec §5.2: with t_h = 21 ms and σ = 1 ms the spacer's extra delay is
+	// docs/emulator-spec.md §5.2: with t_h = 21 ms and σ = 1 ms the spacer's extra delay is
 	// about 0.06 / 0.16 / 1.3 ms at ρ = 0.5 / 0.8 / 0.99 (0.03 ms without
 	// it). Near ρ = 1 the backlog has long memory, hence the wider bound.
 	for _, tc := range []struct {

@@ -7,6 +7,6 @@
 // directory, variables and background jobs persist between calls and the
 // output comes back as text. Exec runs a program directly, for Go callers
 // that want stdout, stderr and the exit status. Cancelling the context kills
-// what the call started. Node is the small interface every backend (VMs
-// later) implements.
+// what the call started. Node is the small interface every backend
+// implements: namespace nodes here, VM nodes in package vm.
 package nodes

@@ -10,7 +10,7 @@
 //
 // V2 rather than V3 for RX: a V3 ring hands a partly filled block to user
 // space only when its retire timeout (at least 1 ms) fires, which would add
-// about a millisecond to every packet of a quiet link (notes/platform.md §3).
+// about a millisecond to every packet of a quiet link (docs/platform.md §3).
 // V2 marks each frame ready on its own, and poll wakes the reader as soon
 // as the first one is, so a sleeping port adds only the scheduler's wake-up
 // time.

@@ -6,7 +6,7 @@ import "time"
 // 256 MB of memory, which is enough for tests and a few links.
 type Config struct {
 	// Hugepages uses hugepages mounted at HugeDir instead of --no-huge
-	// (about twice the packet rate; see notes/platform.md).
+	// (about twice the packet rate; see docs/platform.md).
 	Hugepages bool
 	HugeDir   string
 	// MemoryMB is EAL's -m (default 256).
