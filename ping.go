@@ -70,6 +70,12 @@ func (n *Network) pingOnce(ctx context.Context, src, dst string, timeout time.Du
 		// two seconds cover ARP on every hop of a routed path on a busy
 		// machine and keep a broken topology from stalling a test run.
 		wait = 2 * time.Second
+		if n.isOpenFlow() {
+			// Behind an OpenFlow controller a pair's first packets go
+			// to the controller at every switch on the way: Mininet's
+			// (ping's) 10 s keep a long path on a busy machine whole.
+			wait = 10 * time.Second
+		}
 	}
 	if ns, ok := node.(*nodes.NsNode); ok {
 		r, err := nativePing(ctx, ns, ip, wait)

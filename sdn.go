@@ -171,7 +171,7 @@ func (n *Network) startSDN(ctx context.Context) error {
 			if n.sdn.ovs != nil {
 				relay = filepath.Join(n.sdn.ovs.Dir(), spec.Name+".sock")
 			}
-			c, err := nodes.StartController(ctx, nodes.ControllerConfig{Name: spec.Name, Kind: spec.Kind, IP: spec.IP, Port: spec.Port, Protocols: n.controllerProtocols(),
+			c, err := nodes.StartController(ctx, nodes.ControllerConfig{Name: spec.Name, Kind: spec.Kind, IP: spec.IP, Port: spec.Port, Protocols: n.controllerProtocols(), Switches: len(n.plan.Switches()),
 				Record: owner.NamespaceName(n.run, spec.Name), Relay: relay, Logf: n.debugf, Warnf: lg.Warningf})
 			if err != nil {
 				return err

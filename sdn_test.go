@@ -183,6 +183,19 @@ func TestOpenFlowSwitchStopStart(t *testing.T) {
 	}
 }
 
+// TestOpenFlowMoreThan16Switches: ovs-testcontroller refuses a 17th
+// switch, so hymn runs a second process behind the controller's relay.
+func TestOpenFlowMoreThan16Switches(t *testing.T) {
+	sdnTools(t)
+	n, _ := startSDN(t, "linear,17", Options{}, topo.Params{"kind": "ovsc"})
+	if p := n.Controllers()[0].Processes(); p != 2 {
+		t.Errorf("c0 runs %d processes for 17 switches, want 2", p)
+	}
+	if loss, err := n.Ping(context.Background(), []string{"h1", "h17"}, 0); err != nil || loss != 0 {
+		t.Errorf("h1 <-> h17 across 17 switches: %v%% dropped, %v", loss, err)
+	}
+}
+
 // TestRemoteControllerReceivesSwitches: a controller the user started
 // before the network gets one OpenFlow connection per switch, over the
 // root namespace's loopback.

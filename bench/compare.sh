@@ -8,6 +8,15 @@
 #      ping phase (from the "*** Ping: testing ping reachability" line to the
 #      "*** Results:" line, each output line being timestamped as it comes),
 #      both tools' Results lines, and the ratios;
+#   4. OpenFlow: build + pingall + teardown on each of $SDN_TOPOS (default
+#      "linear,10 linear,20"), hymn --switch ovsk --controller default
+#      ($SDN_REPS times) against Mininet --switch ovs,datapath=user
+#      --controller ovsc ($SDN_MN_REPS times, each killed after
+#      $SDN_MN_TIMEOUT s: Mininet's ovs-testcontroller takes 16 switches,
+#      so linear,20 hangs), with hymn's memory per switch (RSS of its Open
+#      vSwitch daemons and controller processes / switches). Needs Open
+#      vSwitch; the system's (Mininet's) is started with ovs-ctl if it is
+#      not running, and stopped again at the end. SDN_TOPOS= skips it.
 #   3. hymn alone: pingpair on $BIG_TOPO (default linear,1000, 2000 nodes):
 #      wall time and peak memory (GNU time's "Maximum resident set size").
 #
@@ -33,6 +42,11 @@ set -euo pipefail
 export LC_ALL=C # "." as the decimal separator of $EPOCHREALTIME and awk
 
 TOPO=${TOPO:-linear,100}
+SDN_TOPOS=${SDN_TOPOS-linear,10 linear,20}
+SDN_REPS=${SDN_REPS:-3}
+SDN_MN_REPS=${SDN_MN_REPS:-1}
+SDN_MN_TIMEOUT=${SDN_MN_TIMEOUT:-120}
+OVS_CTL=${OVS_CTL:-/usr/share/openvswitch/scripts/ovs-ctl}
 PING_TOPO=${PING_TOPO:-linear,10}
 BIG_TOPO=${BIG_TOPO-linear,1000}
 HYMN_REPS=${HYMN_REPS:-3}
@@ -98,11 +112,13 @@ if [[ -z $LOGDIR ]]; then LOGDIR=$TMP/logs; fi
 mkdir -p "$LOGDIR"
 
 MN_DIRTY=0
+OVS_STARTED=0
 cleanup() {
 	local rc=$?
 	trap - EXIT INT TERM
 	if ((MN_DIRTY)); then "$MN" -c >>"$LOGDIR/mn-clean.log" 2>&1 || true; fi
 	if [[ -n $HYMN && -x $HYMN ]]; then "$HYMN" clean >>"$LOGDIR/hymn-clean.log" 2>&1 || true; fi
+	if ((OVS_STARTED)); then "$OVS_CTL" stop >>"$LOGDIR/ovs-ctl.log" 2>&1 || true; fi
 	rm -rf "$TMP"
 	exit "$rc"
 }
@@ -216,6 +232,12 @@ settle() {
 }
 
 plus() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.4f", a + b }'; }
+num_() { if [[ $1 == - || -z $1 ]]; then printf null; else printf '%s' "$1"; fi; }
+arr_() {
+	local out='' v
+	for v in "$@"; do out+=${out:+,}$(num_ "$v"); done
+	printf '[%s]' "$out"
+}
 
 # run_mn LOG TOPO TEST / run_hymn LOG TOPO [TEST [WRAPPER...]]: settle, run
 # timed, measure the kernel's cleanup tail; $ELAPSED and $TAIL as above.
@@ -326,6 +348,65 @@ if [[ -n $BIG_TOPO ]]; then
 	echo "    hymn: $BIG_WALL s, kernel tail $BIG_TAIL s, peak RSS $BIG_RSS_KB kB, $BIG_NODES nodes: $BIG_RESULTS"
 fi
 
+# --- 4. OpenFlow ----------------------------------------------------------------------
+SDN_ROWS=() SDN_JSON=()
+if [[ -n $SDN_TOPOS ]]; then
+	echo "*** 4. OpenFlow: build + pingall + teardown on $SDN_TOPOS: hymn x$SDN_REPS (--switch ovsk --controller default), Mininet x$SDN_MN_REPS (--switch ovs,datapath=user --controller ovsc, killed after $SDN_MN_TIMEOUT s)"
+	command -v ovs-vsctl >/dev/null || die "Open vSwitch not found: apt-get install openvswitch-switch openvswitch-testcontroller (or SDN_TOPOS=)"
+	if ! ovs-vsctl --timeout=2 show >/dev/null 2>&1; then
+		"$OVS_CTL" start >>"$LOGDIR/ovs-ctl.log" 2>&1 || die "could not start Open vSwitch with $OVS_CTL (see $LOGDIR/ovs-ctl.log)"
+		OVS_STARTED=1
+	fi
+	# sdn_rss: run once more with a --post script reading the RSS of
+	# hymn's Open vSwitch daemons and controllers (its children).
+	echo 'sh ps -o rss=,comm= --ppid $PPID | awk '"'"'/ovs-/ { s += $1 } END { print "SDN_RSS_KB", s }'"'" >"$TMP/sdn-rss.cli"
+	for st in $SDN_TOPOS; do
+		T_HYMN=() T_MN=() r_h='' r_m='' hung=0
+		for ((i = 1; i <= SDN_REPS; i++)); do
+			log=$LOGDIR/sdn-hymn-$st-$i.log
+			settle
+			timed "$log" "$HYMN" --switch ovsk --controller default --topo "$st" --test pingall || fail "$log" "hymn --switch ovsk --topo $st --test pingall"
+			settle
+			T_HYMN+=("$ELAPSED")
+			r_h=$(results "$log")
+			echo "    hymn    $st #$i: $ELAPSED s: $r_h"
+			if ((i <= SDN_MN_REPS)); then
+				log=$LOGDIR/sdn-mn-$st-$i.log
+				settle
+				MN_DIRTY=1
+				rc=0
+				timed "$log" timeout -k 5 "$SDN_MN_TIMEOUT" "$MN" --switch ovs,datapath=user --controller ovsc --topo "$st" --test pingall || rc=$?
+				"$MN" -c >>"$LOGDIR/mn-clean.log" 2>&1 || true
+				MN_DIRTY=0
+				if ((rc == 124 || rc == 137)); then
+					hung=$((hung + 1))
+					T_MN+=(-)
+					echo "    Mininet $st #$i: hung, killed after $ELAPSED s"
+				else
+					T_MN+=("$ELAPSED")
+					r_m=$(results "$log")
+					echo "    Mininet $st #$i: $ELAPSED s: $r_m"
+				fi
+			fi
+		done
+		log=$LOGDIR/sdn-hymn-$st-rss.log
+		settle
+		timed "$log" "$HYMN" --switch ovsk --controller default --topo "$st" --test pingall --post "$TMP/sdn-rss.cli" || true
+		rss=$(sed -n 's/^[0-9.]* SDN_RSS_KB \([0-9]*\).*/\1/p' "$log" | head -n 1)
+		nsw=$(cut -d' ' -f2- "$log" | awk '/^\*\*\* Adding switches:/ { getline; print NF; exit }')
+		per=$(awk -v r="${rss:--}" -v n="${nsw:-0}" 'BEGIN { if (r == "-" || n == 0) printf "-"; else printf "%.0f", r / n }')
+		mh=$(median "${T_HYMN[@]}")
+		mm=$(median "${T_MN[@]}")
+		rt=$(ratio "$mm" "$mh")
+		mn_txt="$mm s"
+		if ((hung > 0)); then mn_txt="$mm s, $hung hung (killed at $SDN_MN_TIMEOUT s)"; fi
+		echo "    hymn $st: median $mh s, memory ${per} kB per switch (Open vSwitch + controller RSS $rss kB / $nsw switches); Mininet: $mn_txt"
+		SDN_ROWS+=("$st|$mh|$mn_txt|$rt|$per|$r_h|$r_m")
+		SDN_JSON+=("$(printf '{"topo": "%s", "hymn_s": %s, "mininet_s": %s, "hymn_median_s": %s, "mininet_median_s": %s, "ratio": %s, "mininet_hung": %s, "hymn_kb_per_switch": %s, "results_hymn": "%s", "results_mininet": "%s"}' \
+			"$st" "$(arr_ "${T_HYMN[@]}")" "$(arr_ "${T_MN[@]}")" "$(num_ "$mh")" "$(num_ "$mm")" "$(num_ "$rt")" "$hung" "$(num_ "$per")" "$r_h" "$r_m")")
+	done
+fi
+
 # --- leftovers ------------------------------------------------------------------------
 # Every run of ours has ended: what is new since the start is left behind,
 # unless it belongs to a hymn run whose owner is still alive (another user's
@@ -393,6 +474,13 @@ if [[ -n $BIG_TOPO ]]; then
 	echo "pingpair Results: hymn '$BIG_RESULTS'"
 fi
 
+for r in "${SDN_ROWS[@]}"; do
+	IFS='|' read -r st mh mt rt per rh rm <<<"$r"
+	row "OpenFlow $st build+pingall+teardown (median)" "$mh s" "$mt" "${rt}x"
+	row "  hymn memory per switch (OVS + controller RSS)" "$per kB" "-" ""
+	echo "  Results: hymn '$rh', Mininet '${rm:-none (hung)}'"
+done
+
 if ((JSON)); then
 	num() { if [[ $1 == - || -z $1 ]]; then printf null; else printf '%s' "$1"; fi; }
 	arr() {
@@ -426,6 +514,10 @@ if ((JSON)); then
 		else
 			printf '  "big": null,\n'
 		fi
+		printf '  "openflow": [%s],\n' "$(
+			IFS=,
+			echo "${SDN_JSON[*]}"
+		)"
 		printf '  "left_behind": [%s]\n' "$(
 			IFS=,
 			echo "${leftjson[*]}"

@@ -304,6 +304,15 @@ func (c *Controller) Connections() int {
 	return int(c.relay.answered.Load())
 }
 
+// Processes is how many processes serve the controller (0 for a remote
+// one): one per 16 switches for ovs-testcontroller.
+func (c *Controller) Processes() int {
+	if c.d == nil {
+		return 0
+	}
+	return 1 + len(c.extra)
+}
+
 // Target is what switches are told to connect to.
 func (c *Controller) Target() string {
 	if c.cfg.Relay != "" {
