@@ -23,7 +23,7 @@ links, VM sockets, the settings of SR-IOV VFs, and their records under
 /run/hymn, and by default only runs whose owning process is gone (the pid and
 start time in the run's record), so networks that are still running are left
 alone. "hymn -c" does the same.`,
-		Args: cobra.NoArgs,
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return cleanRuns(cmd.Context(), mnlog.New(stderr, mnlog.Info), all)
 		},

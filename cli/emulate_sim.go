@@ -237,7 +237,7 @@ reordering heap and about 100 000 packets queued; correlated with the spacer;
 gamma innovations; Gilbert–Elliott loss. Each scenario runs for about a second
 after a warm-up that brings the queue to steady state. For stable numbers run
 it on an otherwise idle core.`,
-		Args:         cobra.NoArgs,
+		Args:         usageArgs(cobra.NoArgs),
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			type result struct {

@@ -48,7 +48,7 @@ the link's parameters. Nothing is built.
 
 FILE is read by its extension: .yaml/.yml/.json (hymn's format), .mn
 (MiniEdit), .py (a Mininet custom file; --topo names the topology).`,
-		Args:          cobra.MaximumNArgs(1),
+		Args:          usageArgs(cobra.MaximumNArgs(1)),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -148,8 +148,8 @@ func newVersionCmd(stdout io.Writer) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print hymn's version",
-		Args:  cobra.NoArgs,
-		Run:   func(*cobra.Command, []string) { fmt.Fprintln(stdout, Version) },
+		Args:  usageArgs(cobra.NoArgs),
+		Run:   func(*cobra.Command, []string) { fmt.Fprint(stdout, versionText()) },
 	}
 }
 
@@ -215,7 +215,7 @@ func checkControllers(cs []string) error {
 
 func runMN(ctx context.Context, f *mnFlags, stdin *os.File, stdout, stderr io.Writer) error {
 	if f.version {
-		fmt.Fprintln(stdout, Version)
+		fmt.Fprint(stdout, versionText())
 		return nil
 	}
 	level, err := mnlog.ParseLevel(f.verbosity)

@@ -26,7 +26,7 @@ func newRunCmd(stdin *os.File, stdout, stderr io.Writer) *cobra.Command {
 then runs --test or opens the mininet> shell, exactly like hymn --custom FILE.
 
   hymn run examples/line7.yaml --test pingall`,
-		Args: cobra.ExactArgs(1),
+		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.file = args[0]
 			return runMN(cmd.Context(), f, stdin, stdout, stderr)

@@ -182,7 +182,7 @@ func newSRIOVListCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List PFs and VFs with their VLANs and the links using them",
-		Args:  cobra.NoArgs,
+		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			rep, _, err := collect(sysRoot)
 			if err != nil {
@@ -256,7 +256,7 @@ func newSRIOVPairsCmd() *cobra.Command {
 		Long: `pairs shows every cable (two PF ports wired together) with its VLAN range,
 how many VF pairs it offers, and the pairs running networks use (link, VLAN,
 run). Cables come from --inventory/--pairs and from running networks.`,
-		Args: cobra.NoArgs,
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg := sriov.Config{Inventory: invPath, VLANs: vlans, SysRoot: sysRoot}
 			cs, err := sriov.ParseCables(cables...)
@@ -373,7 +373,7 @@ count that differs from the current one is refused while such VFs exist
 With --simulate it runs hymn's simulated SR-IOV NIC in the foreground until
 interrupted: its fake sysfs and hidden namespace are printed, so the NIC can
 be inspected with hymn sriov list --sysfs DIR and ip netns exec NS ...`,
-		Args: cobra.NoArgs,
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if vfs < 1 || vfs > sriov.MaxVFs {
 				return fmt.Errorf("%w: --vfs %d: use 1 to %d VFs per PF", ErrUsage, vfs, sriov.MaxVFs)
@@ -500,7 +500,7 @@ func newSRIOVCleanCmd() *cobra.Command {
 their real VFs back their original settings (from the run's state file),
 deletes a simulated NIC's hidden namespace and removes the state. With --all,
 running networks are cleaned too.`,
-		Args: cobra.NoArgs,
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var errs []error
 			n := 0

@@ -38,7 +38,7 @@ file root may read: only for guests you trust. image= takes regular files;
 a block device needs allow_device=on. machine= takes pc, q35 or a versioned
 pc-i440fx-X.Y / pc-q35-X.Y; properties after the type need
 allow_machine_props=on.`,
-		Args: cobra.NoArgs,
+		Args: usageArgs(cobra.NoArgs),
 	}
 	cmd.AddCommand(newVMImageCmd(), newVMBootCmd())
 	return cmd
@@ -55,7 +55,7 @@ func newVMImageCmd() *cobra.Command {
 kernel and initramfs paths. A second run with unchanged inputs only hashes
 them. The guest agent is taken from --agent, $HYMN_AGENT, a hymn-agent next
 to hymn or on PATH, or built from the source tree when hymn runs from one.`,
-		Args: cobra.NoArgs,
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			t0 := time.Now()
 			img, err := vm.BuildImageWith(cmd.Context(), cacheDir, opts)
