@@ -4,16 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"net"
-	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/hymn-net/hymn/emulator"
 	"github.com/hymn-net/hymn/internal/owner"
+	"github.com/hymn-net/hymn/linkparams"
 	"github.com/hymn-net/hymn/links"
 	"github.com/hymn-net/hymn/topo"
 	"github.com/vishvananda/netlink"
@@ -41,249 +38,21 @@ var ErrUnknownLink = errors.New("no such link")
 // ErrNoEmulator is returned (wrapped) for a link built without an emulator.
 var ErrNoEmulator = errors.New("link has no emulator")
 
-// ErrLinkParams marks invalid emulation parameters of a link.
-var ErrLinkParams = errors.New("invalid link parameters")
-
-// EmulationKeys are the link Params that ask for an emulated link.
-// Mininet's TCLink options: bw (Mbit/s), delay, jitter, loss (%),
-// max_queue_size (packets). hymn's own: emu (a whole emulator
-// configuration in the text form of emulator.Parse) and the emulator's keys
-// with '_' for '-'. Any of them may be prefixed with "a>b." or "b>a." to
-// apply to one direction only (a is Node1 of the link).
-var EmulationKeys = []string{
-	"bw", "delay", "jitter", "loss", "max_queue_size",
-	"emu", "half_life", "dist", "distribution", "rate_interval", "time_based", "reorder",
-	"police", "space", "ge", "seed", "overhead", "max_frame", "limit", "allow_large",
-	"schedule", "trace", // schedule.go
-}
-
-func isEmulationKey(k string) bool {
-	k = strings.TrimPrefix(strings.TrimPrefix(k, "a>b."), "b>a.")
-	for _, e := range EmulationKeys {
-		if k == e {
-			return true
-		}
-	}
-	return false
-}
-
-// TCIntfInfo is what Mininet's TCIntf prints for one interface of a link
-// while the link is added, e.g. "(10.00Mbit 10ms delay 1.00000% loss) ":
-// the shaping of that interface's egress, which is the direction dir
-// (emulator.AtoB for the link's first interface, BtoA for the second). It is
-// empty when the link sets none of bw, delay, loss and max_queue_size for
-// that direction (Mininet's TCIntf then configures nothing and says
-// nothing).
-func TCIntfInfo(p topo.Params, dir Direction) string {
-	get := func(k string) (string, bool) {
-		if v, ok := p[dir.String()+"."+k]; ok {
-			return strings.TrimSpace(v), true
-		}
-		v, ok := p[k]
-		return strings.TrimSpace(v), ok
-	}
-	bw, hasBW := get("bw")
-	delay, hasDelay := get("delay")
-	jitter, hasJitter := get("jitter")
-	loss, hasLoss := get("loss")
-	_, hasQueue := get("max_queue_size")
-	lossPct, _ := strconv.ParseFloat(strings.TrimSuffix(loss, "%"), 64)
-	if !hasBW && delay == "" && lossPct == 0 && !hasQueue {
-		return ""
-	}
-	var stuff []string
-	if hasBW {
-		f, _ := strconv.ParseFloat(bw, 64)
-		stuff = append(stuff, fmt.Sprintf("%.2fMbit", f))
-	}
-	if hasDelay {
-		stuff = append(stuff, delay+" delay")
-	}
-	if hasJitter {
-		stuff = append(stuff, jitter+" jitter")
-	}
-	if hasLoss {
-		stuff = append(stuff, fmt.Sprintf("%.5f%% loss", lossPct))
-	}
-	return "(" + strings.Join(stuff, " ") + ") "
-}
-
-// NeedsEmulator reports whether link params ask for an emulator.
-func NeedsEmulator(p topo.Params) bool {
-	for k := range p {
-		if isEmulationKey(k) {
-			return true
-		}
-	}
-	return false
-}
+// ErrLinkParams marks invalid link parameters (linkparams.ErrInvalid).
+var ErrLinkParams = linkparams.ErrInvalid
 
 // EmulatorConfigs turns link Params into the emulator configurations of
-// the two directions (a→b is Node1→Node2). Mininet's semantics hold: the
-// values apply to each direction once, as Mininet applies them to both
-// interfaces, so an h1–s1–h2 round trip with delay=10ms takes 40 ms.
-// Errors wrap ErrLinkParams and name the parameter.
+// the two directions (a→b is Node1→Node2), as linkparams.Configs does,
+// and checks the links' schedules against them.
 func EmulatorConfigs(p topo.Params) (ab, ba emulator.Config, err error) {
-	common := map[string]string{}
-	dirs := [2]map[string]string{{}, {}}
-	for k, v := range p {
-		switch {
-		case strings.HasPrefix(k, "a>b."):
-			dirs[0][k[4:]] = v
-		case strings.HasPrefix(k, "b>a."):
-			dirs[1][k[4:]] = v
-		default:
-			common[k] = v
-		}
-	}
-	var out [2]emulator.Config
-	for i := range out {
-		m := map[string]string{}
-		for k, v := range common {
-			m[k] = v
-		}
-		for k, v := range dirs[i] {
-			if !isEmulationKey(k) {
-				return ab, ba, fmt.Errorf("%w: %s.%s: unknown parameter (use %s)", ErrLinkParams, emulator.Direction(i), k, strings.Join(EmulationKeys, ", "))
-			}
-			m[k] = v
-		}
-		c := emulator.DefaultConfig()
-		if err := applyParams(&c, m); err != nil {
-			return ab, ba, err
-		}
-		out[i] = c
-	}
-	if err := checkScheduleParams(p, [2]*emulator.Config{&out[0], &out[1]}); err != nil {
+	ab, ba, err = linkparams.Configs(p)
+	if err != nil {
 		return ab, ba, err
 	}
-	return out[0], out[1], nil
-}
-
-// applyParams applies Mininet/hymn link params to c. Keys that are not
-// emulation keys are ignored, as Mininet ignores unknown link options.
-func applyParams(c *emulator.Config, m map[string]string) error {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		if isEmulationKey(k) {
-			keys = append(keys, k)
-		}
+	if err := checkScheduleParams(p, [2]*emulator.Config{&ab, &ba}); err != nil {
+		return ab, ba, err
 	}
-	// A fixed order makes results independent of map order: allow_large
-	// first (every key is validated as it is applied), then emu (so
-	// single keys refine it), the rest alphabetically.
-	rank := func(k string) int {
-		switch k {
-		case "allow_large":
-			return 0
-		case "emu":
-			return 1
-		}
-		return 2
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if ri, rj := rank(keys[i]), rank(keys[j]); ri != rj {
-			return ri < rj
-		}
-		return keys[i] < keys[j]
-	})
-	bad := func(k, format string, a ...any) error {
-		return fmt.Errorf("%w: %s=%s: %s", ErrLinkParams, k, m[k], fmt.Sprintf(format, a...))
-	}
-	for _, k := range keys {
-		v := strings.TrimSpace(m[k])
-		var args []string
-		switch k {
-		case "bw":
-			bw, err := strconv.ParseFloat(v, 64)
-			if err != nil || math.IsNaN(bw) || math.IsInf(bw, 0) {
-				return bad(k, "not a number of Mbit/s")
-			}
-			if bw <= 0 {
-				return bad(k, "bw must be greater than 0 Mbit/s")
-			}
-			// Mininet's HTB counts the Ethernet frame without FCS,
-			// preamble and gap, so bw carries no per-packet overhead: with
-			// bw=10 iperf's TCP goodput is 10·1448/1514 = 9.56 Mbit/s, as
-			// with Mininet. An explicit overhead= key (sorted later) wins.
-			args = []string{"space", strconv.FormatFloat(bw*1e6, 'f', 0, 64) + "bit", "overhead", "0"}
-			if q, ok := m["max_queue_size"]; ok {
-				args = []string{"space", strconv.FormatFloat(bw*1e6, 'f', 0, 64) + "bit", strings.TrimSpace(q) + "pkt", "overhead", "0"}
-			}
-		case "max_queue_size":
-			n, err := strconv.Atoi(v)
-			if err != nil || n <= 0 {
-				return bad(k, "must be a whole number of packets greater than 0")
-			}
-			if _, shaped := m["bw"]; shaped {
-				// With bw the queue is the spacer's backlog, limited (above)
-				// to N full-size frames in bytes, as Mininet's HTB queue
-				// of N packets holds about N frames of bulk traffic.
-				continue
-			}
-			args = []string{"limit", v}
-		case "loss":
-			f, err := strconv.ParseFloat(strings.TrimSuffix(v, "%"), 64)
-			if err != nil || f < 0 || f > 100 {
-				return bad(k, "must be a percentage between 0 and 100")
-			}
-			args = []string{"loss", strconv.FormatFloat(f, 'g', -1, 64) + "%"}
-		case "delay", "jitter", "seed", "overhead", "limit", "police":
-			args = append([]string{k}, fields(v)...)
-		case "emu":
-			args = fields(v)
-		case "half_life", "rate_interval", "max_frame", "space":
-			args = append([]string{strings.ReplaceAll(k, "_", "-")}, fields(v)...)
-		case "dist", "distribution":
-			args = []string{"distribution", v}
-		case "reorder", "time_based", "allow_large":
-			on, err := strconv.ParseBool(v)
-			if v == "" {
-				on, err = true, nil
-			}
-			if err != nil {
-				return bad(k, "must be true or false")
-			}
-			switch {
-			case k == "allow_large":
-				c.AllowLarge = on
-				continue
-			case k == "reorder" && on:
-				args = []string{"reorder"}
-			case k == "reorder":
-				args = []string{"fifo"}
-			case on:
-				args = []string{"time-based"}
-			default:
-				args = []string{"interval-based"}
-			}
-		case "ge":
-			args = append([]string{"loss", "gemodel"}, fields(v)...)
-		case "trace":
-			// A Mahimahi delivery trace is the direction's rate (schedule.go).
-			tr, err := emulator.LoadDeliveryTrace(v)
-			if err != nil {
-				return fmt.Errorf("%w: trace: %v", ErrLinkParams, err)
-			}
-			c.Trace.Trace = tr
-		}
-		if len(args) == 0 {
-			continue
-		}
-		if err := c.Apply(args); err != nil {
-			return fmt.Errorf("%w: %s=%s: %v", ErrLinkParams, k, m[k], err)
-		}
-	}
-	if c.Delay < 0 {
-		return bad("delay", "must not be negative")
-	}
-	return c.Validate()
-}
-
-// fields splits a value on blanks and '/', so `ge=1%/30%` works inside a
-// comma-separated --link spec.
-func fields(v string) []string {
-	return strings.FieldsFunc(v, func(r rune) bool { return r == ' ' || r == '\t' || r == '/' })
+	return ab, ba, nil
 }
 
 // emuNet is the emulation state of one network: its helper namespace and
@@ -319,7 +88,9 @@ func waitUp(ns links.Namespace, name string) error {
 }
 
 // linkNeedsEmulator is the hook createLink asks.
-func (n *Network) linkNeedsEmulator(pl *topo.PlannedLink) bool { return NeedsEmulator(pl.Params) }
+func (n *Network) linkNeedsEmulator(pl *topo.PlannedLink) bool {
+	return linkparams.NeedsEmulator(pl.Params)
+}
 
 // helperNamespace returns the network's helper namespace, creating it on
 // first use. '@' cannot occur in a node name, so it never collides.
@@ -515,7 +286,7 @@ func (n *Network) SetLinkParams(node1, node2 string, dir Direction, params strin
 		if !touch[i] {
 			continue
 		}
-		if err := applyChange(&next[i], params); err != nil {
+		if err := linkparams.Change(&next[i], params); err != nil {
 			return fmt.Errorf("link %s-%s: %w", node1, node2, err)
 		}
 	}
@@ -529,41 +300,6 @@ func (n *Network) SetLinkParams(node1, node2 string, dir Direction, params strin
 			}
 		}
 	}
-	return nil
-}
-
-func applyChange(c *emulator.Config, params string) error {
-	f := strings.Fields(params)
-	if len(f) == 0 {
-		return fmt.Errorf("%w: no parameters given", ErrLinkParams)
-	}
-	kv := true
-	for _, s := range f {
-		if !strings.Contains(s, "=") {
-			kv = false
-		}
-	}
-	if !kv {
-		cp := *c
-		if err := cp.Apply(f); err != nil {
-			return fmt.Errorf("%w: %v", ErrLinkParams, err)
-		}
-		*c = cp
-		return nil
-	}
-	m := map[string]string{}
-	for _, s := range f {
-		k, v, _ := strings.Cut(s, "=")
-		if !isEmulationKey(k) || strings.Contains(k, ">") {
-			return fmt.Errorf("%w: %s: unknown parameter (use %s)", ErrLinkParams, k, strings.Join(EmulationKeys, ", "))
-		}
-		m[k] = v
-	}
-	cp := *c
-	if err := applyParams(&cp, m); err != nil {
-		return err
-	}
-	*c = cp
 	return nil
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/hymn-net/hymn/emulator"
 	"github.com/hymn-net/hymn/internal/probe"
 	"github.com/hymn-net/hymn/internal/testenv"
+	"github.com/hymn-net/hymn/linkparams"
 	"github.com/hymn-net/hymn/topo"
 	"github.com/vishvananda/netns"
 )
@@ -61,27 +62,6 @@ func pingAvg(t *testing.T, n *Network, src, dst string, args ...string) (avg flo
 	return avg, out
 }
 
-// TestTCIntfInfo: the per-interface lines Mininet 2.3's TCIntf printed for
-// the same --link tc specs (run with --switch lxbr --controller none).
-func TestTCIntfInfo(t *testing.T) {
-	for _, tc := range []struct {
-		params topo.Params
-		ab, ba string
-	}{
-		{topo.Params{"bw": "10"}, "(10.00Mbit) ", "(10.00Mbit) "},
-		{topo.Params{"bw": "10", "delay": "10ms", "loss": "1"}, "(10.00Mbit 10ms delay 1.00000% loss) ", "(10.00Mbit 10ms delay 1.00000% loss) "},
-		{topo.Params{"bw": "10.5", "delay": "10", "loss": "0"}, "(10.50Mbit 10 delay 0.00000% loss) ", "(10.50Mbit 10 delay 0.00000% loss) "},
-		{topo.Params{"max_queue_size": "10", "jitter": "1ms"}, "(1ms jitter) ", "(1ms jitter) "},
-		{topo.Params{"jitter": "1ms"}, "", ""}, // jitter alone configures nothing
-		{topo.Params{"emu": "delay 5ms"}, "", ""},
-		{topo.Params{"delay": "5ms", "b>a.delay": "20ms"}, "(5ms delay) ", "(20ms delay) "},
-	} {
-		if ab, ba := TCIntfInfo(tc.params, Forward), TCIntfInfo(tc.params, Reverse); ab != tc.ab || ba != tc.ba {
-			t.Errorf("%v: %q %q, want %q %q", tc.params, ab, ba, tc.ab, tc.ba)
-		}
-	}
-}
-
 func TestEmulatedParamsUnit(t *testing.T) {
 	ab, ba, err := EmulatorConfigs(topo.Params{"bw": "10", "delay": "10ms", "loss": "1", "max_queue_size": "100", "b>a.delay": "20ms", "mtu": "1500"})
 	if err != nil {
@@ -118,7 +98,7 @@ func TestEmulatedParamsUnit(t *testing.T) {
 			t.Errorf("%v: %v", p, err)
 		}
 	}
-	if NeedsEmulator(topo.Params{"mtu": "1500"}) || !NeedsEmulator(topo.Params{"delay": "0"}) || !NeedsEmulator(topo.Params{"a>b.loss": "1"}) {
+	if linkparams.NeedsEmulator(topo.Params{"mtu": "1500"}) || !linkparams.NeedsEmulator(topo.Params{"delay": "0"}) || !linkparams.NeedsEmulator(topo.Params{"a>b.loss": "1"}) {
 		t.Error("NeedsEmulator")
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/hymn-net/hymn/internal/netnsx"
 	"github.com/hymn-net/hymn/internal/owner"
+	"github.com/hymn-net/hymn/linkparams"
 	"github.com/hymn-net/hymn/links"
 	"github.com/hymn-net/hymn/mnlog"
 	"github.com/hymn-net/hymn/nodes"
@@ -74,7 +75,7 @@ type Options struct {
 // loaded and resolved, with the emulator's own parser.
 func init() {
 	topo.SetLinkParamsCheck(func(p topo.Params) error {
-		if !NeedsEmulator(p) {
+		if !linkparams.NeedsEmulator(p) {
 			return nil
 		}
 		_, _, err := EmulatorConfigs(p)
@@ -253,7 +254,7 @@ func (n *Network) Build(ctx context.Context) (err error) {
 	var b strings.Builder
 	for _, l := range n.plan.Links {
 		// Mininet's TCLink prints each shaped interface first.
-		b.WriteString(TCIntfInfo(l.Params, Forward) + TCIntfInfo(l.Params, Reverse))
+		b.WriteString(linkparams.TCIntfInfo(l.Params, Forward) + linkparams.TCIntfInfo(l.Params, Reverse))
 		fmt.Fprintf(&b, "(%s, %s) ", l.Intf1.Node, l.Intf2.Node)
 	}
 	lg.Info(b.String() + "\n")

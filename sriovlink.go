@@ -12,6 +12,7 @@ import (
 
 	"github.com/hymn-net/hymn/emulator"
 	"github.com/hymn-net/hymn/internal/owner"
+	"github.com/hymn-net/hymn/linkparams"
 	"github.com/hymn-net/hymn/links"
 	"github.com/hymn-net/hymn/sriov"
 	"github.com/hymn-net/hymn/topo"
@@ -56,7 +57,7 @@ type sriovLink struct {
 
 // pairsFor is how many VF pairs a link takes.
 func pairsFor(pl *topo.PlannedLink) int {
-	if NeedsEmulator(pl.Params) {
+	if linkparams.NeedsEmulator(pl.Params) {
 		return 2
 	}
 	return 1
@@ -255,7 +256,7 @@ func (n *Network) createSRIOVLink(l *netLink) (err error) {
 	if _, _, err := n.linksBackend(); err != nil {
 		return err
 	}
-	emulated := NeedsEmulator(l.plan.Params)
+	emulated := linkparams.NeedsEmulator(l.plan.Params)
 	var fc emulator.ForwarderConfig
 	if emulated {
 		if fc.AtoB, fc.BtoA, err = EmulatorConfigs(l.plan.Params); err != nil {

@@ -1,0 +1,378 @@
+package linkparams
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/hymn-net/hymn/emulator"
+	"github.com/hymn-net/hymn/topo"
+)
+
+// ErrInvalid marks invalid link parameters; errors name the key.
+var ErrInvalid = errors.New("invalid link parameters")
+
+// Keys are the link parameters that ask for an emulated link.
+// Mininet's TCLink options: bw (Mbit/s), delay, jitter, loss (%),
+// max_queue_size (packets). hymn's own: emu (a whole emulator
+// configuration in the text form of emulator.Parse) and the emulator's keys
+// with '_' for '-'. Any of them may be prefixed with "a>b." or "b>a." to
+// apply to one direction only (a is Node1 of the link).
+var Keys = []string{
+	"bw", "delay", "jitter", "loss", "max_queue_size",
+	"emu", "half_life", "dist", "distribution", "rate_interval", "time_based", "reorder",
+	"police", "space", "ge", "seed", "overhead", "max_frame", "limit", "allow_large",
+	"schedule", "trace", // schedule.go
+}
+
+// IsKey reports whether k (with or without a direction prefix) is one of
+// Keys.
+func IsKey(k string) bool {
+	k = strings.TrimPrefix(strings.TrimPrefix(k, "a>b."), "b>a.")
+	for _, e := range Keys {
+		if k == e {
+			return true
+		}
+	}
+	return false
+}
+
+// TCIntfInfo is what Mininet's TCIntf prints for one interface of a link
+// while the link is added, e.g. "(10.00Mbit 10ms delay 1.00000% loss) ":
+// the shaping of that interface's egress, which is the direction dir
+// (emulator.AtoB for the link's first interface, BtoA for the second). It is
+// empty when the link sets none of bw, delay, loss and max_queue_size for
+// that direction (Mininet's TCIntf then configures nothing and says
+// nothing).
+func TCIntfInfo(p topo.Params, dir emulator.Direction) string {
+	get := func(k string) (string, bool) {
+		if v, ok := p[dir.String()+"."+k]; ok {
+			return strings.TrimSpace(v), true
+		}
+		v, ok := p[k]
+		return strings.TrimSpace(v), ok
+	}
+	bw, hasBW := get("bw")
+	delay, hasDelay := get("delay")
+	jitter, hasJitter := get("jitter")
+	loss, hasLoss := get("loss")
+	_, hasQueue := get("max_queue_size")
+	lossPct, _ := strconv.ParseFloat(strings.TrimSuffix(loss, "%"), 64)
+	if !hasBW && delay == "" && lossPct == 0 && !hasQueue {
+		return ""
+	}
+	var stuff []string
+	if hasBW {
+		f, _ := strconv.ParseFloat(bw, 64)
+		stuff = append(stuff, fmt.Sprintf("%.2fMbit", f))
+	}
+	if hasDelay {
+		stuff = append(stuff, delay+" delay")
+	}
+	if hasJitter {
+		stuff = append(stuff, jitter+" jitter")
+	}
+	if hasLoss {
+		stuff = append(stuff, fmt.Sprintf("%.5f%% loss", lossPct))
+	}
+	return "(" + strings.Join(stuff, " ") + ") "
+}
+
+// NeedsEmulator reports whether link params ask for an emulator.
+func NeedsEmulator(p topo.Params) bool {
+	for k := range p {
+		if IsKey(k) {
+			return true
+		}
+	}
+	return false
+}
+
+// Configs turns link Params into the emulator configurations of
+// the two directions (a→b is Node1→Node2). Mininet's semantics hold: the
+// values apply to each direction once, as Mininet applies them to both
+// interfaces, so an h1–s1–h2 round trip with delay=10ms takes 40 ms.
+// Errors wrap ErrInvalid and name the parameter.
+func Configs(p topo.Params) (ab, ba emulator.Config, err error) {
+	common := map[string]string{}
+	dirs := [2]map[string]string{{}, {}}
+	for k, v := range p {
+		switch {
+		case strings.HasPrefix(k, "a>b."):
+			dirs[0][k[4:]] = v
+		case strings.HasPrefix(k, "b>a."):
+			dirs[1][k[4:]] = v
+		default:
+			common[k] = v
+		}
+	}
+	var out [2]emulator.Config
+	for i := range out {
+		m := map[string]string{}
+		for k, v := range common {
+			m[k] = v
+		}
+		for k, v := range dirs[i] {
+			if !IsKey(k) {
+				return ab, ba, fmt.Errorf("%w: %s.%s: unknown parameter (use %s)", ErrInvalid, emulator.Direction(i), k, strings.Join(Keys, ", "))
+			}
+			m[k] = v
+		}
+		c := emulator.DefaultConfig()
+		if err := Apply(&c, m); err != nil {
+			return ab, ba, err
+		}
+		out[i] = c
+	}
+	return out[0], out[1], nil
+}
+
+// Apply applies link parameters (without direction prefixes) to c. Keys that are not
+// emulation keys are ignored, as Mininet ignores unknown link options.
+func Apply(c *emulator.Config, m map[string]string) error {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		if IsKey(k) {
+			keys = append(keys, k)
+		}
+	}
+	// A fixed order makes results independent of map order: allow_large
+	// first (every key is validated as it is applied), then emu (so
+	// single keys refine it), the rest alphabetically.
+	rank := func(k string) int {
+		switch k {
+		case "allow_large":
+			return 0
+		case "emu":
+			return 1
+		}
+		return 2
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if ri, rj := rank(keys[i]), rank(keys[j]); ri != rj {
+			return ri < rj
+		}
+		return keys[i] < keys[j]
+	})
+	bad := func(k, format string, a ...any) error {
+		return fmt.Errorf("%w: %s=%s: %s", ErrInvalid, k, m[k], fmt.Sprintf(format, a...))
+	}
+	for _, k := range keys {
+		v := strings.TrimSpace(m[k])
+		var args []string
+		switch k {
+		case "bw":
+			bw, err := strconv.ParseFloat(v, 64)
+			if err != nil || math.IsNaN(bw) || math.IsInf(bw, 0) {
+				return bad(k, "not a number of Mbit/s")
+			}
+			if bw <= 0 {
+				return bad(k, "bw must be greater than 0 Mbit/s")
+			}
+			if bw*1e6 > emulator.MaxRate {
+				return bad(k, "above %g Mbit/s", emulator.MaxRate/1e6)
+			}
+			// Mininet's HTB counts the Ethernet frame without FCS,
+			// preamble and gap, so bw carries no per-packet overhead: with
+			// bw=10 iperf's TCP goodput is 10·1448/1514 = 9.56 Mbit/s, as
+			// with Mininet. An explicit overhead= key (sorted later) wins.
+			c.Space = emulator.SpacerConfig{Enabled: true, Rate: uint64(math.Round(bw * 1e6)), Limit: 1 << 20}
+			c.Overhead = 0
+			// With bw the queue is the spacer's backlog, limited to N
+			// full-size frames in bytes, as Mininet's HTB queue of N
+			// packets holds about N frames of bulk traffic. A bad N is
+			// reported by its own key below.
+			if q, err := strconv.Atoi(strings.TrimSpace(m["max_queue_size"])); err == nil && q > 0 {
+				if q > 1<<30 {
+					return bad("max_queue_size", "at most %d packets", 1<<30)
+				}
+				c.Space.Limit = emulator.WireBytes(q)
+			}
+			continue
+		case "max_queue_size":
+			n, err := strconv.Atoi(v)
+			if err != nil || n <= 0 {
+				return bad(k, "must be a whole number of packets greater than 0")
+			}
+			if _, shaped := m["bw"]; !shaped {
+				c.Buffer = n
+			}
+			continue
+		case "loss":
+			f, err := strconv.ParseFloat(strings.TrimSuffix(v, "%"), 64)
+			if err != nil || math.IsNaN(f) || f < 0 || f > 100 {
+				return bad(k, "must be a percentage between 0 and 100")
+			}
+			c.Loss = emulator.LossConfig{Model: emulator.RandomLoss, Prob: f / 100}
+			continue
+		case "delay", "jitter":
+			if f := fields(v); len(f) == 1 {
+				d, err := emulator.ParseTime(k, f[0])
+				if err != nil {
+					return fmt.Errorf("%w: %s=%s: %v", ErrInvalid, k, m[k], err)
+				}
+				if k == "delay" {
+					c.Delay = d
+				} else {
+					c.Jitter = d
+				}
+				continue
+			}
+			// "delay=10ms 1ms" (delay and jitter): the emulator's grammar.
+			args = append([]string{k}, fields(v)...)
+		case "seed", "overhead", "limit", "police":
+			args = append([]string{k}, fields(v)...)
+		case "emu":
+			args = fields(v)
+		case "half_life", "rate_interval", "max_frame", "space":
+			args = append([]string{strings.ReplaceAll(k, "_", "-")}, fields(v)...)
+		case "dist", "distribution":
+			args = []string{"distribution", v}
+		case "reorder", "time_based", "allow_large":
+			on, err := strconv.ParseBool(v)
+			if v == "" {
+				on, err = true, nil
+			}
+			if err != nil {
+				return bad(k, "must be true or false")
+			}
+			switch {
+			case k == "allow_large":
+				c.AllowLarge = on
+				continue
+			case k == "reorder" && on:
+				args = []string{"reorder"}
+			case k == "reorder":
+				args = []string{"fifo"}
+			case on:
+				args = []string{"time-based"}
+			default:
+				args = []string{"interval-based"}
+			}
+		case "ge":
+			args = append([]string{"loss", "gemodel"}, fields(v)...)
+		case "trace":
+			// A Mahimahi delivery trace is the direction's rate (schedule.go).
+			tr, err := emulator.LoadDeliveryTrace(v)
+			if err != nil {
+				return fmt.Errorf("%w: trace: %v", ErrInvalid, err)
+			}
+			c.Trace.Trace = tr
+		}
+		if len(args) == 0 {
+			continue
+		}
+		if err := c.Apply(args); err != nil {
+			return fmt.Errorf("%w: %s=%s: %v", ErrInvalid, k, m[k], err)
+		}
+	}
+	if c.Delay < 0 {
+		return bad("delay", "must not be negative")
+	}
+	return c.Validate()
+}
+
+// fields splits a value on blanks and '/', so `ge=1%/30%` works inside a
+// comma-separated --link spec.
+func fields(v string) []string {
+	return strings.FieldsFunc(v, func(r rune) bool { return r == ' ' || r == '\t' || r == '/' })
+}
+
+// Change applies a live change to c: either the emulator's text form
+// ("delay 50ms jitter 1ms", on top of c like `tc qdisc change`) or
+// key=value pairs of Keys ("delay=50ms bw=10"). c is unchanged on error.
+func Change(c *emulator.Config, params string) error {
+	f := strings.Fields(params)
+	if len(f) == 0 {
+		return fmt.Errorf("%w: no parameters given", ErrInvalid)
+	}
+	kv := true
+	for _, s := range f {
+		if !strings.Contains(s, "=") {
+			kv = false
+		}
+	}
+	if !kv {
+		cp := *c
+		if err := cp.Apply(f); err != nil {
+			return fmt.Errorf("%w: %v", ErrInvalid, err)
+		}
+		*c = cp
+		return nil
+	}
+	m := map[string]string{}
+	for _, s := range f {
+		k, v, _ := strings.Cut(s, "=")
+		if !IsKey(k) || strings.Contains(k, ">") {
+			return fmt.Errorf("%w: %s: unknown parameter (use %s)", ErrInvalid, k, strings.Join(Keys, ", "))
+		}
+		m[k] = v
+	}
+	cp := *c
+	if err := Apply(&cp, m); err != nil {
+		return err
+	}
+	*c = cp
+	return nil
+}
+
+// TCKeys are the options of Mininet's TCLink that hymn's emulator serves.
+var TCKeys = []string{"bw", "delay", "jitter", "loss", "max_queue_size"}
+
+// ParseLinkSpec reads an mn --link value into the parameters it gives every
+// link (nil for plain links):
+//
+//	default                                   plain veth links
+//	tc,bw=10,delay=10ms,jitter=1ms,loss=1,max_queue_size=100
+//	                                          Mininet's TCLink options, served by hymn's
+//	                                          emulator (this kernel has no netem)
+//	emu[,key=value...]                        every emulator option (Keys), also per
+//	                                          direction: a>b.delay=5ms
+//
+// Errors name the offending option and wrap ErrInvalid.
+func ParseLinkSpec(spec string) (topo.Params, error) {
+	s, err := topo.ParseSpec(spec)
+	if err != nil {
+		return nil, fmt.Errorf("%w: --link: %v", ErrInvalid, err)
+	}
+	if len(s.Args) > 0 {
+		return nil, fmt.Errorf("%w: --link %s: unexpected argument %q (options are key=value)", ErrInvalid, spec, s.Args[0])
+	}
+	params := topo.Params{}
+	switch s.Name {
+	case "default", "":
+		if len(s.Kwargs) > 0 {
+			return nil, fmt.Errorf("%w: --link default takes no options; use --link tc,%s", ErrInvalid, s.Kwargs[0].Key+"="+s.Kwargs[0].Value)
+		}
+		return nil, nil
+	case "tc", "tclink":
+		for _, kv := range s.Kwargs {
+			if !slices.Contains(TCKeys, kv.Key) {
+				return nil, fmt.Errorf("%w: --link tc: unknown option %q (tc takes %s; --link emu takes every emulator option)", ErrInvalid, kv.Key, strings.Join(TCKeys, ", "))
+			}
+			params[kv.Key] = kv.Value
+		}
+		if len(params) == 0 {
+			// TCLink without options shapes nothing, as in Mininet.
+			return nil, nil
+		}
+	case "emu":
+		params["emu"] = ""
+		for _, kv := range s.Kwargs {
+			if !IsKey(kv.Key) {
+				return nil, fmt.Errorf("%w: --link emu: unknown option %q (use %s, optionally prefixed a>b. or b>a.)", ErrInvalid, kv.Key, strings.Join(Keys, ", "))
+			}
+			params[kv.Key] = kv.Value
+		}
+	default:
+		return nil, fmt.Errorf("%w: --link %s: unknown link type (use default, tc or emu)", ErrInvalid, s.Name)
+	}
+	if _, _, err := Configs(params); err != nil {
+		return nil, fmt.Errorf("--link %s: %w", spec, err)
+	}
+	return params, nil
+}
