@@ -113,7 +113,7 @@ func parseControllers(specs []string, sw switchChoice, t *topo.Topo) ([]topo.Con
 		for taken[fmt.Sprintf("c%d", next)] || t.Node(fmt.Sprintf("c%d", next)) != nil {
 			next++
 		}
-		c, err := topo.ParseController(fmt.Sprintf("c%d", next), spec)
+		c, err := t.ParseControllerFor(fmt.Sprintf("c%d", next), spec) // a custom file may name its own
 		next++
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrUsage, err)

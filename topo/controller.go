@@ -253,3 +253,57 @@ func (l *fileLoader) controllers(n *yaml.Node) {
 		l.ErrAt(n, "controllers", "must be a list or a mapping of controllers, got %s", yamlpos.KindName(n))
 	}
 }
+
+// customController is one entry of a Mininet custom file's controllers
+// dict, as the shim describes it.
+type customController struct {
+	Kind string `json:"kind"`
+	IP   string `json:"ip"`
+	Port string `json:"port"`
+}
+
+// customControllers records a custom file's controllers dict: names that
+// --controller may then use (mn --custom f.py --controller NAME).
+func customControllers(t *Topo, in map[string]customController) error {
+	for name, c := range in {
+		spec := Controller{Name: "c0", Kind: c.Kind, IP: c.IP}
+		if c.Port != "" {
+			p, err := strconv.Atoi(c.Port)
+			if err != nil {
+				return fmt.Errorf("controllers[%s]: port %q is not a number", name, c.Port)
+			}
+			spec.Port = p
+		}
+		if err := spec.Validate(); err != nil {
+			return fmt.Errorf("controllers[%s]: %w", name, err)
+		}
+		if t.controllerKinds == nil {
+			t.controllerKinds = map[string]Controller{}
+		}
+		t.controllerKinds[name] = spec
+	}
+	return nil
+}
+
+// ParseControllerFor reads a --controller spec like ParseController, and
+// also accepts the names a custom file's controllers dict defines, whose
+// ip and port the spec's own options override.
+func (t *Topo) ParseControllerFor(name, spec string) (*Controller, error) {
+	s, err := ParseSpec(spec)
+	if err == nil && t != nil {
+		if base, ok := t.controllerKinds[s.Name]; ok {
+			rest := base.Kind
+			if base.IP != "" {
+				rest += ",ip=" + base.IP
+			}
+			if base.Port != 0 {
+				rest += ",port=" + strconv.Itoa(base.Port)
+			}
+			if _, tail, found := strings.Cut(spec, ","); found {
+				rest += "," + tail
+			}
+			return ParseController(name, rest)
+		}
+	}
+	return ParseController(name, spec)
+}

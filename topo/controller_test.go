@@ -1,7 +1,9 @@
 package topo
 
 import (
+	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -93,5 +95,32 @@ func TestMiniEditControllers(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(opts.Warnings, "\n"), "controller c0 is ignored unless the switches are OpenFlow switches") {
 		t.Errorf("warnings: %v", opts.Warnings)
+	}
+}
+
+func TestCustomFileControllers(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not installed")
+	}
+	spec, _ := ParseSpec("twoswitch")
+	tp, warnings, err := LoadCustom(context.Background(), "../examples/sdn-custom.py", spec)
+	if err != nil {
+		t.Fatalf("%v (warnings %v)", err, warnings)
+	}
+	c, err := tp.ParseControllerFor("c0", "learning")
+	if err != nil || c.Kind != "ovsc" {
+		t.Errorf("learning: %+v %v", c, err)
+	}
+	c, err = tp.ParseControllerFor("c1", "mine,port=6699")
+	if err != nil || c.Kind != "remote" || c.IP != "127.0.0.1" || c.Port != 6699 || c.Name != "c1" {
+		t.Errorf("mine,port=6699: %+v %v", c, err)
+	}
+	if _, err := tp.ParseControllerFor("c0", "theirs"); err == nil {
+		t.Error("an unknown controller name accepted")
+	}
+	for _, w := range warnings {
+		if strings.Contains(w, "controllers") {
+			t.Errorf("warning about controllers: %s", w)
+		}
 	}
 }

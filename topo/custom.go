@@ -127,6 +127,8 @@ type customResult struct {
 	Nodes     []customNode `json:"nodes"`
 	Links     []customLink `json:"links"`
 	Warnings  []string     `json:"warnings"`
+	// The custom file's controllers dict (controller.go).
+	Controllers map[string]customController `json:"controllers"`
 }
 
 type customNode struct {
@@ -292,6 +294,9 @@ func (r *customResult) build() (*Topo, []string, error) {
 		}
 		warnings = append(warnings, unknownKeys("link "+l.Node1+"<->"+l.Node2, l.Params)...)
 		t.AddLinkPorts(l.Node1, l.Node2, p1, p2, l.Params)
+	}
+	if err := customControllers(t, r.Controllers); err != nil { // controller.go
+		return nil, nil, err
 	}
 	if err := t.Err(); err != nil {
 		return nil, nil, err

@@ -83,6 +83,8 @@ type Topo struct {
 	errs     []error
 
 	controllers []*Controller // controller.go
+	// controllerKinds are a custom file's controllers dict (controller.go).
+	controllerKinds map[string]Controller
 }
 
 // New returns an empty topology.

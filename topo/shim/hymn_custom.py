@@ -133,6 +133,38 @@ def classify(name, cls, warnings):
     return 'host'
 
 
+def describe_controller(key, value, warnings):
+    """What --controller KEY means for an entry of a custom file's
+    controllers dict: mn calls it with the controller's name."""
+    from mininet.node import Controller, OVSController, RemoteController
+    try:
+        obj = value('c0')
+    except BaseException as e:  # the user's code may raise anything
+        warnings.append('controllers[%s] failed: %s' % (key, e))
+        return None
+    if not isinstance(obj, Controller):
+        warnings.append('controllers[%s] is not a Controller; ignored' % key)
+        return None
+    if isinstance(obj, RemoteController):
+        kind = 'remote'
+    elif isinstance(obj, OVSController):
+        kind = 'ovsc'
+    elif type(obj) is Controller:
+        kind = 'ref'
+    else:
+        warnings.append('controllers[%s]: %s is not supported (hymn runs '
+                        'ref, ovsc and remote); ignored'
+                        % (key, type(obj).__name__))
+        return None
+    params = getattr(obj, 'params', {}) or {}
+    out = {'kind': kind}
+    if 'ip' in params:
+        out['ip'] = text(params['ip'])
+    if 'port' in params and params['port'] is not None:
+        out['port'] = text(params['port'])
+    return out
+
+
 def node_params(name, info, warnings):
     kind = 'switch' if info.get('isSwitch') else None
     opts = dict(info)
@@ -207,7 +239,13 @@ def main():
         return
 
     warnings = []
-    for key in ('hosts', 'switches', 'controllers', 'tests', 'validate'):
+    controllers = {}
+    if isinstance(customs.get('controllers'), dict):
+        for key, value in customs['controllers'].items():
+            c = describe_controller(str(key), value, warnings)
+            if c is not None:
+                controllers[str(key)] = c
+    for key in ('hosts', 'switches', 'tests', 'validate'):
         if key in customs:
             warnings.append('the file defines %s; hymn uses only its topos '
                             'and ignores %s' % (key, key))
@@ -245,7 +283,7 @@ def main():
                       'port1': info.get('port1'), 'port2': info.get('port2'),
                       'params': link_params(info)})
     write(result_path, {'nodes': nodes, 'links': links,
-                        'warnings': warnings})
+                        'controllers': controllers, 'warnings': warnings})
 
 
 if __name__ == '__main__':
