@@ -179,15 +179,18 @@ func (o *OVSNet) attach(sw, intf string) error {
 }
 
 // DefaultDPID is Mininet's datapath id of a switch: the given one without
-// ':' or else the digits of its name, as 16 hex digits.
+// ':' or else the first number in its name, as 16 hex digits.
 func DefaultDPID(name, dpid string) (string, error) {
 	if dpid == "" {
-		digits := strings.Map(func(r rune) rune {
-			if r >= '0' && r <= '9' {
-				return r
+		// Mininet uses the first number in the name.
+		start := strings.IndexAny(name, "0123456789")
+		digits := ""
+		if start >= 0 {
+			digits = name[start:]
+			if end := strings.IndexFunc(digits, func(r rune) bool { return r < '0' || r > '9' }); end >= 0 {
+				digits = digits[:end]
 			}
-			return -1
-		}, name)
+		}
 		var v uint64
 		if _, err := fmt.Sscan(digits, &v); err != nil {
 			return "", fmt.Errorf("switch %s: unable to derive default datapath ID - please either specify a dpid or use a canonical switch name such as s23", name)

@@ -1,0 +1,85 @@
+package nodes
+
+import (
+	"io"
+	"net"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+func TestDefaultDPID(t *testing.T) {
+	for _, c := range []struct{ name, dpid, want string }{
+		{"s1", "", "0000000000000001"},
+		{"s10", "", "000000000000000a"},
+		{"s2x3", "", "0000000000000002"}, // Mininet takes the first number
+		{"s1", "00:00:00:00:00:00:00:2A", "000000000000002a"},
+		{"s1", "ff", "00000000000000ff"},
+	} {
+		if got, err := DefaultDPID(c.name, c.dpid); err != nil || got != c.want {
+			t.Errorf("%s dpid=%q: %q %v, want %q", c.name, c.dpid, got, err, c.want)
+		}
+	}
+	for _, c := range [][2]string{{"switch", ""}, {"s1", "xyz"}, {"s1", "11112222333344445"}} {
+		if _, err := DefaultDPID(c[0], c[1]); err == nil {
+			t.Errorf("%v accepted", c)
+		}
+	}
+}
+
+// TestRelaySpreadsSwitches: each switch connection goes to the least busy
+// of the controller's processes, and counts as connected at its features
+// reply.
+func TestRelaySpreadsSwitches(t *testing.T) {
+	var targets []string
+	accepted := make(chan string, 8)
+	for range 2 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		addr := ln.Addr().String()
+		targets = append(targets, addr)
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				accepted <- addr
+				go io.Copy(io.Discard, c)
+			}
+		}()
+	}
+	sock := filepath.Join(t.TempDir(), "c0.sock")
+	r, err := newRelay("c0", sock, targets, func(string, ...any) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.close()
+	seen := map[string]int{}
+	for range 4 {
+		c, err := net.Dial("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.Write([]byte{1, 6, 0, 8, 0, 0, 0, 1}) // an OpenFlow 1.0 features reply
+		select {
+		case a := <-accepted:
+			seen[a]++
+		case <-time.After(5 * time.Second):
+			t.Fatal("the relay did not connect")
+		}
+	}
+	if seen[targets[0]] != 2 || seen[targets[1]] != 2 {
+		t.Errorf("connections per process: %v", seen)
+	}
+	for deadline := time.Now().Add(5 * time.Second); r.answered.Load() < 4 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := r.answered.Load(); got != 4 {
+		t.Errorf("%d connections counted as connected, want 4", got)
+	}
+}
