@@ -114,6 +114,11 @@ chmod +x "$root/usr/sbin/policy-rc.d"
 echo "*** Cloning $(git -C "$repo" rev-parse --short HEAD) into the fresh root"
 git clone -q --no-hardlinks "$repo" "$root/root/hymn"
 
+# The fresh root is a mount point of its own, as / is on a real machine:
+# tests that make private mount namespaces (unshare --propagation) need it.
+mount --bind "$root" "$root"
+mount --make-private "$root"
+mounts+=("$root")
 mountin proc proc /proc
 mountin sysfs sysfs /sys
 mountin cgroup2 cgroup2 /sys/fs/cgroup
