@@ -1,12 +1,10 @@
 package hymn
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
 	"sync"
-	"time"
 
 	"github.com/hymn-net/hymn/emulator"
 	"github.com/hymn-net/hymn/internal/owner"
@@ -55,36 +53,18 @@ func EmulatorConfigs(p topo.Params) (ab, ba emulator.Config, err error) {
 	return ab, ba, nil
 }
 
-// emuNet is the emulation state of one network: its helper namespace and
-// emulated links. The Network holds it (emuState), made on first use, so
-// that networks without emulated links never create the helper namespace.
-type emuNet struct {
+// helperNS is the network's helper namespace, where emulator ports live.
+// The Network holds it (emuState), made on first use, so that networks
+// without emulated links never create it. Each emulated link holds its own
+// emulator (emulatedVethLink, vfLink).
+type helperNS struct {
 	mu     sync.Mutex
 	helper *links.HelperNS
-	links  map[*netLink]*links.EmulatedLink
 }
 
-func (n *Network) emu() *emuNet {
-	n.emuState.CompareAndSwap(nil, &emuNet{links: map[*netLink]*links.EmulatedLink{}})
+func (n *Network) emu() *helperNS {
+	n.emuState.CompareAndSwap(nil, &helperNS{})
 	return n.emuState.Load()
-}
-
-// emulatedLink returns the emulator of a link, or nil, without creating
-// any state.
-func (n *Network) emulatedLink(l *netLink) *links.EmulatedLink {
-	e := n.emuState.Load()
-	if e == nil {
-		return nil
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.links[l]
-}
-
-func waitUp(ns links.Namespace, name string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	return links.WaitOperUp(ctx, ns, name)
 }
 
 // linkNeedsEmulator is the hook createLink asks.
@@ -94,7 +74,7 @@ func (n *Network) linkNeedsEmulator(pl *topo.PlannedLink) bool {
 
 // helperNamespace returns the network's helper namespace, creating it on
 // first use. '@' cannot occur in a node name, so it never collides.
-func (e *emuNet) helperNamespace(run string) (*links.HelperNS, error) {
+func (e *helperNS) helperNamespace(run string) (*links.HelperNS, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.helper != nil {
@@ -117,103 +97,76 @@ func (n *Network) linkIndex(l *netLink) int {
 	return -1
 }
 
-// createEmulatedLink builds l as a ─ [emulator] ─ b, with the emulator
-// ports in the network's helper namespace.
-func (n *Network) createEmulatedLink(l *netLink) error {
-	ab, ba, err := EmulatorConfigs(l.plan.Params)
-	if err != nil {
-		return fmt.Errorf("link %s: %w", l.plan, err)
-	}
-	return n.buildEmulated(l, ab, ba, nil)
+// emulatedVethLink is a veth link split by an emulator: a ─ [emulator] ─ b,
+// the emulator's ports in the network's helper namespace.
+type emulatedVethLink struct {
+	helper *links.HelperNS
+	el     *links.EmulatedLink
+	// Set when an emulator is inserted live: the configurations changed
+	// and the MACs the ends had.
+	cfg  *emulator.ForwarderConfig
+	macs []net.HardwareAddr
 }
 
-func (n *Network) buildEmulated(l *netLink, ab, ba emulator.Config, macs []net.HardwareAddr) error {
+func (e *emulatedVethLink) create(n *Network, l *netLink) error {
+	fc := emulator.ForwarderConfig{}
+	if e.cfg != nil {
+		fc = *e.cfg
+	} else {
+		var err error
+		if fc.AtoB, fc.BtoA, err = EmulatorConfigs(l.plan.Params); err != nil {
+			return fmt.Errorf("link %s: %w", l.plan, err)
+		}
+	}
 	for _, i := range []*topo.Intf{l.plan.Intf1, l.plan.Intf2} {
-		if n.guestOf(i) != nil && macs != nil {
+		if n.guestOf(i) != nil && e.macs != nil {
 			// Inserting an emulator live re-creates the link's ends; a
 			// VM's end is a NIC hot-plugged into the guest, which would
 			// have to be re-plugged too.
 			return fmt.Errorf("link %s: an emulator cannot be inserted live into a link to VM node %s; give the link its parameters when the network is built", l.plan, i.Node)
 		}
 	}
-	e := n.emu()
-	helper, err := e.helperNamespace(n.run)
+	helper, err := n.emu().helperNamespace(n.run)
 	if err != nil {
 		return fmt.Errorf("link %s: %w", l.plan, err)
 	}
 	end := func(i *topo.Intf, k int) links.End {
 		le := n.linkEnd(l.plan, i)
-		if macs != nil && macs[k] != nil {
-			le.MAC = macs[k] // re-created ends keep the MACs they had
+		if e.macs != nil && e.macs[k] != nil {
+			le.MAC = e.macs[k] // re-created ends keep the MACs they had
 		}
 		return le
 	}
 	idx := n.linkIndex(l)
 	el, err := links.CreateEmulated(helper, end(l.plan.Intf1, 0), end(l.plan.Intf2, 1),
-		fmt.Sprintf("e%da", idx), fmt.Sprintf("e%db", idx),
-		emulator.ForwarderConfig{AtoB: ab, BtoA: ba})
+		fmt.Sprintf("e%da", idx), fmt.Sprintf("e%db", idx), fc)
 	if err != nil {
 		return fmt.Errorf("link %s: %w", l.plan, err)
 	}
-	e.mu.Lock()
-	e.links[l] = el
-	e.mu.Unlock()
-	for _, i := range []*topo.Intf{l.plan.Intf1, l.plan.Intf2} {
-		if err := n.attachToSwitch(i.Node, i.Name); err != nil {
-			return fmt.Errorf("link %s: %w", l.plan, err)
-		}
-		if g := n.guestOf(i); g != nil {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			err := g.AttachIntf(ctx, i.Name, i.MAC, i.IP)
-			cancel()
-			if err != nil {
-				return fmt.Errorf("link %s: %w", l.plan, err)
-			}
-		}
-	}
-	for _, i := range []*topo.Intf{l.plan.Intf1, l.plan.Intf2} {
-		if err := waitUp(n.nodes[i.Node], i.Name); err != nil {
-			return fmt.Errorf("link %s: %w", l.plan, err)
-		}
-	}
-	// The helper ends must be up too, or the first frames are lost.
-	for _, p := range []string{el.PortA, el.PortB} {
-		if err := waitUp(helper, p); err != nil {
-			return fmt.Errorf("link %s: %w", l.plan, err)
-		}
-	}
+	e.helper, e.el = helper, el
 	return nil
 }
 
-// stopEmulators is the hook teardown calls before namespaces are deleted:
-// it stops every forwarder. The helper namespace stays until
-// deleteEmulatorHelper, after SR-IOV teardown has taken back the VFs that
-// emulated VF links keep in it.
-func (n *Network) stopEmulators() error {
-	e := n.emuState.Load()
-	if e == nil {
+func (e *emulatedVethLink) waitEnds() []links.End {
+	return []links.End{{NS: e.helper, Name: e.el.PortA}, {NS: e.helper, Name: e.el.PortB}}
+}
+
+func (e *emulatedVethLink) ready(*Network, *netLink) error { return nil }
+func (e *emulatedVethLink) emulator() *links.EmulatedLink  { return e.el }
+func (e *emulatedVethLink) release() error                 { return nil }
+
+func (e *emulatedVethLink) stop() error {
+	if e.el == nil {
 		return nil
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	// In parallel: closing a packet socket with a ring waits for an RCU
-	// grace period (tens of ms), four sockets per link, which adds up to
-	// seconds for a hundred links when done one after another.
-	var wg sync.WaitGroup
-	var emu sync.Mutex
-	var errs []error
-	for _, el := range e.links {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			err := el.Stop()
-			emu.Lock()
-			errs = append(errs, err)
-			emu.Unlock()
-		}()
+	return e.el.Stop()
+}
+
+func (e *emulatedVethLink) delete() error {
+	if e.el == nil {
+		return nil
 	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return e.el.Delete()
 }
 
 // deleteEmulatorHelper removes the helper namespace and with it the
@@ -306,8 +259,9 @@ func (n *Network) SetLinkParams(node1, node2 string, dir Direction, params strin
 // insertEmulator turns a plain veth link into an emulated one while the
 // network runs, keeping interface names, MACs and addresses.
 func (n *Network) insertEmulator(l *netLink, ab, ba emulator.Config) error {
-	if l.veth == nil {
-		if n.sriovLinkOf(l) != nil {
+	plain, ok := l.impl.(*vethLink)
+	if !ok {
+		if _, vf := l.impl.(*vfLink); vf {
 			return fmt.Errorf("link %s is a VF pair built without an emulator, and an emulator cannot be inserted into it live: give the link emulation parameters (delay=..., bw=..., emu=...) when the network is built", l.plan)
 		}
 		return fmt.Errorf("link %s: not created", l.plan)
@@ -322,11 +276,14 @@ func (n *Network) insertEmulator(l *netLink, ab, ba emulator.Config) error {
 			return err
 		})
 	}
-	if err := l.veth.Delete(); err != nil {
+	if err := plain.delete(); err != nil {
 		return fmt.Errorf("link %s: %w", l.plan, err)
 	}
-	l.veth = nil
-	return n.buildEmulated(l, ab, ba, macs)
+	l.impl = &emulatedVethLink{cfg: &emulator.ForwarderConfig{AtoB: ab, BtoA: ba}, macs: macs}
+	if err := l.impl.create(n, l); err != nil {
+		return err
+	}
+	return n.attachAndWait(l)
 }
 
 // LinkStats are the counters of an emulated link, per direction, seen

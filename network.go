@@ -105,16 +105,10 @@ type Network struct {
 	stopped bool
 
 	// Backend state made on first use (emulated.go, sriovlink.go).
-	emuState atomic.Pointer[emuNet]
-	sriov    atomic.Pointer[sriovNet]
+	emuState atomic.Pointer[helperNS]
+	sriov    atomic.Pointer[vfBackend]
 
 	sdn *sdnNet // controllers and OpenFlow switches (sdn.go)
-}
-
-// netLink is a planned link and, once created, its veth pair.
-type netLink struct {
-	plan *topo.PlannedLink
-	veth *links.Veth
 }
 
 // New resolves a topology into a network, validating it completely; nothing
@@ -334,48 +328,6 @@ func (n *Network) createNodes(ctx context.Context, list []*topo.PlannedNode) err
 	return err
 }
 
-func (n *Network) createLink(l *netLink) error {
-	if n.linkIsSRIOV(l) {
-		return n.createSRIOVLink(l)
-	}
-	if n.linkNeedsEmulator(l.plan) {
-		return n.createEmulatedLink(l)
-	}
-	n.debugLink(l.plan)
-	v, err := links.CreateVeth(n.linkEnd(l.plan, l.plan.Intf1), n.linkEnd(l.plan, l.plan.Intf2))
-	if err != nil {
-		return err
-	}
-	l.veth = v
-	if n.usesOVS() && (n.plan.Node(l.plan.Intf1.Node).IsSwitch() || n.plan.Node(l.plan.Intf2.Node).IsSwitch()) {
-		// Open vSwitch's userspace datapath forwards frames as they are:
-		// checksums must be complete when they leave the senders.
-		for _, i := range []*topo.Intf{l.plan.Intf1, l.plan.Intf2} {
-			if err := links.DisableOffloads(n.nodes[i.Node], i.Name); err != nil {
-				return fmt.Errorf("link %s: %w", l.plan, err)
-			}
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	for _, i := range []*topo.Intf{l.plan.Intf1, l.plan.Intf2} {
-		if err := n.attachToSwitch(i.Node, i.Name); err != nil {
-			return fmt.Errorf("link %s: %w", l.plan, err)
-		}
-		if g := n.guestOf(i); g != nil {
-			if err := g.AttachIntf(ctx, i.Name, i.MAC, i.IP); err != nil {
-				return fmt.Errorf("link %s: %w", l.plan, err)
-			}
-		}
-	}
-	for _, i := range []*topo.Intf{l.plan.Intf1, l.plan.Intf2} {
-		if err := links.WaitOperUp(ctx, n.nodes[i.Node], i.Name); err != nil {
-			return fmt.Errorf("link %s: %w", l.plan, err)
-		}
-	}
-	return nil
-}
-
 // guestOf returns the node of an interface as a GuestNode (a VM), or nil.
 func (n *Network) guestOf(i *topo.Intf) nodes.GuestNode {
 	g, _ := n.nodes[i.Node].(nodes.GuestNode)
@@ -533,10 +485,10 @@ func (n *Network) teardown(verbose bool) error {
 	var errs []error
 	// Captures flush their files while the interfaces still exist.
 	errs = append(errs, n.stopCaptures())
-	// Forwarders hold sockets in the helper namespace: stop them first.
-	errs = append(errs, n.stopEmulators())
-	// VFs go home (and the simulated NIC stops) while the nodes and the
-	// helper namespace still exist.
+	// Forwarders hold sockets in the helper namespace: stop them first;
+	// VFs go home while the nodes and the helper namespace still exist.
+	errs = append(errs, n.stopLinks())
+	// Then the SR-IOV backend (allocations, the simulated NIC).
 	errs = append(errs, n.stopSRIOV())
 	errs = append(errs, n.deleteEmulatorHelper())
 

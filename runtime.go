@@ -47,8 +47,8 @@ func (n *Network) AddLink(ctx context.Context, node1, node2 string, params topo.
 	l := &netLink{plan: pl}
 	if err := n.createLink(l); err != nil {
 		n.plan.RemoveLastLink()
-		if l.veth != nil {
-			err = errors.Join(err, l.veth.Delete())
+		if l.impl != nil {
+			err = errors.Join(err, l.impl.delete())
 		}
 		return nil, fmt.Errorf("adding link %s: %w", pl, err)
 	}

@@ -1,14 +1,12 @@
 package hymn
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/hymn-net/hymn/emulator"
 	"github.com/hymn-net/hymn/internal/owner"
@@ -27,10 +25,10 @@ import (
 // ErrSRIOV marks SR-IOV backend errors.
 var ErrSRIOV = errors.New("SR-IOV links")
 
-// sriovNet is the SR-IOV state of one network. The Network holds it
+// vfBackend is the SR-IOV state of one network. The Network holds it
 // (Network.sriov), made on first use, so that networks without VF links
 // never look for SR-IOV hardware.
-type sriovNet struct {
+type vfBackend struct {
 	mu    sync.Mutex
 	init  bool
 	err   error
@@ -38,7 +36,6 @@ type sriovNet struct {
 	alloc *sriov.Allocator
 	home  links.Namespace // where the VFs live when no node has them
 	dir   string          // /run/hymn/<run>-sriov: state file, simulated sysfs
-	links map[*netLink]*sriovLink
 	// reserved holds the pairs taken at start for the planned links, in
 	// plan order: links are then built in parallel, and reserving first
 	// keeps which link gets which pair and VLAN reproducible.
@@ -64,7 +61,7 @@ func pairsFor(pl *topo.PlannedLink) int {
 }
 
 // allocatePairs takes the VF pairs of one link, all or none.
-func (s *sriovNet) allocatePairs(pl *topo.PlannedLink) ([]*sriov.Pair, error) {
+func (s *vfBackend) allocatePairs(pl *topo.PlannedLink) ([]*sriov.Pair, error) {
 	var pairs []*sriov.Pair
 	for i := range pairsFor(pl) {
 		label := pl.String()
@@ -83,8 +80,8 @@ func (s *sriovNet) allocatePairs(pl *topo.PlannedLink) ([]*sriov.Pair, error) {
 	return pairs, nil
 }
 
-func (n *Network) sriovState() *sriovNet {
-	n.sriov.CompareAndSwap(nil, &sriovNet{links: map[*netLink]*sriovLink{}})
+func (n *Network) sriovState() *vfBackend {
+	n.sriov.CompareAndSwap(nil, &vfBackend{})
 	return n.sriov.Load()
 }
 
@@ -115,7 +112,7 @@ func (n *Network) linkIsSRIOV(l *netLink) bool {
 		return false
 	}
 	backend, _, err := n.linksBackend()
-	// A bad spec counts as sriov so that createSRIOVLink reports it.
+	// A bad spec counts as sriov so that vfLink.create reports it.
 	return err != nil || backend == LinksSRIOV
 }
 
@@ -147,7 +144,7 @@ func (n *Network) countSRIOVLinks() int {
 
 // sriovBackend sets up the backend on first use: real PFs from the
 // inventory, or the simulated NIC.
-func (n *Network) sriovBackend() (*sriovNet, error) {
+func (n *Network) sriovBackend() (*vfBackend, error) {
 	s := n.sriovState()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -164,7 +161,7 @@ func (n *Network) sriovBackend() (*sriovNet, error) {
 
 // reserveSRIOV allocates the pairs of every planned SR-IOV link in plan
 // order.
-func (n *Network) reserveSRIOV(s *sriovNet) error {
+func (n *Network) reserveSRIOV(s *vfBackend) error {
 	s.reserved = map[*topo.PlannedLink][]*sriov.Pair{}
 	for _, pl := range n.plan.Links {
 		if !n.linkIsSRIOV(&netLink{plan: pl}) {
@@ -179,7 +176,7 @@ func (n *Network) reserveSRIOV(s *sriovNet) error {
 	return nil
 }
 
-func (n *Network) initSRIOV(s *sriovNet) error {
+func (n *Network) initSRIOV(s *vfBackend) error {
 	_, cfg, err := n.linksBackend()
 	if err != nil {
 		return err
@@ -248,18 +245,28 @@ func (n *Network) initSRIOV(s *sriovNet) error {
 	return nil
 }
 
-// createSRIOVLink builds a link from a VF pair: allocate the pair and its
-// VLAN, move each VF into its node under the topology's name and
-// configure it as a veth end would be. A link with emulation parameters
-// takes two pairs, and the emulator forwards between the far VF of each.
-func (n *Network) createSRIOVLink(l *netLink) (err error) {
+// vfLink is a link made of a VF pair: allocate the pair and its VLAN,
+// move each VF into its node under the topology's name and configure it as
+// a veth end would be. A link with emulation parameters takes two pairs,
+// and the emulator forwards between the far VF of each, in the network's
+// helper namespace.
+type vfLink struct {
+	s        *vfBackend
+	sl       *sriovLink
+	emulated bool
+	fc       emulator.ForwarderConfig
+	helper   *links.HelperNS
+	ports    [2]string
+	el       *links.EmulatedLink
+}
+
+func (v *vfLink) create(n *Network, l *netLink) (err error) {
 	if _, _, err := n.linksBackend(); err != nil {
 		return err
 	}
-	emulated := linkparams.NeedsEmulator(l.plan.Params)
-	var fc emulator.ForwarderConfig
-	if emulated {
-		if fc.AtoB, fc.BtoA, err = EmulatorConfigs(l.plan.Params); err != nil {
+	v.emulated = linkparams.NeedsEmulator(l.plan.Params)
+	if v.emulated {
+		if v.fc.AtoB, v.fc.BtoA, err = EmulatorConfigs(l.plan.Params); err != nil {
 			return fmt.Errorf("link %s: %w", l.plan, err)
 		}
 	}
@@ -267,6 +274,7 @@ func (n *Network) createSRIOVLink(l *netLink) (err error) {
 	if err != nil {
 		return err
 	}
+	v.s = s
 	s.mu.Lock()
 	pairs, ok := s.reserved[l.plan]
 	delete(s.reserved, l.plan)
@@ -278,31 +286,28 @@ func (n *Network) createSRIOVLink(l *netLink) (err error) {
 		}
 	}
 	sl := &sriovLink{pairs: pairs}
+	v.sl = sl
 	defer func() {
 		if err != nil {
-			err = errors.Join(err, n.releaseSRIOVLink(s, sl))
+			err = errors.Join(err, v.delete())
 		}
 	}()
 	first, last := l.plan.Intf1, l.plan.Intf2
 	sl.ends = []links.End{n.linkEnd(l.plan, first)}
-	var helper *links.HelperNS
-	var ports [2]string
-	if emulated {
-		if helper, err = n.emu().helperNamespace(n.run); err != nil {
+	if v.emulated {
+		if v.helper, err = n.emu().helperNamespace(n.run); err != nil {
 			return fmt.Errorf("link %s: %w", l.plan, err)
 		}
 		idx := n.linkIndex(l)
-		ports = [2]string{fmt.Sprintf("e%da", idx), fmt.Sprintf("e%db", idx)}
+		v.ports = [2]string{fmt.Sprintf("e%da", idx), fmt.Sprintf("e%db", idx)}
 		mtu := sl.ends[0].MTU
-		sl.ends = append(sl.ends, links.End{NS: helper, Name: ports[0], MTU: mtu}, links.End{NS: helper, Name: ports[1], MTU: mtu})
+		sl.ends = append(sl.ends, links.End{NS: v.helper, Name: v.ports[0], MTU: mtu}, links.End{NS: v.helper, Name: v.ports[1], MTU: mtu})
 	}
 	sl.ends = append(sl.ends, n.linkEnd(l.plan, last))
 	for _, p := range pairs {
 		sl.vfs = append(sl.vfs, p.A.Netdev, p.B.Netdev)
 	}
 	sl.took = make([]bool, len(sl.vfs))
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	for i, e := range sl.ends {
 		if err := sriov.TakeVF(s.home, sl.vfs[i], e); err != nil {
 			return fmt.Errorf("link %s: %w", l.plan, err)
@@ -316,56 +321,67 @@ func (n *Network) createSRIOVLink(l *netLink) (err error) {
 			}
 		}
 	}
-	for _, intf := range []*topo.Intf{first, last} {
-		// A VM node's VF stays bare in its helper namespace, like a veth
-		// end: the guest's interface gets MAC and address (AttachIntf).
-		if guest := n.guestOf(intf); guest != nil {
-			if err := guest.AttachIntf(ctx, intf.Name, intf.MAC, intf.IP); err != nil {
-				return fmt.Errorf("link %s: %w", l.plan, err)
-			}
-		}
-		if err := n.attachToSwitch(intf.Node, intf.Name); err != nil {
-			return fmt.Errorf("link %s: %w", l.plan, err)
-		}
-	}
-	for _, e := range sl.ends {
-		if err := links.WaitOperUp(ctx, e.NS, e.Name); err != nil {
-			return fmt.Errorf("link %s: %w", l.plan, err)
-		}
-	}
-	if emulated {
-		el, err := links.EmulateBetween(helper, ports[0], ports[1], sl.ends[0].MTU, fc)
-		if err != nil {
-			return fmt.Errorf("link %s: %w", l.plan, err)
-		}
-		e := n.emu()
-		e.mu.Lock()
-		e.links[l] = el
-		e.mu.Unlock()
-	}
-	s.mu.Lock()
-	s.links[l] = sl
-	s.mu.Unlock()
 	for _, p := range pairs {
 		n.log().Debugf("*** link %s: VF pair %s vf %d / %s vf %d on VLAN %d\n", l.plan, p.Cable.A, p.A.Index, p.Cable.B, p.B.Index, p.VLAN)
 	}
 	return nil
 }
 
-// releaseSRIOVLink gives a link's VFs back to their home namespace (real
-// VFs only: simulated ones vanish with the NIC) and restores their
-// settings.
-func (n *Network) releaseSRIOVLink(s *sriovNet, sl *sriovLink) error {
+// waitEnds are the VFs in the helper namespace of an emulated VF link.
+func (v *vfLink) waitEnds() []links.End {
+	if len(v.sl.ends) <= 2 {
+		return nil
+	}
+	return v.sl.ends[1 : len(v.sl.ends)-1]
+}
+
+// ready starts the emulator between the far VFs, now that they are up.
+func (v *vfLink) ready(n *Network, l *netLink) error {
+	if !v.emulated {
+		return nil
+	}
+	el, err := links.EmulateBetween(v.helper, v.ports[0], v.ports[1], v.sl.ends[0].MTU, v.fc)
+	if err != nil {
+		return fmt.Errorf("link %s: %w", l.plan, err)
+	}
+	v.el = el
+	return nil
+}
+
+func (v *vfLink) emulator() *links.EmulatedLink { return v.el }
+
+func (v *vfLink) stop() error {
+	if v.el == nil {
+		return nil
+	}
+	return v.el.Stop()
+}
+
+// release gives the link's VFs back to their home namespace (real VFs
+// only: simulated ones vanish with the NIC) and restores their settings.
+func (v *vfLink) release() error {
+	if v.sl == nil || v.s == nil || v.s.sim != nil {
+		return nil
+	}
 	var errs []error
-	if s.sim == nil {
-		for i, took := range sl.took {
-			if took {
-				errs = append(errs, sriov.ReturnVF(sl.ends[i].NS, sl.ends[i].Name, s.home, sl.vfs[i]))
-			}
+	for i, took := range v.sl.took {
+		if took {
+			errs = append(errs, sriov.ReturnVF(v.sl.ends[i].NS, v.sl.ends[i].Name, v.s.home, v.sl.vfs[i]))
+			v.sl.took[i] = false
 		}
 	}
-	for _, p := range sl.pairs {
-		errs = append(errs, s.alloc.Release(p))
+	return errors.Join(errs...)
+}
+
+// delete releases the VFs and frees the link's pairs and VLANs, for a
+// link that failed or is removed while the network runs.
+func (v *vfLink) delete() error {
+	errs := []error{v.stop(), v.release()}
+	if v.sl != nil && v.s != nil {
+		for _, p := range v.sl.pairs {
+			errs = append(errs, v.s.alloc.Release(p))
+		}
+		v.sl.pairs = nil
 	}
 	return errors.Join(errs...)
 }
@@ -380,14 +396,8 @@ func (n *Network) stopSRIOV() error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// The links gave their VFs back already (vfLink.release).
 	var errs []error
-	for _, sl := range s.links {
-		if s.sim == nil {
-			for i := range sl.ends {
-				errs = append(errs, sriov.ReturnVF(sl.ends[i].NS, sl.ends[i].Name, s.home, sl.vfs[i]))
-			}
-		}
-	}
 	if s.alloc != nil {
 		errs = append(errs, s.alloc.ReleaseAll())
 	}
@@ -403,17 +413,6 @@ func (n *Network) stopSRIOV() error {
 		return fmt.Errorf("%w: teardown: %w", ErrSRIOV, err)
 	}
 	return nil
-}
-
-// sriovLinkOf returns the VF pairs behind a link, or nil.
-func (n *Network) sriovLinkOf(l *netLink) *sriovLink {
-	s := n.sriov.Load()
-	if s == nil {
-		return nil
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.links[l]
 }
 
 // SRIOVPairs returns the VF pairs the network's links use, in allocation

@@ -1,0 +1,136 @@
+package hymn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hymn-net/hymn/links"
+	"github.com/hymn-net/hymn/topo"
+)
+
+// netLink is a planned link and, once created, the implementation of its
+// kind, which holds everything the link owns.
+type netLink struct {
+	plan *topo.PlannedLink
+	impl linkImpl
+}
+
+// linkImpl is one kind of link: a veth pair (vethlink.go), an emulated
+// veth link (emulated.go), a VF pair with or without an emulator
+// (sriovlink.go). Adding a kind means adding an implementation and a case
+// in linkKind; createLink, the attach-and-wait path and teardown go
+// through this interface only.
+type linkImpl interface {
+	// create makes the link's kernel objects: when it returns, both ends
+	// exist in their namespaces under the planned names (a VM's end bare
+	// in its helper namespace).
+	create(n *Network, l *netLink) error
+	// waitEnds are the interfaces besides the two node ends that must be
+	// operationally up before the link carries traffic.
+	waitEnds() []links.End
+	// ready runs once every end is up (an emulated VF link starts its
+	// forwarder there).
+	ready(n *Network, l *netLink) error
+	// emulator returns the link's emulator, or nil.
+	emulator() *links.EmulatedLink
+	// stop stops what runs for the link (forwarders). Links stop in
+	// parallel.
+	stop() error
+	// release gives back what the link borrowed (VFs to their home
+	// namespace), while the namespaces still exist. Safe to call twice.
+	release() error
+	// delete removes the link's kernel objects, for a link removed while
+	// its namespaces stay (a failed AddLink, an emulator inserted live).
+	delete() error
+}
+
+// linkKind picks the implementation of a planned link: a link's own kind
+// parameter, else the network's link backend; emulation parameters add an
+// emulator.
+func (n *Network) linkKind(l *netLink) linkImpl {
+	switch {
+	case n.linkIsSRIOV(l):
+		return &vfLink{}
+	case n.linkNeedsEmulator(l.plan):
+		return &emulatedVethLink{}
+	}
+	return &vethLink{}
+}
+
+// createLink builds a link of its kind and waits until it carries traffic.
+func (n *Network) createLink(l *netLink) error {
+	l.impl = n.linkKind(l)
+	if err := l.impl.create(n, l); err != nil {
+		return err
+	}
+	return n.attachAndWait(l)
+}
+
+// linkReadyTimeout bounds attaching a link's ends (a VM's NIC hot-plug
+// included) and waiting for them to come up.
+const linkReadyTimeout = time.Minute
+
+// attachAndWait is the one path from created ends to a working link: each
+// end becomes a switch port or a guest interface, then every end (the
+// kind's own too) is waited for until operationally up.
+func (n *Network) attachAndWait(l *netLink) error {
+	ctx, cancel := context.WithTimeout(context.Background(), linkReadyTimeout)
+	defer cancel()
+	intfs := []*topo.Intf{l.plan.Intf1, l.plan.Intf2}
+	for _, i := range intfs {
+		if err := n.attachToSwitch(i.Node, i.Name); err != nil {
+			return fmt.Errorf("link %s: %w", l.plan, err)
+		}
+		if g := n.guestOf(i); g != nil {
+			if err := g.AttachIntf(ctx, i.Name, i.MAC, i.IP); err != nil {
+				return fmt.Errorf("link %s: %w", l.plan, err)
+			}
+		}
+	}
+	ends := []links.End{{NS: n.nodes[intfs[0].Node], Name: intfs[0].Name}, {NS: n.nodes[intfs[1].Node], Name: intfs[1].Name}}
+	// The kind's ends (emulator ports, far VFs) must be up too, or the
+	// first frames are lost.
+	for _, e := range append(ends, l.impl.waitEnds()...) {
+		if err := links.WaitOperUp(ctx, e.NS, e.Name); err != nil {
+			return fmt.Errorf("link %s: %w", l.plan, err)
+		}
+	}
+	return l.impl.ready(n, l)
+}
+
+// emulatedLink returns the emulator of a link, or nil.
+func (n *Network) emulatedLink(l *netLink) *links.EmulatedLink {
+	if l.impl == nil {
+		return nil
+	}
+	return l.impl.emulator()
+}
+
+// stopLinks stops every link's forwarder, in parallel: closing a packet
+// socket with a ring waits for an RCU grace period (tens of ms), four
+// sockets per link, which adds up to seconds for a hundred links when done
+// one after another. Then each link gives back what it borrowed.
+func (n *Network) stopLinks() error {
+	var wg sync.WaitGroup
+	errs := make([]error, len(n.links))
+	for i, l := range n.links {
+		if l.impl == nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = l.impl.stop()
+		}()
+	}
+	wg.Wait()
+	for _, l := range n.links {
+		if l.impl != nil {
+			errs = append(errs, l.impl.release())
+		}
+	}
+	return errors.Join(errs...)
+}
