@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 
 	"github.com/hymn-net/hymn/emulator"
@@ -208,6 +209,33 @@ func (n *Network) findLink(node1, node2 string) (*netLink, bool, error) {
 // emulator gets one inserted (its interfaces are re-created with the same
 // names, MACs and addresses, so traffic pauses briefly).
 func (n *Network) SetLinkParams(node1, node2 string, dir Direction, params string) error {
+	return n.changeLink(node1, node2, dir, func(c *emulator.Config) error { return linkparams.Change(c, params) })
+}
+
+// SetLink is SetLinkParams with typed values: the parameters given
+// (linkparams.Delay, Rate, Loss, ...) change, the others keep their
+// current values.
+//
+//	net.SetLink("h1", "s1", hymn.Forward, linkparams.Delay(50*time.Millisecond), linkparams.Loss(0.01))
+func (n *Network) SetLink(node1, node2 string, dir Direction, ps ...linkparams.Param) error {
+	p := linkparams.Params(ps...)
+	for k := range p {
+		if strings.Contains(k, ">") {
+			return fmt.Errorf("%w: %s: give the direction as SetLink's dir, not with linkparams.For", ErrLinkParams, k)
+		}
+		if !linkparams.IsKey(k) {
+			return fmt.Errorf("%w: %s cannot change while the link runs", ErrLinkParams, k)
+		}
+	}
+	if len(p) == 0 {
+		return fmt.Errorf("%w: no parameters given", ErrLinkParams)
+	}
+	return n.changeLink(node1, node2, dir, func(c *emulator.Config) error { return linkparams.Apply(c, p) })
+}
+
+// changeLink applies change to the emulator configurations of the
+// directions dir picks, validating both before either changes.
+func (n *Network) changeLink(node1, node2 string, dir Direction, change func(*emulator.Config) error) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if !n.built || n.stopped {
@@ -239,9 +267,11 @@ func (n *Network) SetLinkParams(node1, node2 string, dir Direction, params strin
 		if !touch[i] {
 			continue
 		}
-		if err := linkparams.Change(&next[i], params); err != nil {
+		cp := next[i]
+		if err := change(&cp); err != nil {
 			return fmt.Errorf("link %s-%s: %w", node1, node2, err)
 		}
+		next[i] = cp
 	}
 	if el == nil {
 		return n.insertEmulator(l, next[0], next[1])
