@@ -17,6 +17,7 @@ import (
 
 	"github.com/hymn-net/hymn/internal/netnsx"
 	"github.com/hymn-net/hymn/internal/owner"
+	"github.com/hymn-net/hymn/internal/tools"
 	"github.com/hymn-net/hymn/linkparams"
 	"github.com/hymn-net/hymn/links"
 	"github.com/hymn-net/hymn/mnlog"
@@ -30,7 +31,7 @@ import (
 // Errors callers can test for.
 var (
 	ErrNotRoot     = errors.New("hymn must run as root")
-	ErrMissingTool = errors.New("missing tool")
+	ErrMissingTool = tools.ErrMissing
 	ErrUnknownNode = topo.ErrUnknownNode // one value: errors.Is matches topo's and the network's
 	ErrNotBuilt    = errors.New("network is not built")
 )
@@ -181,13 +182,7 @@ func CheckRoot() error {
 // CheckTools returns ErrMissingTool naming the first program not on PATH
 // and the Debian package that has it.
 func CheckTools(names ...string) error {
-	pkg := map[string]string{"ping": "iputils-ping", "iperf3": "iperf3", "ip": "iproute2", "ethtool": "ethtool", "bash": "bash"}
-	for _, name := range names {
-		if _, err := exec.LookPath(name); err != nil {
-			return fmt.Errorf("%w: %s is not installed (apt-get install %s)", ErrMissingTool, name, pkg[name])
-		}
-	}
-	return nil
+	return tools.Check(names...)
 }
 
 // Build creates every node and link. On failure it removes what it built and

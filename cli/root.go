@@ -235,6 +235,11 @@ func runMN(ctx context.Context, f *mnFlags, stdin *os.File, stdout, stderr io.Wr
 		return err
 	}
 	t, fileOpts, err := loadTopology(ctx, f, lim, lg)
+	if errors.Is(err, context.Canceled) {
+		// Ctrl-C or SIGTERM while a custom file ran: as during a run.
+		lg.Info("\n\nKeyboard Interrupt. Shutting down and cleaning up...\n\n")
+		return nil
+	}
 	if err != nil {
 		return err
 	}
