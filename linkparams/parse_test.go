@@ -27,4 +27,3 @@ func TestTCIntfInfo(t *testing.T) {
 		}
 	}
 }
-
