@@ -37,6 +37,7 @@ fi
 suite=${FRESH_SUITE:-bookworm}
 mirror=${FRESH_MIRROR:-http://deb.debian.org/debian}
 root=$(mktemp -d /var/tmp/hymn-fresh.XXXXXX)
+chmod 0755 "$root" # as / is: VM nodes' QEMU runs as an unprivileged user
 log=${FRESH_LOG:-/var/tmp/hymn-fresh-$(date +%Y%m%d-%H%M%S).txt}
 start=$(date +%s)
 mounts=()
@@ -121,7 +122,12 @@ mount --make-private "$root"
 mounts+=("$root")
 mountin proc proc /proc
 mountin sysfs sysfs /sys
-mountin cgroup2 cgroup2 /sys/fs/cgroup
+# The machine's own cgroup hierarchy (v1 controllers under a tmpfs here, v2
+# elsewhere), as its init mounted it: a fresh sysfs does not carry it.
+mkdir -p "$root/sys/fs/cgroup"
+mount --rbind /sys/fs/cgroup "$root/sys/fs/cgroup"
+mount --make-rslave "$root/sys/fs/cgroup"
+mounts+=("$root/sys/fs/cgroup")
 mountin devtmpfs devtmpfs /dev
 mountin devpts devpts /dev/pts newinstance,ptmxmode=0666
 mountin tmpfs tmpfs /run mode=0755
