@@ -255,7 +255,9 @@ func TestBuildFailureRollsBack(t *testing.T) {
 	top := topo.New()
 	s1 := top.AddSwitch("s1")
 	top.AddLink(top.AddHost("h1"), s1)
-	top.AddLink(top.AddHost("h2"), s1, topo.Params{"mtu": "1000000"}) // the kernel refuses this MTU
+	// Well-formed, so New accepts it, but no connected subnet holds the
+	// gateway: only the kernel can refuse it, in the middle of Build.
+	top.AddLink(top.AddHost("h2", topo.Params{"routes": "10.99.0.0/16 via 192.168.77.1"}), s1)
 	net, err := New(top, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -263,10 +265,10 @@ func TestBuildFailureRollsBack(t *testing.T) {
 	err = net.Build(context.Background())
 	if err == nil {
 		net.Stop()
-		t.Fatal("Build with an impossible MTU succeeded")
+		t.Fatal("Build with an unreachable gateway succeeded")
 	}
-	if !strings.Contains(err.Error(), "h2-eth0") {
-		t.Errorf("error does not name the interface: %v", err)
+	if !strings.Contains(err.Error(), "h2") || !strings.Contains(err.Error(), "192.168.77.1") {
+		t.Errorf("error does not name the node and the route: %v", err)
 	}
 	assertRunGone(t, net.RunID())
 }
