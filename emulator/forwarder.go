@@ -61,6 +61,10 @@ type ForwarderConfig struct {
 	// when SCHED_FIFO is refused, it runs at Nice instead (default -10).
 	NoRealTime bool
 	Nice       int
+	// NoPlacement leaves the forwarding threads where the scheduler puts
+	// them; by default a busy thread moves off a CPU it shares with the
+	// sender of its frames (forwarder_place.go).
+	NoPlacement bool
 }
 
 const (
@@ -369,12 +373,15 @@ type direction struct {
 	txBufs  [][]byte
 	scratch []byte
 
-	busyPoll time.Duration
-	coalesce time.Duration // 0: off
-	realTime bool
-	nice     int
-	spin     time.Duration // current spin margin
-	oversl   float64       // EWMA of the kernel's oversleep, ns
+	busyPoll  time.Duration
+	place     placement
+	placeOn   bool
+	forwarded uint64        // frames received, for placement
+	coalesce  time.Duration // 0: off
+	realTime  bool
+	nice      int
+	spin      time.Duration // current spin margin
+	oversl    float64       // EWMA of the kernel's oversleep, ns
 
 	stop      atomic.Bool
 	done      chan struct{}
@@ -409,7 +416,7 @@ func newDirection(f *Forwarder, dir Direction, c Config, fc ForwarderConfig) (*d
 		pkts: make([]Packet, MaxBatch), dropped: make([]Packet, 0, MaxBatch),
 		outPkts: make([]Packet, MaxBatch), txBufs: make([][]byte, MaxBatch),
 		scratch:  make([]byte, slot),
-		busyPoll: fc.BusyPoll, coalesce: fc.Coalesce, spin: fc.Spin, realTime: !fc.NoRealTime, nice: fc.Nice,
+		busyPoll: fc.BusyPoll, coalesce: fc.Coalesce, placeOn: !fc.NoPlacement, spin: fc.Spin, realTime: !fc.NoRealTime, nice: fc.Nice,
 		done: make(chan struct{}),
 	}
 	if d.nice == 0 {
@@ -561,6 +568,12 @@ func (d *direction) run() {
 	// sleep; the spin margin then has to cover less.
 	unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
 	d.schedule()
+	if d.placeOn {
+		d.place.init()
+		defer d.place.close()
+	} else {
+		d.place.disabled = true
+	}
 	lastWork := d.now()
 	// found counts the frames read since the last wait ended: more than
 	// one means the traffic is dense enough to coalesce wake-ups.
@@ -568,6 +581,7 @@ func (d *direction) run() {
 	for !d.stop.Load() {
 		n := d.receive()
 		found += n
+		d.forwarded += uint64(n)
 		worked := n > 0
 		if d.transmit() {
 			worked = true
@@ -575,6 +589,7 @@ func (d *direction) run() {
 		now := d.now()
 		if worked {
 			lastWork = now
+			d.place.check(now, d.forwarded)
 			continue
 		}
 		d.mu.Lock()
