@@ -186,7 +186,7 @@ sleep 0.5
 # single run says more about the neighbours than about the link.
 declare -A PPS APP OFFERED MBPS P50 P99 WND RTT
 RUN_RATIOS=
-median() { python3 -c 'import statistics,sys; print(statistics.median(float(x) for x in sys.argv[1:]))' "$@"; }
+median() { python3 -c 'import statistics,sys; print(round(statistics.median(float(x) for x in sys.argv[1:]),3))' "$@"; }
 for name in "${ALL[@]}"; do
 	ip netns exec $P-$name-a ping -c 2 -i 0.2 -q 10.${SUBNET[$name]}.0.2 >/dev/null
 done

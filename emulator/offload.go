@@ -12,7 +12,19 @@ import "encoding/binary"
 // frame as the segments it stands for (SuperFrame): rate, spacer,
 // policer and byte counters see the bytes those segments take on the
 // wire. Delay and loss apply per frame: a lost super-frame loses all its
-// segments at once (see ForwarderConfig).
+// segments at once. That is what NetEm does with the GSO packets of a
+// host whose interfaces keep their offloads (Mininet's tc links), and the
+// long-run share of lost segments stays the configured probability (a
+// frame is lost with probability p whatever it carries); what changes is
+// that losses come in bursts of up to a super-frame, which TCP counts as
+// one congestion event. Super-frames are large only when a flow is fast:
+// TCP sizes them to about a millisecond of its sending rate, so on a link
+// slowed by rate or loss they shrink to a few segments. Splitting them
+// (software GSO in the forwarder) would cost the per-segment work the
+// offloads exist to save; a link that needs per-segment loss at high rate
+// can be built with offloads off (links.NoOffloads,
+// HYMN_EMU_OFFLOADS=off). The buffer counts frames, a super-frame
+// taking one place, as NetEm's limit counts its packets.
 
 // VnetHdrLen is the size of struct virtio_net_hdr.
 const VnetHdrLen = 10
