@@ -128,13 +128,20 @@ mkdir -p "$root/sys/fs/cgroup"
 mount --rbind /sys/fs/cgroup "$root/sys/fs/cgroup"
 mount --make-rslave "$root/sys/fs/cgroup"
 mounts+=("$root/sys/fs/cgroup")
-mountin devtmpfs devtmpfs /dev
-mountin devpts devpts /dev/pts newinstance,ptmxmode=0666
+# The machine's /dev as it is, with its pty instance: a devpts instance of
+# the chroot's own would not match /dev/ptmx, and pty users (Mininet's
+# node shells) would wait forever for their terminals.
+mkdir -p "$root/dev"
+mount --rbind /dev "$root/dev"
+mount --make-rslave "$root/dev"
+mounts+=("$root/dev")
 mountin tmpfs tmpfs /run mode=0755
-mountin tmpfs tmpfs /dev/shm mode=1777
 
 echo "*** In the fresh root: ./scripts/setup.sh && CI=true ./scripts/test.sh"
+# In the background and waited for, so Ctrl-C or SIGTERM reach the trap at
+# once and the teardown kills what runs inside.
 chroot "$root" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 \
   PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-  /bin/bash -c 'cd /root/hymn && time ./scripts/setup.sh && time env CI=true ./scripts/test.sh'
+  /bin/bash -c 'cd /root/hymn && time ./scripts/setup.sh && time env CI=true ./scripts/test.sh' &
+wait $!
 echo "*** fresh-check: the README's two commands passed on a fresh $suite root"

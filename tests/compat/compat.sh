@@ -23,9 +23,24 @@ hymn=${HYMN:-$work/hymn}
 # script into mn does not work: Mininet relays stdin to node commands.)
 # No "mn -c" here: it kills every ping on the machine, tests running beside
 # this one included. If Mininet crashed, run mn -c by hand.
-mn --switch lxbr --controller none --topo "$topo" --test none --post "$here/commands.txt" \
-  >"$work/mn.raw" 2>&1 </dev/null || true
-"$hymn" --topo "$topo" --test none --post "$here/commands.txt" >"$work/hymn.raw" 2>&1 </dev/null || true
+# Each side gets two minutes: a Mininet that waits forever (it needs working
+# ptys) must fail the comparison, not hang the test suite.
+status=0
+timeout --kill-after=5 120 mn --switch lxbr --controller none --topo "$topo" --test none \
+  --post "$here/commands.txt" >"$work/mn.raw" 2>&1 </dev/null || status=$?
+if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
+  echo "compat: Mininet did not finish $topo within 120 s; its output:" >&2
+  cat "$work/mn.raw" >&2
+  exit 1
+fi
+status=0
+timeout --kill-after=5 120 "$hymn" --topo "$topo" --test none --post "$here/commands.txt" \
+  >"$work/hymn.raw" 2>&1 </dev/null || status=$?
+if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
+  echo "compat: hymn did not finish $topo within 120 s; its output:" >&2
+  cat "$work/hymn.raw" >&2
+  exit 1
+fi
 
 normalise() {
   tr -d '\r' |
