@@ -491,12 +491,7 @@ func (n *Network) teardown(verbose bool) error {
 	// a namespace alive after it is deleted.
 	inodes := map[uint64]bool{}
 	for _, node := range n.nodes {
-		switch node := node.(type) {
-		case *nodes.NsNode:
-			node.StopShell()
-		case *vm.Node:
-			node.Close() // a clean guest poweroff before the sweep below
-		}
+		node.Halt() // a shell's jobs end, a guest powers off, before the sweep below
 		if ino, err := netnsx.Inode(node.Namespace()); err == nil {
 			inodes[ino] = true
 		}

@@ -22,6 +22,9 @@ type Node interface {
 	// CmdStream runs a command in the node's persistent shell, writing the
 	// output as it comes.
 	CmdStream(ctx context.Context, line string, w io.Writer) (int, error)
+	// Halt stops what runs in the node on hymn's behalf (a namespace
+	// node's shell, a VM's guest) before teardown sweeps its processes.
+	Halt()
 	// Delete stops the node and removes its namespace.
 	Delete() error
 }

@@ -218,6 +218,10 @@ func (n *NsNode) StopShell() {
 	}
 }
 
+// Halt stops what runs in the node on hymn's behalf (its shell and
+// background jobs) before the network sweeps the namespace's processes.
+func (n *NsNode) Halt() { n.StopShell() }
+
 // Close stops the node's shell and frees its netlink handle and namespace
 // handle. It does not delete the namespace: the network does that after
 // every link is gone, in reverse order of creation.

@@ -563,6 +563,10 @@ func (n *Node) Close() error {
 	return err
 }
 
+// Halt shuts the guest down cleanly (Close) before the network sweeps the
+// helper namespace's processes.
+func (n *Node) Halt() { n.Close() }
+
 // Delete closes the node and removes its helper namespace (and with it
 // every bridge and link end in it; the taps went with QEMU).
 func (n *Node) Delete() error {
