@@ -128,17 +128,17 @@ func (o *offloadNet) tcpRate(t *testing.T, d time.Duration) float64 {
 }
 
 // TestEmulatedOffloadsTCPRate: TCP through a zero-delay emulated link
-// that carries super-frames must beat the same link with offloads off by
-// a wide margin. Without offloads every 1448-byte segment pays the whole
-// per-packet path (sender stack, AF_PACKET ring, forwarder, ring, receiver
-// stack); with them one frame carries up to 44 segments, so the
-// per-packet part shrinks about 40× and what is left are the three
-// copies of each byte (kernel → RX ring → frame buffer → skb), which
-// cost less than the per-packet work they replace: 3× the offloads-off
-// rate or more on a quiet 2-core machine (issue 16: 3.6 Gbit/s off vs
-// 21 Gbit/s for a plain link). The assertion asks for 2×, leaving the
-// rest for a loaded machine; both variants take turns, 3 runs each, and
-// their medians are compared.
+// that carries super-frames must clearly beat the same link with offloads
+// off. Without offloads every 1448-byte segment pays the per-packet path
+// (sender stack, RX ring, forwarder, TX ring, receiver stack); with them
+// one frame carries up to 44 segments, and what is left is mostly the
+// copies of each byte. How much that gains is bounded by what offloads
+// gain a plain veth pair, where the per-packet part is smaller: 2.2× on
+// the 2-core development VM (bench/emulated.sh: 13.3 Gbit/s with, 6.1
+// without). Through the emulator the gain measured 1.9–2.6× (loads 3 to
+// 19), with ±25 % between single runs on the shared machine; so the test
+// asks for 1.5×, the plain link's gain less that noise. Both variants take
+// turns, 3 runs each, and their medians are compared.
 func TestEmulatedOffloadsTCPRate(t *testing.T) {
 	on := newOffloadNet(t, true, emulator.DefaultConfig())
 	off := newOffloadNet(t, false, emulator.DefaultConfig())
@@ -152,8 +152,8 @@ func TestEmulatedOffloadsTCPRate(t *testing.T) {
 	mOn, mOff := rOn[1], rOff[1]
 	t.Logf("TCP through a zero-delay emulated link: offloads on %.2f Gbit/s %v, off %.2f Gbit/s %v: %.2f×",
 		mOn*8/1e9, gbits(rOn), mOff*8/1e9, gbits(rOff), mOn/mOff)
-	if mOn < 2*mOff {
-		t.Errorf("offloads on carries %.2f Gbit/s, less than twice the %.2f Gbit/s of offloads off", mOn*8/1e9, mOff*8/1e9)
+	if mOn < 1.5*mOff {
+		t.Errorf("offloads on carries %.2f Gbit/s, less than 1.5 times the %.2f Gbit/s of offloads off", mOn*8/1e9, mOff*8/1e9)
 	}
 	st := on.link.Fwd.Stats(emulator.AtoB)
 	if st.Emulator.Sent == 0 || st.Emulator.SentBytes/st.Emulator.Sent < 3000 {
