@@ -363,12 +363,23 @@ func (p *Port) RecvBatch(bufs [][]byte, lens []int, stamps []int64) (int, error)
 			bytes += uint64(snap)
 			n++
 		}
-		atomic.StoreUint32(&h.Status, unix.TP_STATUS_KERNEL)
-		p.rxHead++
-		if p.rxHead == p.rxFrames {
-			p.rxHead = 0
-		}
+		p.releaseRx(h)
 	}
+	p.countRx(n, bytes, trunc)
+	return n, nil
+}
+
+// releaseRx hands a ring slot back to the kernel and moves to the next.
+func (p *Port) releaseRx(h *unix.Tpacket2Hdr) {
+	atomic.StoreUint32(&h.Status, unix.TP_STATUS_KERNEL)
+	p.rxHead++
+	if p.rxHead == p.rxFrames {
+		p.rxHead = 0
+	}
+}
+
+// countRx adds one batch to the port's receive counters.
+func (p *Port) countRx(n int, bytes, trunc uint64) {
 	if n > 0 {
 		p.rxFrames64.Add(uint64(n))
 		p.rxBytes.Add(bytes)
@@ -376,7 +387,6 @@ func (p *Port) RecvBatch(bufs [][]byte, lens []int, stamps []int64) (int, error)
 	if trunc > 0 {
 		p.rxTrunc.Add(trunc)
 	}
-	return n, nil
 }
 
 // recvOffloads is RecvBatch with a virtio_net_hdr before every frame.
@@ -423,19 +433,9 @@ func (p *Port) recvOffloads(bufs [][]byte, lens []int, stamps []int64) (int, err
 		} else {
 			trunc++
 		}
-		atomic.StoreUint32(&h.Status, unix.TP_STATUS_KERNEL)
-		p.rxHead++
-		if p.rxHead == p.rxFrames {
-			p.rxHead = 0
-		}
+		p.releaseRx(h)
 	}
-	if n > 0 {
-		p.rxFrames64.Add(uint64(n))
-		p.rxBytes.Add(bytes)
-	}
-	if trunc > 0 {
-		p.rxTrunc.Add(trunc)
-	}
+	p.countRx(n, bytes, trunc)
 	return n, nil
 }
 
