@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 )
@@ -93,6 +94,25 @@ func (n *Network) iperf(ctx context.Context, client, server string, seconds time
 	if err != nil {
 		return IperfResult{}, err
 	}
+	serverBps, clientBps, err := parseIperf3(res.Stdout)
+	if err != nil {
+		return IperfResult{}, fmt.Errorf("iperf3 from %s to %s: %w", client, server, err)
+	}
+	r := IperfResult{Client: client, Server: server, ServerBps: serverBps, ClientBps: clientBps}
+	r.ServerText, r.ClientText = FormatBps(r.ServerBps), FormatBps(r.ClientBps)
+	if udpBw != "" {
+		r.UDPBw = udpBw
+		n.log().Outputf("*** Results: ['%s', '%s', '%s']\n", udpBw, r.ServerText, r.ClientText)
+	} else {
+		n.log().Outputf("*** Results: ['%s', '%s']\n", r.ServerText, r.ClientText)
+	}
+	return r, nil
+}
+
+// parseIperf3 reads the rates from iperf3's JSON report (-J). The report
+// comes from a node, which may print anything: rates must be finite and
+// non-negative, and an error quotes at most 200 bytes of the output.
+func parseIperf3(out []byte) (serverBps, clientBps float64, err error) {
 	type rate struct {
 		BitsPerSecond float64 `json:"bits_per_second"`
 	}
@@ -104,34 +124,41 @@ func (n *Network) iperf(ctx context.Context, client, server string, seconds time
 			Sum         rate `json:"sum"`
 		} `json:"end"`
 	}
-	if err := json.Unmarshal(res.Stdout, &report); err != nil {
-		return IperfResult{}, fmt.Errorf("could not parse iperf3 output: %w: %s", err, bytes.TrimSpace(res.Stdout))
+	if err := json.Unmarshal(out, &report); err != nil {
+		return 0, 0, fmt.Errorf("could not parse iperf3 output: %w: %q", err, clip(bytes.TrimSpace(out), 200))
 	}
 	if report.Error != "" {
-		return IperfResult{}, fmt.Errorf("iperf3 from %s to %s: %s", client, server, report.Error)
+		return 0, 0, errors.New(string(clip([]byte(report.Error), 200)))
 	}
-	r := IperfResult{
-		Client: client, Server: server,
-		ServerBps: report.End.SumReceived.BitsPerSecond,
-		ClientBps: report.End.SumSent.BitsPerSecond,
+	serverBps, clientBps = report.End.SumReceived.BitsPerSecond, report.End.SumSent.BitsPerSecond
+	if clientBps == 0 { // older iperf3 reports UDP only in "sum"
+		clientBps = report.End.Sum.BitsPerSecond
 	}
-	if r.ClientBps == 0 { // older iperf3 reports UDP only in "sum"
-		r.ClientBps = report.End.Sum.BitsPerSecond
+	for _, v := range []float64{serverBps, clientBps} {
+		if v < 0 || v > maxBps || math.IsNaN(v) {
+			return 0, 0, fmt.Errorf("iperf3 reported an impossible rate %v", v)
+		}
 	}
-	r.ServerText, r.ClientText = FormatBps(r.ServerBps), FormatBps(r.ClientBps)
-	if udpBw != "" {
-		r.UDPBw = udpBw
-		n.log().Outputf("*** Results: ['%s', '%s', '%s']\n", udpBw, r.ServerText, r.ClientText)
-	} else {
-		n.log().Outputf("*** Results: ['%s', '%s']\n", r.ServerText, r.ClientText)
+	return serverBps, clientBps, nil
+}
+
+// maxBps bounds a believable rate: a petabit per second.
+const maxBps = 1e15
+
+func clip(b []byte, n int) []byte {
+	if len(b) > n {
+		return append(b[:n:n], "..."...)
 	}
-	return r, nil
+	return b
 }
 
 // FormatBps renders a rate the way iperf prints it (and so Mininet's
 // results): three significant digits and a decimal prefix, "9.57 Mbits/sec".
 func FormatBps(bps float64) string {
-	units := []string{"", "K", "M", "G", "T"}
+	if bps < 0 || math.IsNaN(bps) || bps >= 1e18 {
+		return fmt.Sprintf("%.3g bits/sec", bps)
+	}
+	units := []string{"", "K", "M", "G", "T", "P"}
 	u := 0
 	for bps >= 1000 && u < len(units)-1 {
 		bps /= 1000

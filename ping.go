@@ -41,13 +41,24 @@ func parsePing(out string) PingResult {
 		r.Sent = 1
 		return r
 	}
-	r.Sent, _ = strconv.Atoi(m[1])
-	r.Received, _ = strconv.Atoi(m[2])
+	sent, err1 := strconv.Atoi(m[1])
+	received, err2 := strconv.Atoi(m[2])
+	if err1 != nil || err2 != nil || sent < 1 || received > sent {
+		// Output no ping prints (a guest can print anything): one lost.
+		r.Sent = 1
+		return r
+	}
+	r.Sent, r.Received = sent, received
 	if m := pingRTTRE.FindStringSubmatch(out); m != nil {
-		r.RTTMin, _ = strconv.ParseFloat(m[1], 64)
-		r.RTTAvg, _ = strconv.ParseFloat(m[2], 64)
-		r.RTTMax, _ = strconv.ParseFloat(m[3], 64)
-		r.RTTMdev, _ = strconv.ParseFloat(m[4], 64)
+		rtts := []*float64{&r.RTTMin, &r.RTTAvg, &r.RTTMax, &r.RTTMdev}
+		for i, p := range rtts {
+			v, err := strconv.ParseFloat(m[i+1], 64)
+			if err != nil || math.IsInf(v, 0) {
+				r.RTTMin, r.RTTAvg, r.RTTMax, r.RTTMdev = 0, 0, 0, 0
+				break
+			}
+			*p = v
+		}
 	}
 	return r
 }
