@@ -37,7 +37,6 @@ fi
 suite=${FRESH_SUITE:-bookworm}
 mirror=${FRESH_MIRROR:-http://deb.debian.org/debian}
 root=$(mktemp -d /var/tmp/hymn-fresh.XXXXXX)
-chmod 0755 "$root" # as / is: VM nodes' QEMU runs as an unprivileged user
 log=${FRESH_LOG:-/var/tmp/hymn-fresh-$(date +%Y%m%d-%H%M%S).txt}
 start=$(date +%s)
 mounts=()
@@ -91,6 +90,9 @@ else
   tar -C "$root" -cpf "$cache.tmp" . && mv "$cache.tmp" "$cache"
 fi
 echo "    $(($(date +%s) - t0)) s"
+# / is 0755 on a machine (mktemp made this 0700, and tar restores that):
+# VM nodes' QEMU runs as an unprivileged user and must reach /usr/bin.
+chmod 0755 "$root"
 
 # What a fresh machine of this kind has besides Debian: Go in /usr/local/go,
 # name resolution, the machine's own CA certificates (its egress to the Go
