@@ -173,7 +173,7 @@ func (m *machine) connectQMP(ctx context.Context) error {
 		if _, err := os.Stat(m.paths.QMP); err == nil {
 			mon, err := qmp.NewSocketMonitor("unix", m.paths.QMP, 2*time.Second)
 			if err == nil {
-				if err = mon.Connect(); err == nil {
+				if err = m.qmpHandshake(ctx, mon, time.Until(deadline)); err == nil {
 					m.monMu.Lock()
 					m.mon = mon
 					m.monMu.Unlock()
@@ -192,6 +192,34 @@ func (m *machine) connectQMP(ctx context.Context) error {
 			return ctx.Err()
 		case <-time.After(10 * time.Millisecond):
 		}
+	}
+}
+
+// qmpHandshake reads QEMU's greeting and negotiates capabilities. hymn
+// made the listening socket, so the connection is accepted at once even
+// while QEMU is still busy starting (or stuck, say allocating a huge
+// memory=): go-qemu's Connect would then wait for the greeting forever, so
+// it runs on its own goroutine and the monitor is closed to end it.
+func (m *machine) qmpHandshake(ctx context.Context, mon *qmp.SocketMonitor, limit time.Duration) error {
+	done := make(chan error, 1)
+	go func() { done <- mon.Connect() }()
+	timer := time.NewTimer(max(limit, time.Second))
+	defer timer.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		mon.Disconnect()
+		<-done
+		return ctx.Err()
+	case <-m.exited:
+		mon.Disconnect()
+		<-done
+		return m.exitError()
+	case <-timer.C:
+		mon.Disconnect()
+		<-done
+		return errors.New("QEMU accepted the QMP connection but sent no greeting within 15 s")
 	}
 }
 
