@@ -255,10 +255,7 @@ func TestControllerValidation(t *testing.T) {
 // nothing of its Open vSwitch or controller survives hymn.Clean.
 func TestKill9ThenClean(t *testing.T) {
 	sdnTools(t)
-	if os.Getenv("HYMN_SDN_HELPER") == "1" {
-		return
-	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestSDNHelperNetwork$")
+	cmd := exec.Command(os.Args[0]) // TestMain runs sdnHelperNetwork instead of the tests
 	cmd.Env = append(os.Environ(), "HYMN_SDN_HELPER=1")
 	stdout, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
@@ -289,22 +286,22 @@ func TestKill9ThenClean(t *testing.T) {
 	assertSDNRunGone(t, run)
 }
 
-// TestSDNHelperNetwork is TestKill9ThenClean's child: it starts a network
-// and waits to be killed.
-func TestSDNHelperNetwork(t *testing.T) {
-	if os.Getenv("HYMN_SDN_HELPER") != "1" {
-		t.Skip("run by TestKill9ThenClean")
-	}
+// sdnHelperNetwork is TestKill9ThenClean's child (TestMain runs it under
+// HYMN_SDN_HELPER=1): it starts an OpenFlow network, prints its run id and
+// waits to be killed.
+func sdnHelperNetwork() int {
 	tp, _ := topo.FromSpecString("linear,2")
 	tp.AddController("c0", topo.Params{"kind": "ovsc"})
 	n, err := New(tp, Options{Switch: SwitchOVS})
-	if err != nil {
-		t.Fatal(err)
+	if err == nil {
+		err = n.Start(context.Background())
 	}
-	if err := n.Start(context.Background()); err != nil {
-		t.Fatal(err)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
 	fmt.Printf("RUN %s\n", n.RunID())
 	time.Sleep(time.Minute)
 	n.Stop()
+	return 0
 }

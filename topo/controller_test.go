@@ -3,10 +3,11 @@ package topo
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/hymn-net/hymn/internal/testenv"
 )
 
 func TestParseController(t *testing.T) {
@@ -99,9 +100,7 @@ func TestMiniEditControllers(t *testing.T) {
 }
 
 func TestCustomFileControllers(t *testing.T) {
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 is not installed")
-	}
+	testenv.Tools(t, "python3")
 	spec, _ := ParseSpec("twoswitch")
 	tp, warnings, err := LoadCustom(context.Background(), "../examples/sdn-custom.py", spec)
 	if err != nil {

@@ -452,7 +452,7 @@ func TestAddressesChecked(t *testing.T) {
 
 func TestCheckMemory(t *testing.T) {
 	if _, err := memAvailable(); err != nil {
-		t.Skip("no /proc/meminfo")
+		testenv.Skip(t, "no /proc/meminfo")
 	}
 	cases := []struct {
 		name  string
