@@ -44,8 +44,13 @@ mounts=()
 teardown() {
   local code=$?
   set +e
-  # Anything still running with its root inside the chroot (a daemon a
-  # package started, a test's leftover) goes first, or the unmounts fail.
+  # Anything still running inside goes first, or the unmounts fail: the
+  # namespace's first process (its death ends every other one there), then
+  # anything with its root in the fresh root.
+  if [ -n "${outer:-}" ]; then
+    for c in $(cat /proc/"$outer"/task/*/children 2>/dev/null); do kill -9 "$c" 2>/dev/null; done
+    kill -9 "$outer" 2>/dev/null
+  fi
   for p in /proc/[0-9]*; do
     if [ "$(readlink "$p/root" 2>/dev/null)" = "$root" ]; then
       kill -9 "${p#/proc/}" 2>/dev/null
@@ -140,10 +145,24 @@ mounts+=("$root/dev")
 mountin tmpfs tmpfs /run mode=0755
 
 echo "*** In the fresh root: ./scripts/setup.sh && CI=true ./scripts/test.sh"
+# The fresh root becomes / of a mount and pid namespace of its own
+# (pivot_root, not chroot: a tool that enters a namespace of one of its
+# processes, as Mininet's mnexec does, would leave a chroot for the real /).
 # In the background and waited for, so Ctrl-C or SIGTERM reach the trap at
-# once and the teardown kills what runs inside.
-chroot "$root" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 \
-  PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-  /bin/bash -c 'cd /root/hymn && time ./scripts/setup.sh && time env CI=true ./scripts/test.sh' &
-wait $!
+# once; killing the namespace's first process ends everything inside.
+inner='cd /root/hymn && time ./scripts/setup.sh && time env CI=true ./scripts/test.sh'
+unshare --mount --pid --fork --propagation private -- /bin/bash -c '
+  set -e
+  cd "$1"
+  mkdir -p .oldroot
+  pivot_root . .oldroot
+  cd /
+  mount -t proc proc /proc # this pid namespace'"'"'s own
+  umount -l /.oldroot
+  rmdir /.oldroot
+  exec /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 \
+    PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin /bin/bash -c "$2"
+' fresh "$root" "$inner" &
+outer=$!
+wait "$outer"
 echo "*** fresh-check: the README's two commands passed on a fresh $suite root"
