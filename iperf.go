@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -125,10 +126,10 @@ func parseIperf3(out []byte) (serverBps, clientBps float64, err error) {
 		} `json:"end"`
 	}
 	if err := json.Unmarshal(out, &report); err != nil {
-		return 0, 0, fmt.Errorf("could not parse iperf3 output: %w: %q", err, clip(bytes.TrimSpace(out), 200))
+		return 0, 0, fmt.Errorf("could not parse iperf3 output: %w: %s", err, quoteClipped(bytes.TrimSpace(out), 200))
 	}
 	if report.Error != "" {
-		return 0, 0, errors.New(string(clip([]byte(report.Error), 200)))
+		return 0, 0, errors.New(quoteClipped([]byte(report.Error), 200))
 	}
 	serverBps, clientBps = report.End.SumReceived.BitsPerSecond, report.End.SumSent.BitsPerSecond
 	if clientBps == 0 { // older iperf3 reports UDP only in "sum"
@@ -145,11 +146,14 @@ func parseIperf3(out []byte) (serverBps, clientBps float64, err error) {
 // maxBps bounds a believable rate: a petabit per second.
 const maxBps = 1e15
 
-func clip(b []byte, n int) []byte {
-	if len(b) > n {
-		return append(b[:n:n], "..."...)
+// quoteClipped quotes text a node printed (so control characters cannot
+// reach the user's terminal) and keeps at most n bytes of the quoted form.
+func quoteClipped(b []byte, n int) string {
+	q := strconv.Quote(string(b))
+	if len(q) > n {
+		q = q[:n] + "..."
 	}
-	return b
+	return q
 }
 
 // FormatBps renders a rate the way iperf prints it (and so Mininet's
