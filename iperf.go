@@ -162,7 +162,7 @@ func FormatBps(bps float64) string {
 	if bps < 0 || math.IsNaN(bps) || bps >= 1e18 {
 		return fmt.Sprintf("%.3g bits/sec", bps)
 	}
-	units := []string{"", "K", "M", "G", "T", "P"}
+	units := []string{"", "K", "M", "G", "T"} // Mininet stops at T: "94960 Tbits/sec"
 	u := 0
 	for bps >= 1000 && u < len(units)-1 {
 		bps /= 1000
