@@ -26,7 +26,10 @@ hymn=${HYMN:-$work/hymn}
 # Each side gets two minutes: a Mininet that waits forever (it needs working
 # ptys) must fail the comparison, not hang the test suite.
 status=0
-timeout --kill-after=5 120 mn --switch lxbr --controller none --topo "$topo" --test none \
+# PYTHONUNBUFFERED: Mininet writes some lines (`time`'s "Elapsed time") to
+# stdout and others to stderr; into a file, Python would buffer the stdout
+# ones to the end, where a user at a terminal sees them in order.
+PYTHONUNBUFFERED=1 timeout --kill-after=5 120 mn --switch lxbr --controller none --topo "$topo" --test none \
   --post "$here/commands.txt" >"$work/mn.raw" 2>&1 </dev/null || status=$?
 if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
   echo "compat: Mininet did not finish $topo within 120 s; its output:" >&2
