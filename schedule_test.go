@@ -166,8 +166,8 @@ func TestSchedulePingStep(t *testing.T) {
 			t.Fatalf("schedule status %+v", st)
 		}
 		t.Logf("applied at %v (late %v)", st.Recent[0].At, st.Recent[0].Late())
-		if late := st.Recent[0].Late(); late < 0 || late > time.Millisecond {
-			t.Errorf("change applied %v after its time, want ≤ 1ms", late)
+		if late := st.Recent[0].Late(); late < 0 || late > applyBound() {
+			t.Errorf("change applied %v after its time, want ≤ %v", late, applyBound())
 		}
 	}
 	stats, _ := n.LinkStats("h1", "h2")
@@ -179,6 +179,16 @@ func TestSchedulePingStep(t *testing.T) {
 // TestScheduleFromParams: a schedule given as a link parameter starts
 // with the network; on an idle link every point is still applied within
 // 1 ms of its time (the forwarding thread wakes for each).
+// applyBound is how late a schedule point may be applied: the 1 ms
+// (measured: 21 µs at most without the race detector), 10 ms under it,
+// where a fresh-root run saw 5.3 ms once.
+func applyBound() time.Duration {
+	if raceEnabled {
+		return 10 * time.Millisecond
+	}
+	return time.Millisecond
+}
+
 func TestScheduleFromParams(t *testing.T) {
 	testenv.Root(t)
 	var b strings.Builder
@@ -206,8 +216,8 @@ func TestScheduleFromParams(t *testing.T) {
 		t.Fatalf("status %+v", st)
 	}
 	for _, a := range st.Recent {
-		if a.Late() < 0 || a.Late() > time.Millisecond {
-			t.Errorf("point %d due %v applied at %v: %v late, want ≤ 1ms", a.Point, a.Due, a.At, a.Late())
+		if a.Late() < 0 || a.Late() > applyBound() {
+			t.Errorf("point %d due %v applied at %v: %v late, want ≤ %v", a.Point, a.Due, a.At, a.Late(), applyBound())
 		}
 	}
 	if n.LinkSchedules()[0].Forward.Applied != 20 {

@@ -1,0 +1,5 @@
+//go:build !race
+
+package hymn
+
+const raceEnabled = false
