@@ -3,13 +3,14 @@ package emulator
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
-	"io"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hymn-net/hymn/internal/fileio"
 )
 
 // DeliveryTrace is a recorded link capacity in Mahimahi's format: each
@@ -119,17 +120,12 @@ func LoadDeliveryTrace(path string) (*DeliveryTrace, error) {
 // mistaken path (a disk image, /dev/zero) fails fast instead of filling
 // memory.
 func readBounded(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if int64(len(data)) > limit {
+	data, err := fileio.ReadLimited(path, limit)
+	if errors.Is(err, fileio.ErrTooLarge) {
 		return nil, &TraceError{File: path, Msg: fmt.Sprintf("file is larger than %d bytes", limit)}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return data, nil
 }

@@ -4,12 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/hymn-net/hymn/internal/fileio"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -45,17 +44,12 @@ type Inventory struct {
 // LoadInventory reads an inventory file. Unknown keys are errors that name
 // the key and line.
 func LoadInventory(path string) (*Inventory, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInventory, err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxInventorySize+1))
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInventory, err)
-	}
-	if len(data) > maxInventorySize {
+	data, err := fileio.ReadLimited(path, maxInventorySize)
+	if errors.Is(err, fileio.ErrTooLarge) {
 		return nil, fmt.Errorf("%w: %s is larger than %d bytes", ErrInventory, path, maxInventorySize)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInventory, err)
 	}
 	inv, err := ParseInventory(data)
 	if err != nil {

@@ -4,13 +4,13 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/hymn-net/hymn/internal/fileio"
 )
 
 // ErrTooLarge marks an input beyond one of the limits (node count, file
@@ -206,42 +206,11 @@ func countString(n uint64) string {
 // readLimited reads a whole file, refusing anything above max bytes
 // (device files such as /dev/zero included) without reading further.
 func readLimited(path string, max int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if st.IsDir() {
-		return nil, &os.PathError{Op: "read", Path: path, Err: syscall.EISDIR}
-	}
-	if st.Mode().IsRegular() && st.Size() > max {
+	data, err := fileio.ReadLimited(path, max)
+	if errors.Is(err, fileio.ErrTooLarge) {
 		return nil, limitErr("%s is larger than the limit of %s (set --max-file-size to raise it)", path, sizeString(max))
 	}
-	var data []byte
-	if st.Mode().IsRegular() || max >= 64<<20 {
-		data, err = io.ReadAll(io.LimitReader(f, max+1))
-	} else {
-		// A device or pipe: one buffer, filled without regrowing, so even
-		// /dev/zero is refused after a single pass over max bytes.
-		buf := make([]byte, max+1)
-		var n int
-		n, err = io.ReadFull(f, buf)
-		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-			err = nil
-		}
-		data = buf[:n]
-	}
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > max {
-		return nil, limitErr("%s is larger than the limit of %s (set --max-file-size to raise it)", path, sizeString(max))
-	}
-	return data, nil
+	return data, err
 }
 
 func sizeString(n int64) string {
