@@ -80,12 +80,6 @@ const (
 	// idleWait bounds a sleep with nothing queued so a lost wake-up can
 	// never stall a link for long.
 	idleWait = 100 * time.Millisecond
-	// preWake ends a long wait for a departure or a schedule point this
-	// much early. A port's long waits go through the Go runtime (see
-	// afpacket's rawWaitMax), whose wake-up waits for a free P: a
-	// millisecond or more on a loaded machine, or under -race. The short
-	// rest of the wait is then a raw one, punctual to microseconds.
-	preWake = 2 * time.Millisecond
 	// defaultCoalesce: long enough that a wake-up at 200 kpps collects
 	// a handful of frames, short against the 50 µs (p50) that a
 	// zero-delay link may add.
@@ -610,9 +604,6 @@ func (d *direction) run() {
 		timeout := idleWait
 		if queued {
 			timeout = time.Duration(due-now) - d.spin
-			if timeout > 2*preWake {
-				timeout -= preWake
-			}
 		}
 		dense := found > 1
 		found = 0

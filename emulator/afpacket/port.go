@@ -47,6 +47,11 @@ const (
 	// rawWaitMax is the longest Wait done as a raw system call; below the
 	// runtime's 10 ms preemption period.
 	rawWaitMax = 5 * time.Millisecond
+	// preWake ends a long (runtime) wait this much early: the runtime's
+	// wake-up waits for a free P, a millisecond or more on a loaded machine
+	// or under -race, which made schedule points late. The forwarder then
+	// finds nothing to do and waits the short rest raw, to microseconds.
+	preWake = 2 * time.Millisecond
 )
 
 // Port is an AF_PACKET port with TPACKET_V2 RX and TX rings. See the
@@ -635,6 +640,9 @@ func (p *Port) Wait(timeout time.Duration) error {
 		return nil
 	}
 	var ts *unix.Timespec
+	if timeout > rawWaitMax {
+		timeout -= preWake
+	}
 	if timeout >= 0 {
 		p.ts = unix.NsecToTimespec(int64(timeout))
 		ts = &p.ts
