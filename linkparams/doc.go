@@ -10,7 +10,9 @@
 // the emulator's own keys (emu, police, space, ge, ...) are read by the
 // emulator's parser, since they are written in its grammar. TCIntfInfo
 // prints what Mininet's TCIntf prints for a link, ParseLinkSpec reads mn's
-// --link, Change applies a live change.
+// --link, Change applies a live change. One key is not about emulation:
+// emulator=afpacket|dpdk (PortsKey, Ports) picks the ports an emulated VF
+// link's forwarder uses; it alone asks for no emulator.
 //
 // Go users set parameters typed: durations, rates in bit/s, loss as a
 // probability, per direction when wanted. Params writes them in the same

@@ -331,7 +331,8 @@ var TCKeys = []string{"bw", "delay", "jitter", "loss", "max_queue_size"}
 //	                                          Mininet's TCLink options, served by hymn's
 //	                                          emulator (this kernel has no netem)
 //	emu[,key=value...]                        every emulator option (Keys), also per
-//	                                          direction: a>b.delay=5ms
+//	                                          direction: a>b.delay=5ms; and emulator=dpdk
+//	                                          (PortsKey) for DPDK ports on VF links
 //
 // Errors name the offending option and wrap ErrInvalid.
 func ParseLinkSpec(spec string) (topo.Params, error) {
@@ -363,8 +364,16 @@ func ParseLinkSpec(spec string) (topo.Params, error) {
 	case "emu":
 		params["emu"] = ""
 		for _, kv := range s.Kwargs {
+			if kv.Key == PortsKey {
+				// Which ports the emulator uses, not what it does.
+				if _, err := PortsOf(topo.Params{PortsKey: kv.Value}); err != nil {
+					return nil, fmt.Errorf("--link %s: %w", spec, err)
+				}
+				params[kv.Key] = kv.Value
+				continue
+			}
 			if !IsKey(kv.Key) {
-				return nil, fmt.Errorf("%w: --link emu: unknown option %q (use %s, optionally prefixed a>b. or b>a.)", ErrInvalid, kv.Key, strings.Join(Keys, ", "))
+				return nil, fmt.Errorf("%w: --link emu: unknown option %q (use %s, optionally prefixed a>b. or b>a.; or %s=%s|%s)", ErrInvalid, kv.Key, strings.Join(Keys, ", "), PortsKey, PortsAFPacket, PortsDPDK)
 			}
 			params[kv.Key] = kv.Value
 		}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/hymn-net/hymn/linkparams"
 )
 
 // SimMode says when the simulated NIC stands in for hardware.
@@ -24,6 +26,12 @@ type Config struct {
 	Simulate  SimMode // "" means SimAuto
 	SysRoot   string  // sysfs root; "" means /sys
 	SimVFs    int     // VFs per simulated PF; 0 sizes the NIC to the topology
+	// Emulator picks the ports of emulated VF links (emulator=): ""
+	// or linkparams.PortsAFPacket for hymn's AF_PACKET ports on the VF
+	// netdevs, linkparams.PortsDPDK for DPDK ports (net_af_packet vdevs
+	// on the simulated NIC's VFs, the VF's own poll-mode driver under
+	// vfio-pci on hardware). A link's own emulator= parameter wins.
+	Emulator string
 	// Conf replaces netlink for the settings of real VFs (tests that
 	// run the hardware path on a fake sysfs; drivers with quirks).
 	Conf Configurator `json:"-"`
@@ -31,7 +39,8 @@ type Config struct {
 
 // ParseSpec reads a --links value: "veth", "sriov" or
 // "sriov,key=value,..." with keys pairs (A:B, several joined by '+'),
-// vlans, inventory, sim (auto|on|off), vfs and sysfs, in the style of
+// vlans, inventory, sim (auto|on|off), vfs, sysfs and emulator
+// (afpacket|dpdk, the ports of emulated VF links), in the style of
 // Mininet's --link tc,delay=10ms. It returns the backend name and, for
 // sriov, its configuration.
 func ParseSpec(spec string) (string, Config, error) {
@@ -97,8 +106,14 @@ func (c *Config) Set(k, v string) error {
 			return fmt.Errorf("sysfs=%s: must be an absolute path", v)
 		}
 		c.SysRoot = v
+	case linkparams.PortsKey:
+		ports, err := linkparams.ParsePorts(v)
+		if err != nil {
+			return err
+		}
+		c.Emulator = ports
 	default:
-		return fmt.Errorf("unknown SR-IOV option %q (use pairs, vlans, inventory, sim, vfs, sysfs)", k)
+		return fmt.Errorf("unknown SR-IOV option %q (use pairs, vlans, inventory, sim, vfs, sysfs, emulator)", k)
 	}
 	return nil
 }
@@ -126,6 +141,9 @@ func (c Config) Merge(o Config) Config {
 	}
 	if o.SimVFs != 0 {
 		c.SimVFs = o.SimVFs
+	}
+	if o.Emulator != "" {
+		c.Emulator = o.Emulator
 	}
 	if o.Conf != nil {
 		c.Conf = o.Conf

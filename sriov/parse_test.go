@@ -23,6 +23,10 @@ func TestParseSpecBounds(t *testing.T) {
 		{"sriov,vlans=abc", "is not a number or LO-HI"},
 		{"sriov,nope=1", "unknown SR-IOV option"},
 		{"sriov,vfs", "is not key=value"},
+		{"sriov,emulator=dpdk", ""},
+		{"sriov,emulator=afpacket", ""},
+		{"sriov,emulator=xdp", "emulator=xdp: use afpacket or dpdk"},
+		{"sriov,emulator=", "is not key=value"},
 	}
 	for _, c := range cases {
 		t.Run(c.spec, func(t *testing.T) {

@@ -15,6 +15,7 @@ package dpdk
 #include <rte_bus_vdev.h>
 #include <rte_ring.h>
 #include <rte_eth_ring.h>
+#include <rte_dev.h>
 
 // The burst functions are static inline: cgo cannot call them, so these
 // wrappers do, one call per burst. Frames move between mbufs and a
@@ -110,7 +111,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -126,8 +126,17 @@ var (
 	ealMu    sync.Mutex
 	ealReady bool
 	ealErr   error
+	ealCfg   Config // what the running EAL was started with
 	pool     *C.struct_rte_mempool
 )
+
+// Started reports whether the EAL runs in this process and the Config it
+// was started with (PCI empty: started with --no-pci).
+func Started() (Config, bool) {
+	ealMu.Lock()
+	defer ealMu.Unlock()
+	return ealCfg, ealReady
+}
 
 // Init starts the EAL once per process. Later calls return the first
 // call's result, whatever their Config.
@@ -139,31 +148,14 @@ func Init(cfg Config) error {
 	}
 	ealErr = initEAL(cfg)
 	ealReady = ealErr == nil
+	if ealReady {
+		ealCfg = cfg
+	}
 	return ealErr
 }
 
 func initEAL(cfg Config) error {
-	mem := cfg.MemoryMB
-	if mem <= 0 {
-		mem = 256
-	}
-	args := []string{"hymn", "-m", strconv.Itoa(mem), "--no-pci", "--no-telemetry",
-		"--file-prefix=" + FilePrefix(),
-		// Every lcore may run on every CPU: EAL would otherwise pin the
-		// calling thread, and with it part of the Go runtime, to CPU 0.
-		fmt.Sprintf("--lcores=0@(0-%d)", runtime.NumCPU()-1),
-		"--log-level=" + strconv.Itoa(C.RTE_LOG_ERR)}
-	if cfg.Hugepages {
-		if cfg.HugeDir != "" {
-			args = append(args, "--huge-dir="+cfg.HugeDir)
-		}
-	} else {
-		args = append(args, "--no-huge")
-	}
-	for _, v := range cfg.Vdevs {
-		args = append(args, "--vdev="+v)
-	}
-	args = append(args, cfg.ExtraArgs...)
+	args := append([]string{"hymn"}, cfg.Args(runtime.NumCPU())...)
 	// EAL may keep pointers into argv, so it is never freed.
 	argv := (**C.char)(C.malloc(C.size_t(len(args)+1) * C.size_t(unsafe.Sizeof((*C.char)(nil)))))
 	av := unsafe.Slice(argv, len(args)+1)
@@ -269,6 +261,45 @@ func RemoveVdev(name string) error {
 	return nil
 }
 
+// AttachPCI probes a PCI device (a VF bound to vfio-pci, by its address)
+// in the running EAL, which must have been started with PCI (Config.PCI
+// not empty); its port is then opened by the address. args are the PMD's
+// device arguments ("" for none). A device the EAL probed at start is
+// attached already.
+func AttachPCI(addr, args string) error {
+	if err := ready(); err != nil {
+		return err
+	}
+	if cfg, _ := Started(); len(cfg.PCI) == 0 {
+		return fmt.Errorf("DPDK device %s: this process's EAL was started with --no-pci (for virtual devices); PCI devices need a process whose first DPDK use is hardware", addr)
+	}
+	bus, ca, cargs := C.CString("pci"), C.CString(addr), C.CString(args)
+	defer func() {
+		for _, p := range []*C.char{bus, ca, cargs} {
+			C.free(unsafe.Pointer(p))
+		}
+	}()
+	if rc := C.rte_eal_hotplug_add(bus, ca, cargs); rc < 0 {
+		return fmt.Errorf("DPDK device %s: attaching: %s", addr, C.GoString(C.rte_strerror(-rc)))
+	}
+	return nil
+}
+
+// DetachPCI removes a PCI device from the EAL (close its port first), so
+// vfio-pci lets it go and it can return to its kernel driver.
+func DetachPCI(addr string) error {
+	if err := ready(); err != nil {
+		return err
+	}
+	bus, ca := C.CString("pci"), C.CString(addr)
+	defer C.free(unsafe.Pointer(bus))
+	defer C.free(unsafe.Pointer(ca))
+	if rc := C.rte_eal_hotplug_remove(bus, ca); rc < 0 {
+		return fmt.Errorf("DPDK device %s: detaching: %s", addr, C.GoString(C.rte_strerror(-rc)))
+	}
+	return nil
+}
+
 func ready() error {
 	ealMu.Lock()
 	defer ealMu.Unlock()
@@ -312,8 +343,7 @@ var _ emulator.Port = (*Port)(nil)
 
 // Open starts the ethdev called name: a vdev name (net_ring0) or a PCI
 // address of a VF bound to vfio-pci (0000:21:02.0, which needs an EAL
-// started without --no-pci for that device, via Config.ExtraArgs
-// "-a ADDR").
+// started with PCI: listed in Config.PCI, or attached with AttachPCI).
 func Open(name string, o Options) (*Port, error) {
 	if err := ready(); err != nil {
 		return nil, err

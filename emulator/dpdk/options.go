@@ -1,6 +1,10 @@
 package dpdk
 
-import "time"
+import (
+	"fmt"
+	"strconv"
+	"time"
+)
 
 // Config configures the EAL. The zero value runs without hugepages with
 // 256 MB of memory, which is enough for tests and a few links.
@@ -14,8 +18,51 @@ type Config struct {
 	// Vdevs are created at start (--vdev NAME,ARGS); more can be added
 	// later with CreateVdev.
 	Vdevs []string
+	// PCI are the PCI devices (VFs bound to vfio-pci, "0000:21:02.0",
+	// optionally with PMD arguments after a comma) the EAL may probe: an
+	// allow list (-a), so the machine's own NIC is never touched. Empty
+	// means --no-pci: virtual devices only, and no PCI device can be
+	// attached later in this process. Devices not listed can be attached
+	// later with AttachPCI.
+	PCI []string
 	// ExtraArgs are appended to the EAL arguments.
 	ExtraArgs []string
+}
+
+// logLevelErr is RTE_LOG_ERR: EAL prints errors only.
+const logLevelErr = 4
+
+// Args returns the EAL arguments (without the program name) Init passes
+// for cfg on a machine with cpus CPUs. They are a pure function of cfg,
+// so the hardware case (PCI allow list) is tested without hardware.
+func (cfg Config) Args(cpus int) []string {
+	mem := cfg.MemoryMB
+	if mem <= 0 {
+		mem = 256
+	}
+	args := []string{"-m", strconv.Itoa(mem), "--no-telemetry", "--file-prefix=" + FilePrefix(),
+		// Every lcore may run on every CPU: EAL would otherwise pin the
+		// calling thread, and with it part of the Go runtime, to CPU 0.
+		fmt.Sprintf("--lcores=0@(0-%d)", max(cpus, 1)-1),
+		"--log-level=" + strconv.Itoa(logLevelErr)}
+	if len(cfg.PCI) == 0 {
+		// The machine's own NIC must stay with the kernel.
+		args = append(args, "--no-pci")
+	}
+	for _, d := range cfg.PCI {
+		args = append(args, "-a", d)
+	}
+	if cfg.Hugepages {
+		if cfg.HugeDir != "" {
+			args = append(args, "--huge-dir="+cfg.HugeDir)
+		}
+	} else {
+		args = append(args, "--no-huge")
+	}
+	for _, v := range cfg.Vdevs {
+		args = append(args, "--vdev="+v)
+	}
+	return append(args, cfg.ExtraArgs...)
 }
 
 // Options size a port.

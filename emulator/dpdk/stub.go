@@ -24,6 +24,15 @@ func CreateWire(a, b string) error { return ErrNotBuilt }
 // RemoveVdev reports ErrNotBuilt.
 func RemoveVdev(name string) error { return ErrNotBuilt }
 
+// Started reports that no EAL runs.
+func Started() (Config, bool) { return Config{}, false }
+
+// AttachPCI reports ErrNotBuilt.
+func AttachPCI(addr, args string) error { return ErrNotBuilt }
+
+// DetachPCI reports ErrNotBuilt.
+func DetachPCI(addr string) error { return ErrNotBuilt }
+
 // Port is a DPDK ethdev port; without DPDK it cannot be opened.
 type Port struct{}
 
