@@ -1,6 +1,9 @@
 package hymn
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 func TestFormatBps(t *testing.T) {
 	for bps, want := range map[float64]string{
@@ -29,7 +32,7 @@ func TestParsePing(t *testing.T) {
 rtt min/avg/max/mdev = 0.061/0.062/0.063/0.001 ms
 `
 	r := parsePing(ok)
-	if r.Sent != 1 || r.Received != 1 || r.RTTMin != 0.061 || r.RTTAvg != 0.062 || r.RTTMax != 0.063 || r.RTTMdev != 0.001 {
+	if r.Sent != 1 || r.Received != 1 || r.RTTMin != 61*time.Microsecond || r.RTTAvg != 62*time.Microsecond || r.RTTMax != 63*time.Microsecond || r.RTTMdev != time.Microsecond {
 		t.Errorf("parsePing(ok) = %+v", r)
 	}
 	lost := "1 packets transmitted, 0 received, 100% packet loss, time 0ms\n"

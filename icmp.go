@@ -75,7 +75,7 @@ func nativePing(ctx context.Context, node *nodes.NsNode, dst netip.Addr, timeout
 		}
 		icmp := buf[ihl:n]
 		if icmp[0] == 0 && binary.BigEndian.Uint16(icmp[4:]) == id {
-			rtt := float64(time.Since(start).Microseconds()) / 1000
+			rtt := time.Since(start)
 			r.Received = 1
 			r.RTTMin, r.RTTAvg, r.RTTMax = rtt, rtt, rtt
 			return r, nil

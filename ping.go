@@ -18,8 +18,8 @@ import (
 type PingResult struct {
 	Src, Dst               string
 	Sent, Received         int
-	RTTMin, RTTAvg, RTTMax float64
-	RTTMdev                float64
+	RTTMin, RTTAvg, RTTMax time.Duration // zero when nothing came back
+	RTTMdev                time.Duration
 }
 
 var (
@@ -50,14 +50,16 @@ func parsePing(out string) PingResult {
 	}
 	r.Sent, r.Received = sent, received
 	if m := pingRTTRE.FindStringSubmatch(out); m != nil {
-		rtts := []*float64{&r.RTTMin, &r.RTTAvg, &r.RTTMax, &r.RTTMdev}
+		rtts := []*time.Duration{&r.RTTMin, &r.RTTAvg, &r.RTTMax, &r.RTTMdev}
 		for i, p := range rtts {
+			// ping prints milliseconds; a value past a Duration's
+			// range (292 years) is a guest's nonsense, not an RTT.
 			v, err := strconv.ParseFloat(m[i+1], 64)
-			if err != nil || math.IsInf(v, 0) {
+			if err != nil || v*float64(time.Millisecond) >= math.MaxInt64 {
 				r.RTTMin, r.RTTAvg, r.RTTMax, r.RTTMdev = 0, 0, 0, 0
 				break
 			}
-			*p = v
+			*p = time.Duration(math.Round(v * float64(time.Millisecond)))
 		}
 	}
 	return r
@@ -221,10 +223,11 @@ func (n *Network) PingFull(ctx context.Context, hosts []string, timeout time.Dur
 		return nil, err
 	}
 	var b strings.Builder
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	b.WriteString("*** Results: \n")
 	for _, r := range results {
 		fmt.Fprintf(&b, " %s->%s: %d/%d, rtt min/avg/max/mdev %0.3f/%0.3f/%0.3f/%0.3f ms\n",
-			r.Src, r.Dst, r.Sent, r.Received, r.RTTMin, r.RTTAvg, r.RTTMax, r.RTTMdev)
+			r.Src, r.Dst, r.Sent, r.Received, ms(r.RTTMin), ms(r.RTTAvg), ms(r.RTTMax), ms(r.RTTMdev))
 	}
 	n.log().Output(b.String())
 	return results, nil

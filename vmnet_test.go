@@ -31,7 +31,7 @@ func TestMixedVMAndNamespaceHosts(t *testing.T) {
 		t.Fatalf("pingall: %v%% %v", loss, err)
 	}
 	res, err := net.PingFull(ctx, []string{"h2", "h1"}, 0)
-	if err != nil || len(res) == 0 || res[0].RTTMin < 4 {
+	if err != nil || len(res) == 0 || res[0].RTTMin < 4*time.Millisecond {
 		t.Errorf("rtt through the VM's emulated link (2 ms each way): %+v %v, want at least 4 ms", res, err)
 	}
 	h1, _ := net.Node("h1")

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/hymn-net/hymn"
 	"github.com/hymn-net/hymn/topo"
@@ -82,7 +83,8 @@ func pingsJSON(test string, results []hymn.PingResult) testJSON {
 	for _, r := range results {
 		p := pingJSON{Src: r.Src, Dst: r.Dst, Sent: r.Sent, Received: r.Received}
 		if r.Received > 0 {
-			p.RTT = &rttJSON{r.RTTMin, r.RTTAvg, r.RTTMax, r.RTTMdev}
+			ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+			p.RTT = &rttJSON{ms(r.RTTMin), ms(r.RTTAvg), ms(r.RTTMax), ms(r.RTTMdev)}
 		}
 		t.Sent += r.Sent
 		t.Received += r.Received
