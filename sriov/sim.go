@@ -1,7 +1,6 @@
 package sriov
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -10,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/hymn-net/hymn/emulator/afpacket"
 	"github.com/hymn-net/hymn/links"
 	"github.com/vishvananda/netlink"
 )
@@ -45,21 +45,25 @@ type SimStats struct {
 	DropTagged   uint64 // tagged frames a VF with a port VLAN tried to send
 	DropSpoof    uint64 // spoofchk: source MAC not the VF's
 	DropDisabled uint64 // VF link state disable
+	// Overload, as a NIC counts its overruns: RxOverrun frames found a
+	// receive ring full (the switch fell behind its senders), TxOverrun
+	// frames a transmit ring full (the receiving side fell behind).
+	RxOverrun, TxOverrun uint64
 }
 
-// SimNIC is a simulated SR-IOV NIC: see the package documentation. It
-// implements Configurator, and its VF settings take effect on the cable
-// at once.
+// SimNIC is a simulated SR-IOV NIC: see the package documentation and
+// simswitch.go for its data path. It implements Configurator, and its VF
+// settings take effect on the cable at once.
 type SimNIC struct {
-	cfg    SimConfig
-	helper *links.HelperNS
-	mem    *MemConfigurator
-	pfs    []*simPF
-	byName map[string]*simPF
-	table  atomic.Pointer[simTable]
-	conns  []*pktConn
-	wg     sync.WaitGroup
-	once   sync.Once
+	cfg      SimConfig
+	helper   *links.HelperNS
+	mem      *MemConfigurator
+	pfs      []*simPF
+	byName   map[string]*simPF
+	table    atomic.Pointer[simTable]
+	ports    []*simPort
+	switches []*simSwitch
+	once     sync.Once
 
 	tagged, untagged, dropVLAN, dropTagged, dropSpoof, dropDisabled atomic.Uint64
 }
@@ -67,15 +71,9 @@ type SimNIC struct {
 type simPF struct {
 	name   string
 	index  int
-	cable  *pktConn // every VF of the PF sends onto it (writes need no lock)
-	vfs    []*simVF
+	cable  *simPort   // every VF of the PF sends onto it
+	vfs    []*simPort // the VFs' representor ends, by VF index
 	netdev []string
-}
-
-type simVF struct {
-	pf    *simPF
-	index int
-	conn  *pktConn // on the representor end, in the hidden namespace
 }
 
 // simTable is an immutable snapshot of every VF's settings, swapped in
@@ -154,32 +152,35 @@ func NewSimNIC(cfg SimConfig) (_ *SimNIC, err error) {
 			}
 		}
 	}
-	open := func(name string) (*pktConn, error) {
-		c, err := openPktConn(s.helper.NsHandle(), name)
+	open := func(pf *simPF, vf int, name string, rx, tx int) (*simPort, error) {
+		p, err := afpacket.OpenIn(s.helper.NsHandle(), name, afpacket.Options{MTU: cfg.MTU, RxFrames: rx, TxFrames: tx})
 		if err != nil {
 			return nil, fmt.Errorf("simulated SR-IOV NIC: %w", err)
 		}
-		s.conns = append(s.conns, c)
-		return c, nil
+		sp := &simPort{port: p, pf: pf, vf: vf}
+		s.ports = append(s.ports, sp)
+		return sp, nil
 	}
 	for _, pf := range s.pfs {
-		if pf.cable, err = open(pf.name); err != nil {
+		if pf.cable, err = open(pf, -1, pf.name, cableRxFrames, cableTxFrames); err != nil {
 			return nil, err
 		}
 		for i := range pf.netdev {
-			vf := &simVF{pf: pf, index: i}
-			if vf.conn, err = open(repName(pf.index, i)); err != nil {
+			vf, err := open(pf, i, repName(pf.index, i), repRxFrames, repTxFrames)
+			if err != nil {
 				return nil, err
 			}
 			pf.vfs = append(pf.vfs, vf)
 		}
 	}
-	for _, pf := range s.pfs {
-		s.wg.Add(1 + len(pf.vfs))
-		go s.fromCable(pf)
-		for _, vf := range pf.vfs {
-			go s.fromVF(vf)
+	// PFs come in cable order, A then B: one switch thread per cable.
+	for i := 0; i < len(s.pfs); i += 2 {
+		w, err := newSimSwitch(s, s.pfs[i], s.pfs[i+1])
+		if err != nil {
+			return nil, fmt.Errorf("simulated SR-IOV NIC: %w", err)
 		}
+		w.start()
+		s.switches = append(s.switches, w)
 	}
 	return s, nil
 }
@@ -284,8 +285,14 @@ func (s *SimNIC) vfTable() map[string][]VFState { return s.table.Load().state }
 
 // Stats returns the cable's counters.
 func (s *SimNIC) Stats() SimStats {
-	return SimStats{Tagged: s.tagged.Load(), Untagged: s.untagged.Load(), DropVLAN: s.dropVLAN.Load(),
+	st := SimStats{Tagged: s.tagged.Load(), Untagged: s.untagged.Load(), DropVLAN: s.dropVLAN.Load(),
 		DropTagged: s.dropTagged.Load(), DropSpoof: s.dropSpoof.Load(), DropDisabled: s.dropDisabled.Load()}
+	for _, p := range s.ports {
+		ps := p.port.Stats()
+		st.RxOverrun += ps.RxRingDrops
+		st.TxOverrun += ps.TxDropped
+	}
+	return st
 }
 
 const (
@@ -293,77 +300,9 @@ const (
 	tpidQinQ = 0x88a8
 )
 
-// frameBuf is the buffer size for one frame: MTU, Ethernet header, two
-// tags and the 4 bytes pktConn.read needs to put a stripped tag back.
-func (s *SimNIC) frameBuf() int { return s.cfg.MTU + 14 + 8 + 4 }
-
-// fromVF is the VF's transmit path: the PF's embedded switch applies the
-// VF's settings and puts the frame on the cable tagged with the port VLAN.
-func (s *SimNIC) fromVF(vf *simVF) {
-	defer s.wg.Done()
-	buf := make([]byte, s.frameBuf())
-	out := make([]byte, s.frameBuf()+4)
-	for {
-		f, err := vf.conn.read(buf)
-		if err != nil {
-			return // closed
-		}
-		if f == nil {
-			continue
-		}
-		st := s.table.Load().state[vf.pf.name][vf.index]
-		switch {
-		case st.LinkState == LinkDisable:
-			s.dropDisabled.Add(1)
-			continue
-		case st.SpoofChk && hasMAC(st.MAC) && !bytes.Equal(f[6:12], st.MAC):
-			s.dropSpoof.Add(1)
-			continue
-		case st.VLAN == 0:
-		case isTagged(f):
-			// A VF behind a port VLAN may not choose its own.
-			s.dropTagged.Add(1)
-			continue
-		default:
-			f = tag(out, f, st.VLAN, st.QoS)
-			s.tagged.Add(1)
-		}
-		// A failed send is a frame lost on the wire (cable end going
-		// away at shutdown, full socket buffer), not an error of the NIC.
-		vf.pf.cable.write(f)
-	}
-}
-
-// fromCable is the PF's receive path: a tagged frame goes, untagged, to
-// the VFs whose port VLAN is its VLAN; an untagged one to the VFs without
-// a port VLAN; anything else is dropped.
-func (s *SimNIC) fromCable(pf *simPF) {
-	defer s.wg.Done()
-	buf := make([]byte, s.frameBuf()+4)
-	for {
-		f, err := pf.cable.read(buf)
-		if err != nil {
-			return
-		}
-		if f == nil {
-			continue
-		}
-		vlan := 0
-		if isTagged(f) {
-			vlan = int(f[14]&0x0f)<<8 | int(f[15])
-			f = untag(f)
-		}
-		targets := s.table.Load().byVLAN[pf.name][vlan]
-		if len(targets) == 0 {
-			s.dropVLAN.Add(1)
-			continue
-		}
-		for _, v := range targets {
-			pf.vfs[v].conn.write(f)
-			s.untagged.Add(1)
-		}
-	}
-}
+// frameBuf is the buffer size for one frame: MTU, Ethernet header and two
+// tags (the kernel's stripped tag put back, and QinQ).
+func (s *SimNIC) frameBuf() int { return s.cfg.MTU + 14 + 8 }
 
 func isTagged(f []byte) bool {
 	if len(f) < 18 {
@@ -395,23 +334,23 @@ func untag(f []byte) []byte {
 func (s *SimNIC) Close() error {
 	var errs []error
 	s.once.Do(func() {
-		// Closing a socket ends the read parked on it. Each close waits
-		// for an RCU grace period in the kernel, so they run in parallel.
+		for _, w := range s.switches {
+			errs = append(errs, w.close())
+		}
+		// Closing a packet socket waits for an RCU grace period in the
+		// kernel, two per port, so the ports close in parallel.
 		var mu sync.Mutex
 		var closing sync.WaitGroup
-		for _, c := range s.conns {
-			closing.Add(1)
-			go func() {
-				defer closing.Done()
-				if err := c.close(); err != nil {
+		for _, p := range s.ports {
+			closing.Go(func() {
+				if err := p.port.Close(); err != nil {
 					mu.Lock()
 					errs = append(errs, err)
 					mu.Unlock()
 				}
-			}()
+			})
 		}
 		closing.Wait()
-		s.wg.Wait()
 		if s.helper != nil {
 			errs = append(errs, s.helper.Delete())
 		}

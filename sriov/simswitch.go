@@ -1,0 +1,344 @@
+package sriov
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/hymn-net/hymn/emulator"
+	"github.com/hymn-net/hymn/emulator/afpacket"
+	"golang.org/x/sys/unix"
+)
+
+// The simulated NIC's data path: one thread per cable serves both PFs'
+// embedded switches and the cable between them.
+//
+// Every port (the two cable ends and each VF's representor) is an
+// afpacket.Port: frames are read out of a TPACKET ring in shared memory
+// and sent in batches, one sendto per batch and destination. The thread
+// waits for all of its cable's ports at once in one epoll_wait and drains
+// whichever are readable, so an idle NIC holds one thread per cable, not
+// one per VF, and a frame costs no system call of its own.
+//
+// A frame sent onto a veth is delivered by the kernel during the sendto,
+// up to the next packet socket: when the send onto the cable returns, the
+// far PF's ring already holds the frame, and the next epoll_wait returns
+// at once. So a VF-to-VF frame crosses both switches and the cable
+// without a single wake-up of a thread, and so does a line of nodes that
+// route through VF pairs of the same cable (each hop's routing runs
+// inside the send that delivers to it).
+//
+// The thread runs like the emulator's forwarding threads: locked to its
+// OS thread, under SCHED_FIFO, with a P of its own (emulator.AddProcs).
+// While traffic flows it waits in a raw epoll_wait of at most simRawWait,
+// keeping its P, so a frame never waits for the Go scheduler; after
+// simIdleAfter without a frame it waits through the runtime, which lets
+// the P go. The first design parked one goroutine per socket on Go's
+// network poller and paid a system call and a scheduler wake-up per frame
+// and hop: 2–3 kpps without loss on the CIMininet line, 1.6–2.1 ms of
+// request/response p99 − p50 over links with 5 ms of delay (docs/measure.md).
+//
+// Nothing ever blocks on a full queue. A full RX ring drops in the kernel
+// (the switch fell behind), a full TX ring drops in SendBatch (the
+// receiver did); both are counted (SimStats.RxOverrun, TxOverrun), as a
+// NIC counts its overruns, and the next frame goes through as soon as
+// there is room again, so the NIC recovers by itself from any overload.
+
+const (
+	// simBatch is how many frames are read from a ring at a time.
+	simBatch = 16
+	// simDrainBatches bounds the batches taken from one port before the
+	// other readable ports get their turn.
+	simDrainBatches = 4
+	// simRawWait (ms) bounds a raw epoll_wait: the runtime preempts a
+	// goroutine that has not been scheduled for 10 ms by a signal, which
+	// ends the wait early anyway.
+	simRawWait = 5
+	// simIdleAfter: a NIC that has carried nothing for this long waits
+	// through the runtime and gives its P back; raw 5 ms waits for ever
+	// would wake an idle NIC 200 times a second.
+	simIdleAfter = time.Second
+)
+
+// Ring sizes in frames. A representor's rings serve one VF; the cable's
+// carry every VF of a PF. 256 RX slots hold 5 ms of a VF at 50 kpps;
+// a TX ring's slots come back during the sendto that sends them (the
+// veth delivers at once), so a few batches' worth is enough.
+const (
+	repRxFrames, repTxFrames     = 256, 64
+	cableRxFrames, cableTxFrames = 2048, 256
+)
+
+// simPort is one port of the NIC's switches.
+type simPort struct {
+	port *afpacket.Port
+	pf   *simPF
+	vf   int      // the VF whose representor this is; -1: the PF's cable end
+	out  [][]byte // frames for this port in the batch being forwarded
+}
+
+// simSwitch is the thread that forwards the frames of one cable.
+type simSwitch struct {
+	nic   *SimNIC
+	ports []*simPort
+	epfd  int
+	evfd  int // written by stop: ends a wait
+	stop  atomic.Bool
+	done  chan struct{}
+	err   error // why the loop ended, if not stopped
+
+	bufs   [][]byte
+	lens   []int
+	stamps []int64
+	tagged [][]byte // VF frames with the port VLAN's tag added
+	dirty  []*simPort
+	events []unix.EpollEvent
+}
+
+// newSimSwitch prepares the thread of the cable between PFs a and b; start
+// runs it.
+func newSimSwitch(nic *SimNIC, a, b *simPF) (_ *simSwitch, err error) {
+	w := &simSwitch{nic: nic, epfd: -1, evfd: -1, done: make(chan struct{})}
+	defer func() {
+		if err != nil {
+			w.closeFDs()
+		}
+	}()
+	for _, pf := range []*simPF{a, b} {
+		w.ports = append(w.ports, pf.cable)
+		w.ports = append(w.ports, pf.vfs...)
+	}
+	if w.epfd, err = unix.EpollCreate1(unix.EPOLL_CLOEXEC); err != nil {
+		return nil, fmt.Errorf("epoll: %w", err)
+	}
+	if w.evfd, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC); err != nil {
+		return nil, fmt.Errorf("eventfd: %w", err)
+	}
+	// The event's Fd field carries the port's index (-1: the eventfd).
+	add := func(fd, idx int) error {
+		return unix.EpollCtl(w.epfd, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(idx)})
+	}
+	if err := add(w.evfd, -1); err != nil {
+		return nil, fmt.Errorf("epoll: %w", err)
+	}
+	for i, p := range w.ports {
+		if err := add(p.port.PollFD(), i); err != nil {
+			return nil, fmt.Errorf("epoll %s: %w", p.port.Name(), err)
+		}
+	}
+	w.events = make([]unix.EpollEvent, len(w.ports)+1)
+	size := nic.frameBuf()
+	for range simBatch {
+		w.bufs = append(w.bufs, make([]byte, size))
+		w.tagged = append(w.tagged, make([]byte, size+4))
+	}
+	w.lens, w.stamps = make([]int, simBatch), make([]int64, simBatch)
+	return w, nil
+}
+
+func (w *simSwitch) start() {
+	emulator.AddProcs(1)
+	go w.run()
+}
+
+// close stops the thread, waits for it and releases its descriptors (not
+// the ports, which the NIC closes). It returns why the thread had ended
+// on its own, if it had.
+func (w *simSwitch) close() error {
+	w.stop.Store(true)
+	one := [8]byte{1}
+	unix.Write(w.evfd, one[:])
+	<-w.done
+	emulator.AddProcs(-1)
+	w.closeFDs()
+	return w.err
+}
+
+func (w *simSwitch) closeFDs() {
+	for _, fd := range []*int{&w.epfd, &w.evfd} {
+		if *fd >= 0 {
+			unix.Close(*fd)
+			*fd = -1
+		}
+	}
+}
+
+func (w *simSwitch) run() {
+	defer close(w.done)
+	// Locked and never unlocked: the thread's priority dies with it.
+	runtime.LockOSThread()
+	realTimeThread()
+	last := time.Now()
+	for !w.stop.Load() {
+		n, err := w.wait(time.Since(last) < simIdleAfter)
+		if err != nil {
+			if !w.stop.Load() {
+				w.err = fmt.Errorf("simulated SR-IOV NIC: epoll_wait: %w", err)
+			}
+			return
+		}
+		got := 0
+		for _, ev := range w.events[:n] {
+			if ev.Fd < 0 {
+				var b [8]byte
+				unix.Read(w.evfd, b[:])
+				continue
+			}
+			got += w.drain(w.ports[ev.Fd])
+		}
+		if got > 0 {
+			last = time.Now()
+		}
+	}
+}
+
+// wait returns the number of ready events. While active it waits raw (the
+// thread keeps its P, so it runs the moment a frame arrives); otherwise
+// through the runtime, without limit. A signal (the runtime's preemption)
+// ends a wait with no event.
+func (w *simSwitch) wait(active bool) (int, error) {
+	var n int
+	var err error
+	if active {
+		r, _, e := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(w.epfd), uintptr(unsafe.Pointer(&w.events[0])),
+			uintptr(len(w.events)), simRawWait, 0, 0)
+		n = int(r)
+		if e != 0 {
+			err = e
+		}
+	} else {
+		n, err = unix.EpollWait(w.epfd, w.events, -1)
+	}
+	if errors.Is(err, unix.EINTR) {
+		return 0, nil
+	}
+	return n, err
+}
+
+// drain forwards what one port's ring holds (up to simDrainBatches
+// batches; the level-triggered epoll reports the rest again) and returns
+// how many frames it read.
+func (w *simSwitch) drain(p *simPort) int {
+	total := 0
+	for range simDrainBatches {
+		n, err := p.port.RecvBatch(w.bufs, w.lens, w.stamps)
+		if err != nil || n == 0 {
+			break
+		}
+		if p.vf >= 0 {
+			w.fromVF(p, n)
+		} else {
+			w.fromCable(p, n)
+		}
+		w.flush()
+		total += n
+		if n < len(w.bufs) {
+			break
+		}
+	}
+	return total
+}
+
+// queue adds frame f to what port d sends at the end of the batch.
+func (w *simSwitch) queue(d *simPort, f []byte) {
+	if len(d.out) == 0 {
+		w.dirty = append(w.dirty, d)
+	}
+	d.out = append(d.out, f)
+}
+
+// flush sends every queued frame, one SendBatch per destination. A frame
+// the destination's TX ring has no room for is dropped and counted by the
+// port: a full queue never stops the switch. A failed send is a frame lost
+// on the wire (a VF going away), not an error of the NIC.
+func (w *simSwitch) flush() {
+	for _, d := range w.dirty {
+		d.port.SendBatch(d.out)
+		clear(d.out)
+		d.out = d.out[:0]
+	}
+	w.dirty = w.dirty[:0]
+}
+
+// fromVF is the VF's transmit path: the PF's embedded switch applies the
+// VF's settings and puts the frames on the cable tagged with the port
+// VLAN.
+func (w *simSwitch) fromVF(p *simPort, n int) {
+	st := w.nic.table.Load().state[p.pf.name][p.vf]
+	if st.LinkState == LinkDisable {
+		w.nic.dropDisabled.Add(uint64(n))
+		return
+	}
+	var tagged, dropTagged, dropSpoof uint64
+	for i := range n {
+		f := w.bufs[i][:w.lens[i]]
+		switch {
+		case st.SpoofChk && hasMAC(st.MAC) && !bytes.Equal(f[6:12], st.MAC):
+			dropSpoof++
+			continue
+		case st.VLAN == 0:
+		case isTagged(f):
+			// A VF behind a port VLAN may not choose its own.
+			dropTagged++
+			continue
+		default:
+			f = tag(w.tagged[i], f, st.VLAN, st.QoS)
+			tagged++
+		}
+		w.queue(p.pf.cable, f)
+	}
+	addNonZero(&w.nic.tagged, tagged)
+	addNonZero(&w.nic.dropTagged, dropTagged)
+	addNonZero(&w.nic.dropSpoof, dropSpoof)
+}
+
+// fromCable is the PF's receive path: a tagged frame goes, untagged, to
+// the VFs whose port VLAN is its VLAN; an untagged one to the VFs without
+// a port VLAN; anything else is dropped.
+func (w *simSwitch) fromCable(p *simPort, n int) {
+	byVLAN := w.nic.table.Load().byVLAN[p.pf.name]
+	var untagged, dropVLAN uint64
+	for i := range n {
+		f := w.bufs[i][:w.lens[i]]
+		vlan := 0
+		if isTagged(f) {
+			vlan = int(f[14]&0x0f)<<8 | int(f[15])
+			f = untag(f)
+		}
+		targets := byVLAN[vlan]
+		if len(targets) == 0 {
+			dropVLAN++
+			continue
+		}
+		for _, v := range targets {
+			w.queue(p.pf.vfs[v], f)
+		}
+		untagged += uint64(len(targets))
+	}
+	addNonZero(&w.nic.untagged, untagged)
+	addNonZero(&w.nic.dropVLAN, dropVLAN)
+}
+
+// addNonZero adds a batch's count, sparing the shared cache line when
+// there is nothing to add.
+func addNonZero(c *atomic.Uint64, n uint64) {
+	if n > 0 {
+		c.Add(n)
+	}
+}
+
+// realTimeThread puts the calling (locked) thread under SCHED_FIFO at
+// priority 1, as the emulator's forwarding threads are: a switch that
+// waits for a CPU behind the traffic's own senders adds their time slices
+// to every frame. Without the privilege it runs at nice -10 instead.
+func realTimeThread() {
+	param := struct{ prio int32 }{1}
+	_, _, e := unix.RawSyscall(unix.SYS_SCHED_SETSCHEDULER, 0, uintptr(unix.SCHED_FIFO), uintptr(unsafe.Pointer(&param)))
+	if e != 0 {
+		unix.Setpriority(unix.PRIO_PROCESS, 0, -10)
+	}
+}
