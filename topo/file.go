@@ -46,10 +46,10 @@ type pair = yamlpos.Pair
 // The keys the hymn file format accepts, by place. schema/topology.schema.json
 // lists the same keys; a test keeps the two in step.
 var (
-	topLevelKeys  = []string{"name", "description", "options", "defaults", "nodes", "links", "controllers"}
+	topLevelKeys  = []string{"name", "description", "options", "defaults", "nodes", "links", "controllers", "placement"}
 	optionKeys    = []string{"ipbase", "mac"}
 	defaultKeys   = []string{"node", "host", "switch", "router", "link"}
-	nodeKeys      = []string{"name", "kind", "backend", "ip", "mac", "routes", "params"}
+	nodeKeys      = []string{"name", "kind", "backend", "ip", "mac", "routes", "params", "placement"}
 	linkKeys      = []string{"endpoints", "a", "b", "kind", "params", "a>b", "b>a", "schedule"}
 	endpointKeys  = []string{"node", "port", "intf", "ip", "mac"}
 	nodeKinds     = []string{string(KindHost), string(KindSwitch), string(KindRouter)}
@@ -149,6 +149,9 @@ func (l *fileLoader) load(root *yaml.Node) FileOptions {
 	}
 	if p, ok := byKey["controllers"]; ok && !yamlpos.IsNull(p.Val) {
 		l.controllers(p.Val) // controller.go
+	}
+	if p, ok := byKey["placement"]; ok && !yamlpos.IsNull(p.Val) {
+		l.placement(p.Val) // placement.go
 	}
 	return opts
 }
@@ -309,6 +312,16 @@ func (l *fileLoader) node(e nodeEntry) {
 				}
 			case "routes":
 				routes = l.routes(p.Val, field)
+			case "placement":
+				// A worker number; its range against the worker
+				// count is checked when the topology is split.
+				if v, ok := l.Integer(p.Val, field); ok {
+					if w, err := ParsePlacement(strconv.Itoa(v)); err != nil {
+						l.ErrAt(p.Val, field, "%v", err)
+					} else {
+						fields[ParamPlacement] = strconv.Itoa(w)
+					}
+				}
 			case "params":
 				l.Params(p.Val, field, "", own)
 			}

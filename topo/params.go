@@ -76,6 +76,11 @@ func checkNodeParams(n *Node) error {
 			bad("cpu", "must be a fraction in (0, 1], or -1 for no limit")
 		}
 	}
+	if v, ok := n.Params[ParamPlacement]; ok {
+		if _, err := ParsePlacement(v); err != nil {
+			bad(ParamPlacement, "must be a worker number (0, 1, ...)")
+		}
+	}
 	if v, ok := n.Params["dpid"]; ok {
 		if err := checkDPIDValue(v); err != nil {
 			bad("dpid", "%v", err)
