@@ -76,6 +76,9 @@ type Options struct {
 // loaded and resolved, with the emulator's own parser.
 func init() {
 	topo.SetLinkParamsCheck(func(p topo.Params) error {
+		if _, err := linkparams.PortsOf(p); err != nil {
+			return err
+		}
 		if !linkparams.NeedsEmulator(p) {
 			return nil
 		}
@@ -158,6 +161,10 @@ func New(t *topo.Topo, opts Options) (*Network, error) {
 	}
 	// Schedule and trace files are read and checked now (schedule.go).
 	if err := checkLinkSchedules(plan); err != nil {
+		return nil, err
+	}
+	// DPDK ports: on emulated VF links of a binary with DPDK (dpdklink.go).
+	if err := n.checkLinkPorts(); err != nil {
 		return nil, err
 	}
 	return n, nil

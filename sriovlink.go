@@ -35,6 +35,7 @@ type vfBackend struct {
 	sim   *sriov.SimNIC
 	alloc *sriov.Allocator
 	home  links.Namespace // where the VFs live when no node has them
+	sys   sriov.SysFS     // the hardware's sysfs (vfio-pci for DPDK ports)
 	dir   string          // /run/hymn/<run>-sriov: state file, simulated sysfs
 	// reserved holds the pairs taken at start for the planned links, in
 	// plan order: links are then built in parallel, and reserving first
@@ -98,6 +99,9 @@ func (n *Network) linksBackend() (LinkBackend, sriov.Config, error) {
 	// sriov use them.
 	if n.opts.SRIOV != nil {
 		cfg = cfg.Merge(*n.opts.SRIOV)
+	}
+	if _, err := linkparams.ParsePorts(cfg.Emulator); err != nil {
+		return "", cfg, fmt.Errorf("%w: %w", ErrSRIOV, err)
 	}
 	return n.opts.Links, cfg, nil
 }
@@ -202,6 +206,7 @@ func (n *Network) initSRIOV(s *vfBackend) error {
 		}
 	}
 	state := filepath.Join(s.dir, "state.json")
+	s.sys = sys
 	if !simulate {
 		if s.home, err = links.HostNamespace(); err != nil {
 			return fmt.Errorf("%w: %w", ErrSRIOV, err)
@@ -249,15 +254,20 @@ func (n *Network) initSRIOV(s *vfBackend) error {
 // move each VF into its node under the topology's name and configure it as
 // a veth end would be. A link with emulation parameters takes two pairs,
 // and the emulator forwards between the far VF of each, in the network's
-// helper namespace.
+// helper namespace, on AF_PACKET ports or, with emulator=dpdk, on DPDK
+// ports (dpdklink.go).
 type vfLink struct {
 	s        *vfBackend
 	sl       *sriovLink
 	emulated bool
+	dpdk     bool // the emulator's ports are DPDK ports
 	fc       emulator.ForwarderConfig
 	helper   *links.HelperNS
 	ports    [2]string
 	el       *links.EmulatedLink
+	// vfio holds the drivers of hardware VFs handed to vfio-pci for DPDK
+	// ports, by PCI address, until release gives them back.
+	vfio map[string]string
 }
 
 func (v *vfLink) create(n *Network, l *netLink) (err error) {
@@ -265,6 +275,7 @@ func (v *vfLink) create(n *Network, l *netLink) (err error) {
 		return err
 	}
 	v.emulated = linkparams.NeedsEmulator(l.plan.Params)
+	v.dpdk = v.emulated && n.linkPorts(l) == linkparams.PortsDPDK
 	if v.emulated {
 		if v.fc.AtoB, v.fc.BtoA, err = EmulatorConfigs(l.plan.Params); err != nil {
 			return fmt.Errorf("link %s: %w", l.plan, err)
@@ -309,6 +320,14 @@ func (v *vfLink) create(n *Network, l *netLink) (err error) {
 	}
 	sl.took = make([]bool, len(sl.vfs))
 	for i, e := range sl.ends {
+		if v.dpdk && s.sim == nil && i > 0 && i < len(sl.ends)-1 {
+			// A hardware VF under DPDK leaves the kernel: its own
+			// poll-mode driver takes it through vfio-pci.
+			if err := v.bindVFIO(i); err != nil {
+				return fmt.Errorf("link %s: %w", l.plan, err)
+			}
+			continue
+		}
 		if err := sriov.TakeVF(s.home, sl.vfs[i], e); err != nil {
 			return fmt.Errorf("link %s: %w", l.plan, err)
 		}
@@ -327,9 +346,10 @@ func (v *vfLink) create(n *Network, l *netLink) (err error) {
 	return nil
 }
 
-// waitEnds are the VFs in the helper namespace of an emulated VF link.
+// waitEnds are the VFs in the helper namespace of an emulated VF link
+// (none for hardware VFs under DPDK, which have no netdev).
 func (v *vfLink) waitEnds() []links.End {
-	if len(v.sl.ends) <= 2 {
+	if len(v.sl.ends) <= 2 || (v.dpdk && v.s.sim == nil) {
 		return nil
 	}
 	return v.sl.ends[1 : len(v.sl.ends)-1]
@@ -338,6 +358,14 @@ func (v *vfLink) waitEnds() []links.End {
 // ready starts the emulator between the far VFs, now that they are up.
 func (v *vfLink) ready(n *Network, l *netLink) error {
 	if !v.emulated {
+		return nil
+	}
+	if v.dpdk {
+		el, err := v.startDPDKEmulator(n, l.plan)
+		if err != nil {
+			return fmt.Errorf("link %s: %w", l.plan, err)
+		}
+		v.el = el
 		return nil
 	}
 	el, err := links.EmulateBetween(v.helper, v.ports[0], v.ports[1], v.sl.ends[0].MTU, v.fc)
@@ -357,13 +385,14 @@ func (v *vfLink) stop() error {
 	return v.el.Stop()
 }
 
-// release gives the link's VFs back to their home namespace (real VFs
-// only: simulated ones vanish with the NIC) and restores their settings.
+// release gives the link's VFs back to their home namespace, or from
+// vfio-pci to their driver (real VFs only: simulated ones vanish with the
+// NIC) and restores their settings.
 func (v *vfLink) release() error {
 	if v.sl == nil || v.s == nil || v.s.sim != nil {
 		return nil
 	}
-	var errs []error
+	errs := []error{v.unbindVFIO()}
 	for i, took := range v.sl.took {
 		if took {
 			errs = append(errs, sriov.ReturnVF(v.sl.ends[i].NS, v.sl.ends[i].Name, v.s.home, v.sl.vfs[i]))

@@ -62,7 +62,8 @@ type EmulatedLink struct {
 
 	helper       *HelperNS
 	vethA, vethB *Veth
-	ports        []*afpacket.Port
+	ports        []emulator.Port
+	release      func() error // after the ports closed (EmulateOnPorts)
 	stopOnce     sync.Once
 }
 
@@ -138,22 +139,45 @@ func EmulateBetween(helper *HelperNS, portA, portB string, mtu int, cfg emulator
 	return l, nil
 }
 
+// EmulateOnPorts starts an emulator between two ports the caller opened
+// for the helper ends portA and portB (DPDK ports on the far VFs of an
+// SR-IOV link). The link owns them from then on, also when it fails:
+// Stop stops the forwarder, closes both ports and then calls release
+// (nil for none), which removes what the ports were opened on.
+func EmulateOnPorts(helper *HelperNS, portA, portB string, pa, pb emulator.Port, mtu int, cfg emulator.ForwarderConfig, release func() error) (*EmulatedLink, error) {
+	l := &EmulatedLink{A: End{NS: helper, Name: portA}, B: End{NS: helper, Name: portB}, PortA: portA, PortB: portB,
+		helper: helper, ports: []emulator.Port{pa, pb}, release: release}
+	if cfg.MTU == 0 {
+		cfg.MTU = mtu
+	}
+	if err := l.startForwarder(cfg); err != nil {
+		return nil, errors.Join(err, l.Stop())
+	}
+	return l, nil
+}
+
 // start opens AF_PACKET ports on the two helper ends and starts the
 // forwarder between them.
 func (l *EmulatedLink) start(mtu int, cfg emulator.ForwarderConfig, offloads bool) error {
+	var mtus []int
 	for _, name := range []string{l.PortA, l.PortB} {
 		p, err := afpacket.OpenIn(l.helper.NsHandle(), name, afpacket.Options{MTU: mtu, Offloads: offloads})
 		if err != nil {
 			return err
 		}
 		l.ports = append(l.ports, p)
+		mtus = append(mtus, p.MTU())
 	}
 	l.Offloads = offloads
 	if cfg.MTU == 0 {
 		// Frame buffers and max-frame follow the link's MTU, so jumbo
 		// frames pass whole.
-		cfg.MTU = max(mtu, l.ports[0].MTU(), l.ports[1].MTU())
+		cfg.MTU = max(mtu, mtus[0], mtus[1])
 	}
+	return l.startForwarder(cfg)
+}
+
+func (l *EmulatedLink) startForwarder(cfg emulator.ForwarderConfig) error {
 	var err error
 	if l.Fwd, err = emulator.NewForwarder(l.ports[0], l.ports[1], cfg); err != nil {
 		return fmt.Errorf("emulated link %s<->%s: %w", l.A.Name, l.B.Name, err)
@@ -172,6 +196,9 @@ func (l *EmulatedLink) Stop() error {
 		}
 		for _, p := range l.ports {
 			errs = append(errs, p.Close())
+		}
+		if l.release != nil {
+			errs = append(errs, l.release())
 		}
 	})
 	return errors.Join(errs...)

@@ -7,6 +7,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/hymn-net/hymn"
 	"github.com/hymn-net/hymn/cli"
 )
 
@@ -22,5 +23,14 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGHUP)
 	code := cli.Execute(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
+	// DPDK's environment (emulated VF links with emulator=dpdk) lives as
+	// long as the process, since it cannot start twice in one; it ends
+	// here, its runtime directory with it.
+	if err := hymn.CleanupDPDK(); err != nil {
+		os.Stderr.WriteString("hymn: DPDK cleanup: " + err.Error() + "\n")
+		if code == 0 {
+			code = 1
+		}
+	}
 	os.Exit(code)
 }

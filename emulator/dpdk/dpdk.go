@@ -122,6 +122,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// Built reports whether this binary has DPDK (the dpdk build tag).
+const Built = true
+
 var (
 	ealMu    sync.Mutex
 	ealReady bool

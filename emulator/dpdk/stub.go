@@ -9,6 +9,9 @@ import (
 	"github.com/vishvananda/netns"
 )
 
+// Built reports whether this binary has DPDK: not without the dpdk build tag.
+const Built = false
+
 // Init reports ErrNotBuilt.
 func Init(Config) error { return ErrNotBuilt }
 
