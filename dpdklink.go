@@ -34,9 +34,18 @@ import (
 // without DPDK also matches dpdk.ErrNotBuilt.
 var ErrDPDK = errors.New("DPDK ports")
 
-// dpdkBuildHelp says how to get a binary with DPDK.
-const dpdkBuildHelp = "this hymn was built without DPDK; build it with `go build -tags dpdk ./cmd/hymn` " +
-	"(cgo and Debian's DPDK: apt-get install libdpdk-dev pkg-config), or use emulator=afpacket"
+// errDPDKNotBuilt is DPDK asked for in a binary without it: it matches
+// ErrDPDK and dpdk.ErrNotBuilt and says how to get a binary with DPDK.
+var errDPDKNotBuilt = dpdkNotBuilt{}
+
+type dpdkNotBuilt struct{}
+
+func (dpdkNotBuilt) Error() string {
+	return "DPDK ports: emulator=dpdk: this hymn binary was built without DPDK; build it with `go build -tags dpdk ./cmd/hymn` " +
+		"(cgo and Debian's DPDK: apt-get install libdpdk-dev pkg-config), or use emulator=afpacket"
+}
+
+func (dpdkNotBuilt) Unwrap() []error { return []error{ErrDPDK, dpdk.ErrNotBuilt} }
 
 // dpdkMaxMTU is the largest link MTU DPDK ports carry: hymn's mbufs hold
 // 2 KiB (RTE_MBUF_DEFAULT_BUF_SIZE), and neither net_af_packet nor the
@@ -69,6 +78,11 @@ func (n *Network) linkPorts(l *netLink) string {
 // emulated VF links of a binary that has DPDK, at most dpdkMaxMTU.
 func (n *Network) checkLinkPorts() error {
 	var errs []error
+	if n.opts.SRIOV != nil {
+		if _, err := linkparams.ParsePorts(n.opts.SRIOV.Emulator); err != nil {
+			errs = append(errs, fmt.Errorf("%w: %w", ErrSRIOV, err))
+		}
+	}
 	wantDPDK := false
 	for _, pl := range n.plan.Links {
 		l := &netLink{plan: pl}
@@ -100,7 +114,7 @@ func (n *Network) checkLinkPorts() error {
 		}
 	}
 	if wantDPDK && !dpdk.Built {
-		errs = append(errs, fmt.Errorf("%w: emulator=dpdk: %w: %s", ErrDPDK, dpdk.ErrNotBuilt, dpdkBuildHelp))
+		errs = append(errs, errDPDKNotBuilt)
 	}
 	return errors.Join(errs...)
 }
@@ -135,7 +149,7 @@ func startEAL(pci string) error {
 	cfg := dpdkEALConfig(pci)
 	if err := dpdk.Init(cfg); err != nil {
 		if errors.Is(err, dpdk.ErrNotBuilt) {
-			return fmt.Errorf("%w: %w: %s", ErrDPDK, err, dpdkBuildHelp)
+			return errDPDKNotBuilt
 		}
 		return fmt.Errorf("%w: %w", ErrDPDK, err)
 	}

@@ -303,6 +303,27 @@ func DetachPCI(addr string) error {
 	return nil
 }
 
+// Devices lists the names of the ethdevs that exist in this process's
+// EAL (nil when it does not run), so tests can check that closed links
+// left none behind.
+func Devices() []string {
+	if ready() != nil {
+		return nil
+	}
+	var out []string
+	buf := (*C.char)(C.calloc(C.RTE_ETH_NAME_MAX_LEN, 1))
+	defer C.free(unsafe.Pointer(buf))
+	for id := C.uint16_t(0); id < C.RTE_MAX_ETHPORTS; id++ {
+		if C.rte_eth_dev_is_valid_port(id) == 0 {
+			continue
+		}
+		if C.rte_eth_dev_get_name_by_port(id, buf) == 0 {
+			out = append(out, C.GoString(buf))
+		}
+	}
+	return out
+}
+
 func ready() error {
 	ealMu.Lock()
 	defer ealMu.Unlock()

@@ -30,6 +30,9 @@ func RemoveVdev(name string) error { return ErrNotBuilt }
 // Started reports that no EAL runs.
 func Started() (Config, bool) { return Config{}, false }
 
+// Devices lists no devices.
+func Devices() []string { return nil }
+
 // AttachPCI reports ErrNotBuilt.
 func AttachPCI(addr, args string) error { return ErrNotBuilt }
 
