@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"runtime"
 	"sync/atomic"
-	"time"
 	"unsafe"
 
 	"github.com/hymn-net/hymn/emulator"
@@ -34,13 +33,19 @@ import (
 //
 // The thread runs like the emulator's forwarding threads: locked to its
 // OS thread, under SCHED_FIFO, with a P of its own (emulator.AddProcs).
-// While traffic flows it waits in a raw epoll_wait of at most simRawWait,
-// keeping its P, so a frame never waits for the Go scheduler; after
-// simIdleAfter without a frame it waits through the runtime, which lets
-// the P go. The first design parked one goroutine per socket on Go's
-// network poller and paid a system call and a scheduler wake-up per frame
-// and hop: 2–3 kpps without loss on the CIMininet line, 1.6–2.1 ms of
-// request/response p99 − p50 over links with 5 ms of delay (docs/measure.md).
+// It waits in epoll_wait through the runtime, not as a raw system call
+// that keeps the P: a goroutine that holds its P for 10 ms is preempted by
+// a signal, and a locked thread then needs a second thread to hand its P
+// back, while one that is in a system call at that moment merely takes an
+// idle P when it returns. Measured side by side (bench/rr, 3-node line
+// without delay, load average 4–5), the path's request/response p50 was
+// 97–104 µs with raw waits of at most 5 ms and 61 µs through the runtime,
+// its p99 338–773 µs against 252–482 µs.
+//
+// The first design parked one goroutine per socket on Go's network poller
+// and paid a system call and a scheduler wake-up per frame and hop: 2–3
+// kpps without loss on the CIMininet line, 1.6–2.1 ms of request/response
+// p99 − p50 over links with 5 ms of delay (docs/measure.md).
 //
 // Nothing ever blocks on a full queue. A full RX ring drops in the kernel
 // (the switch fell behind), a full TX ring drops in SendBatch (the
@@ -54,14 +59,6 @@ const (
 	// simDrainBatches bounds the batches taken from one port before the
 	// other readable ports get their turn.
 	simDrainBatches = 4
-	// simRawWait (ms) bounds a raw epoll_wait: the runtime preempts a
-	// goroutine that has not been scheduled for 10 ms by a signal, which
-	// ends the wait early anyway.
-	simRawWait = 5
-	// simIdleAfter: a NIC that has carried nothing for this long waits
-	// through the runtime and gives its P back; raw 5 ms waits for ever
-	// would wake an idle NIC 200 times a second.
-	simIdleAfter = time.Second
 )
 
 // Ring sizes in frames. A representor's rings serve one VF; the cable's
@@ -172,58 +169,31 @@ func (w *simSwitch) run() {
 	// Locked and never unlocked: the thread's priority dies with it.
 	runtime.LockOSThread()
 	realTimeThread()
-	last := time.Now()
 	for !w.stop.Load() {
-		n, err := w.wait(time.Since(last) < simIdleAfter)
+		n, err := unix.EpollWait(w.epfd, w.events, -1)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
 		if err != nil {
 			if !w.stop.Load() {
 				w.err = fmt.Errorf("simulated SR-IOV NIC: epoll_wait: %w", err)
 			}
 			return
 		}
-		got := 0
 		for _, ev := range w.events[:n] {
 			if ev.Fd < 0 {
 				var b [8]byte
 				unix.Read(w.evfd, b[:])
 				continue
 			}
-			got += w.drain(w.ports[ev.Fd])
-		}
-		if got > 0 {
-			last = time.Now()
+			w.drain(w.ports[ev.Fd])
 		}
 	}
-}
-
-// wait returns the number of ready events. While active it waits raw (the
-// thread keeps its P, so it runs the moment a frame arrives); otherwise
-// through the runtime, without limit. A signal (the runtime's preemption)
-// ends a wait with no event.
-func (w *simSwitch) wait(active bool) (int, error) {
-	var n int
-	var err error
-	if active {
-		r, _, e := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(w.epfd), uintptr(unsafe.Pointer(&w.events[0])),
-			uintptr(len(w.events)), simRawWait, 0, 0)
-		n = int(r)
-		if e != 0 {
-			err = e
-		}
-	} else {
-		n, err = unix.EpollWait(w.epfd, w.events, -1)
-	}
-	if errors.Is(err, unix.EINTR) {
-		return 0, nil
-	}
-	return n, err
 }
 
 // drain forwards what one port's ring holds (up to simDrainBatches
-// batches; the level-triggered epoll reports the rest again) and returns
-// how many frames it read.
-func (w *simSwitch) drain(p *simPort) int {
-	total := 0
+// batches; the level-triggered epoll reports the rest again).
+func (w *simSwitch) drain(p *simPort) {
 	for range simDrainBatches {
 		n, err := p.port.RecvBatch(w.bufs, w.lens, w.stamps)
 		if err != nil || n == 0 {
@@ -235,12 +205,10 @@ func (w *simSwitch) drain(p *simPort) int {
 			w.fromCable(p, n)
 		}
 		w.flush()
-		total += n
 		if n < len(w.bufs) {
 			break
 		}
 	}
-	return total
 }
 
 // queue adds frame f to what port d sends at the end of the batch.

@@ -1,0 +1,360 @@
+// Command rr measures request/response latency across a line of nodes
+// (h1 - h2 - ... - hN, the inner nodes routing, as in examples/cimininet)
+// built once with veth links and once with SR-IOV VF pairs (the simulated
+// NIC where there is no hardware), each with and without a constant delay
+// on every link, side by side in one run: all the networks are built
+// first and then take turns, a round of requests each, so that every
+// variant sees the same machine.
+//
+// A request is a 64-byte UDP datagram from h1 to an echo responder on hN;
+// the next one leaves -gap after the reply (a closed loop, one request in
+// flight). Two times are kept per request:
+//
+//   - app: from just before the send to the return of the receive, on the
+//     monotonic clock, as an application sees it (both ends' wake-ups
+//     included);
+//
+//   - net: from just before the send to the kernel's receive stamp of the
+//     reply, less the time the responder held the request (its kernel
+//     receive stamp to its reply), so the path alone, without either
+//     process's scheduling.
+//
+//     sudo go run ./bench/rr -hosts 3 -delays 0,5ms -links veth,sriov -requests 1000
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"net"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"time"
+	"unsafe"
+
+	"github.com/hymn-net/hymn"
+	"github.com/hymn-net/hymn/internal/netnsx"
+	"github.com/hymn-net/hymn/sriov"
+	"github.com/hymn-net/hymn/topo"
+	"golang.org/x/sys/unix"
+)
+
+// variant is one network of the run.
+type variant struct {
+	links          hymn.LinkBackend
+	delay          time.Duration
+	name           string
+	nw             *hymn.Network
+	cli            *net.UDPConn
+	srv            *net.UDPConn
+	to             *net.UDPAddr
+	seq            uint32
+	appRTT, netRTT []time.Duration
+	lost           int
+}
+
+// Summary is one variant's result.
+type Summary struct {
+	Variant  string
+	Requests int
+	Lost     int
+	App, Net Percentiles
+}
+
+// Percentiles of one series, in µs.
+type Percentiles struct {
+	P50, P90, P99, P999, Max, Spread float64 // Spread = P99 - P50
+}
+
+func main() {
+	hosts := flag.Int("hosts", 3, "nodes in the line (≥ 2)")
+	delays := flag.String("delays", "0,5ms", "comma-separated constant delays per link (0: plain links)")
+	linkList := flag.String("links", "veth,sriov", "comma-separated link backends")
+	requests := flag.Int("requests", 1000, "measured requests per variant")
+	round := flag.Int("round", 50, "requests per variant per turn")
+	gap := flag.Duration("gap", time.Millisecond, "pause between a reply and the next request")
+	jsonOut := flag.Bool("json", false, "print the summaries as JSON")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, unix.SIGTERM)
+	defer stop()
+	if err := run(ctx, *hosts, *delays, *linkList, *requests, *round, *gap, *jsonOut); err != nil {
+		fmt.Fprintln(os.Stderr, "rr:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, hosts int, delays, linkList string, requests, round int, gap time.Duration, jsonOut bool) (err error) {
+	if hosts < 2 || requests < 1 || round < 1 {
+		return errors.New("need -hosts ≥ 2, -requests ≥ 1, -round ≥ 1")
+	}
+	var vs []*variant
+	defer func() {
+		for _, v := range vs {
+			v.close()
+		}
+	}()
+	for _, l := range strings.Split(linkList, ",") {
+		backend, _, err := hymn.ParseLinkBackend(l)
+		if err != nil {
+			return err
+		}
+		for _, d := range strings.Split(delays, ",") {
+			delay, err := time.ParseDuration(d)
+			if d == "0" {
+				delay, err = 0, nil
+			}
+			if err != nil {
+				return fmt.Errorf("delay %q: %w", d, err)
+			}
+			v := &variant{links: backend, delay: delay, name: fmt.Sprintf("%s delay %v", backend, delay)}
+			vs = append(vs, v)
+			if err := v.start(ctx, hosts); err != nil {
+				return fmt.Errorf("%s: %w", v.name, err)
+			}
+		}
+	}
+	for _, v := range vs {
+		// Warm-up: ARP, the emulators' first frames, the NIC's first wake-ups.
+		for range 20 {
+			v.request(gap, false)
+		}
+	}
+	fmt.Fprintf(os.Stderr, "load average at start: %s", loadavg())
+	for done := 0; done < requests; done += round {
+		for _, v := range vs {
+			for range min(round, requests-done) {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				v.request(gap, true)
+			}
+		}
+	}
+	fmt.Fprintf(os.Stderr, "load average at end: %s", loadavg())
+	var out []Summary
+	for _, v := range vs {
+		out = append(out, Summary{Variant: v.name, Requests: len(v.appRTT) + v.lost, Lost: v.lost, App: percentiles(v.appRTT), Net: percentiles(v.netRTT)})
+	}
+	if jsonOut {
+		e := json.NewEncoder(os.Stdout)
+		e.SetIndent("", "  ")
+		return e.Encode(out)
+	}
+	fmt.Printf("%-22s %6s %5s | %-44s | %s\n", "", "", "", "app µs: p50 p90 p99 p99.9 max (p99-p50)", "net µs: p50 p90 p99 p99.9 max (p99-p50)")
+	for _, s := range out {
+		fmt.Printf("%-22s %6d %5d | %s | %s\n", s.Variant, s.Requests, s.Lost, s.App, s.Net)
+	}
+	return nil
+}
+
+func (p Percentiles) String() string {
+	return fmt.Sprintf("%7.0f %7.0f %7.0f %7.0f %7.0f (%5.0f)", p.P50, p.P90, p.P99, p.P999, p.Max, p.Spread)
+}
+
+func percentiles(d []time.Duration) Percentiles {
+	if len(d) == 0 {
+		return Percentiles{}
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	at := func(q float64) float64 {
+		i := int(math.Ceil(q*float64(len(s)))) - 1
+		return float64(s[max(i, 0)]) / 1e3
+	}
+	p := Percentiles{P50: at(0.5), P90: at(0.9), P99: at(0.99), P999: at(0.999), Max: float64(s[len(s)-1]) / 1e3}
+	p.Spread = p.P99 - p.P50
+	return p
+}
+
+func loadavg() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	return string(b)
+}
+
+// line is examples/cimininet's line (kept here so a benchmark does not
+// import an example), every link with the variant's delay.
+func line(n int, delay time.Duration) *topo.Topo {
+	t := topo.New()
+	for k := 1; k <= n; k++ {
+		p := topo.Params{}
+		if k == 1 {
+			p["ip"] = "10.0.1.1/24"
+		} else {
+			p["ip"] = fmt.Sprintf("10.0.%d.2/24", k-1)
+		}
+		var routes []string
+		for j := 1; j < n; j++ {
+			switch {
+			case j < k-1:
+				routes = append(routes, fmt.Sprintf("10.0.%d.0/24 via 10.0.%d.1", j, k-1))
+			case j > k:
+				routes = append(routes, fmt.Sprintf("10.0.%d.0/24 via 10.0.%d.2", j, k))
+			}
+		}
+		p["routes"] = strings.Join(routes, ";")
+		name := fmt.Sprintf("h%d", k)
+		if k > 1 && k < n {
+			t.AddRouter(name, p)
+		} else {
+			t.AddHost(name, p)
+		}
+	}
+	for k := 1; k < n; k++ {
+		lp := topo.Params{"ip1": fmt.Sprintf("10.0.%d.1/24", k)}
+		if delay > 0 {
+			lp["delay"] = delay.String()
+		}
+		t.AddLink(fmt.Sprintf("h%d", k), fmt.Sprintf("h%d", k+1), lp)
+	}
+	return t
+}
+
+func (v *variant) start(ctx context.Context, hosts int) error {
+	opts := hymn.Options{Links: v.links}
+	if v.links == hymn.LinksSRIOV {
+		opts.SRIOV = &sriov.Config{Simulate: sriov.SimAlways}
+	}
+	n, err := hymn.New(line(hosts, v.delay), opts)
+	if err != nil {
+		return err
+	}
+	if err := n.Start(ctx); err != nil {
+		n.Stop()
+		return err
+	}
+	v.nw = n
+	last := fmt.Sprintf("h%d", hosts)
+	ip, err := n.IP(last)
+	if err != nil {
+		return err
+	}
+	if v.srv, err = listen(n, last); err != nil {
+		return err
+	}
+	if v.cli, err = listen(n, "h1"); err != nil {
+		return err
+	}
+	v.to = &net.UDPAddr{IP: net.IP(ip.AsSlice()), Port: v.srv.LocalAddr().(*net.UDPAddr).Port}
+	go echo(v.srv)
+	return nil
+}
+
+func (v *variant) close() {
+	for _, c := range []*net.UDPConn{v.cli, v.srv} {
+		if c != nil {
+			c.Close()
+		}
+	}
+	if v.nw != nil {
+		if err := v.nw.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "rr: %s: %v\n", v.name, err)
+		}
+	}
+}
+
+// listen opens a UDP socket in a node's namespace with kernel receive
+// stamps on.
+func listen(n *hymn.Network, node string) (c *net.UDPConn, err error) {
+	nd, err := n.Node(node)
+	if err != nil {
+		return nil, err
+	}
+	err = netnsx.Do(nd.NsHandle(), func() error {
+		if c, err = net.ListenUDP("udp4", &net.UDPAddr{}); err != nil {
+			return err
+		}
+		raw, err := c.SyscallConn()
+		if err != nil {
+			return err
+		}
+		var serr error
+		if err := raw.Control(func(fd uintptr) {
+			serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1)
+		}); err != nil {
+			return err
+		}
+		return serr
+	})
+	return c, err
+}
+
+// echo sends every request back with the time it held it (its kernel
+// receive stamp to now) in bytes 8..16.
+func echo(c *net.UDPConn) {
+	buf, oob := make([]byte, 64), make([]byte, 128)
+	for {
+		k, oobn, _, from, err := c.ReadMsgUDP(buf, oob)
+		if err != nil {
+			return
+		}
+		if k < 16 {
+			continue
+		}
+		rx, ok := kernelStamp(oob[:oobn])
+		if !ok {
+			rx = time.Now().UnixNano()
+		}
+		binary.BigEndian.PutUint64(buf[8:], uint64(time.Now().UnixNano()-rx))
+		c.WriteToUDP(buf[:k], from)
+	}
+}
+
+// request sends one request and waits up to a second for its reply.
+func (v *variant) request(gap time.Duration, record bool) {
+	defer time.Sleep(gap)
+	v.seq++
+	buf, oob := make([]byte, 64), make([]byte, 128)
+	binary.BigEndian.PutUint32(buf, v.seq)
+	t0 := time.Now()
+	if _, err := v.cli.WriteToUDP(buf, v.to); err != nil {
+		if record {
+			v.lost++
+		}
+		return
+	}
+	v.cli.SetReadDeadline(t0.Add(time.Second))
+	for {
+		k, oobn, _, _, err := v.cli.ReadMsgUDP(buf, oob)
+		if err != nil {
+			if record {
+				v.lost++
+			}
+			return
+		}
+		if k < 16 || binary.BigEndian.Uint32(buf) != v.seq {
+			continue // a late reply to an earlier request
+		}
+		app := time.Since(t0)
+		rx, ok := kernelStamp(oob[:oobn])
+		if !ok {
+			rx = time.Now().UnixNano()
+		}
+		hold := int64(binary.BigEndian.Uint64(buf[8:]))
+		if record {
+			v.appRTT = append(v.appRTT, app)
+			v.netRTT = append(v.netRTT, time.Duration(rx-t0.UnixNano()-hold))
+		}
+		return
+	}
+}
+
+// kernelStamp returns the SO_TIMESTAMPNS receive time (ns, wall clock).
+func kernelStamp(oob []byte) (int64, bool) {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return 0, false
+	}
+	for _, m := range msgs {
+		if m.Header.Level == unix.SOL_SOCKET && m.Header.Type == unix.SO_TIMESTAMPNS && len(m.Data) >= int(unsafe.Sizeof(unix.Timespec{})) {
+			ts := (*unix.Timespec)(unsafe.Pointer(&m.Data[0]))
+			return ts.Nano(), true
+		}
+	}
+	return 0, false
+}
