@@ -19,7 +19,10 @@
 //     sysfs tree, VF netdevs realised as veth ends whose peers live in a
 //     hidden namespace, and a user-space cable that carries real
 //     802.1Q-tagged frames between the two PFs and enforces each VF's
-//     VLAN, spoofchk and link-state settings.
+//     VLAN, spoofchk and link-state settings. Its data path (simswitch.go)
+//     is one real-time thread per cable over TPACKET ring ports, waiting
+//     for all of them in one epoll_wait and forwarding in batches; full
+//     rings drop and are counted rather than block.
 //
 // Nothing here assumes that hardware exists: every entry point reports a
 // clear error (ErrUnknownPF, ErrTooManyVFs, ErrVFIOUnavailable, ...) and
