@@ -89,8 +89,12 @@ type Config struct {
 	// /run/hymn/vm/<Namespace>. New creates it (mode 0700) and fails if it
 	// exists; Close removes it.
 	RunDir string
-	// BootTimeout bounds the wait for the agent; 0 means 60 s (TCG is slow,
-	// and several VMs may boot at once on few cores).
+	// BootTimeout bounds the wait for the agent; 0 means 60 s. It counts
+	// from QEMU's start, after the VM got its boot slot (see
+	// SetBootConcurrency), and leaves out the time the host kept QEMU
+	// waiting for a CPU, so a TCG guest starved by other work on a busy
+	// host is not failed for time it never had. The wall clock is bounded
+	// all the same, at ten times BootTimeout.
 	BootTimeout time.Duration
 	// QEMU is the emulator binary; "" means qemu-system-x86_64 on PATH.
 	QEMU string

@@ -11,6 +11,14 @@
 // (netdev_add + device_add virtio-net-pci), link state (set_link), vCPU
 // pinning (query-cpus-fast), quit.
 //
+// VMs boot a few at a time (one per host core by default,
+// SetBootConcurrency), and a boot's timeout does not count the time the
+// host kept QEMU waiting for a CPU (its threads' run-queue wait in
+// /proc/PID/task/*/schedstat): five TCG guests booting at once on two busy
+// cores used to miss a fixed one-minute limit together. A failed boot
+// names the guest and the phase (helper namespace, starting QEMU, boot)
+// and leaves no QEMU, tap, namespace or run directory behind.
+//
 // Inside the guest runs hymn-agent (package vm/agent), a static Go program
 // reached over a virtio-serial port. It gives VM nodes the same command
 // semantics as namespace nodes (a persistent shell for Cmd, direct exec

@@ -63,7 +63,7 @@ func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 	}
 	if r.accel == AccelTCG && (cfg.Accel == "" || cfg.Accel == AccelAuto) {
 		tcgWarnOnce.Do(func() {
-			r.logf("*** Warning: /dev/kvm is not usable: VMs run under TCG emulation, boots take seconds and guests run many times slower\n")
+			r.logf("*** Warning: /dev/kvm is not usable: VMs run under TCG emulation, boots take seconds (%d at a time) and guests run many times slower\n", BootConcurrency())
 		})
 	}
 	kernel, initrd := r.Kernel, r.Initrd
@@ -86,7 +86,7 @@ func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 	t0 := time.Now()
 	named, err := netnsx.CreateNamed(r.Namespace)
 	if err != nil {
-		return nil, fmt.Errorf("vm %s: %w", r.Name, err)
+		return nil, fmt.Errorf("vm %s: helper namespace: %w", r.Name, err)
 	}
 	n := &Node{Named: named, cfg: r, intfs: map[string]*guestIntf{}}
 	defer func() {
@@ -100,22 +100,47 @@ func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return os.WriteFile("/proc/sys/net/ipv6/conf/default/disable_ipv6", []byte("1"), 0o644)
 	})
 	if err := makeRunDir(r.RunDir); err != nil {
-		return nil, fmt.Errorf("vm %s: %w", r.Name, err)
+		return nil, fmt.Errorf("vm %s: run directory: %w", r.Name, err)
 	}
 	n.ownRunDir = true
+	// The boot slot is held from QEMU's start until the agent answers (or
+	// the boot fails and the deferred Delete has ended QEMU: deferred
+	// calls run last-in first-out, so release runs after it).
+	tSlot := time.Now()
+	if err := boots.acquire(ctx, func() {
+		r.logf("*** VM %s waits for a boot slot (%d VMs boot at a time)\n", r.Name, BootConcurrency())
+	}); err != nil {
+		return nil, fmt.Errorf("vm %s: waiting for a boot slot: %w", r.Name, err)
+	}
+	defer boots.release()
+	slotWait := time.Since(tSlot)
+	r.logf("*** Booting VM %s\n", r.Name)
+	tBoot := time.Now()
 	if n.m, err = startMachine(ctx, r, n.NsHandle(), kernel, initrd); err != nil {
-		return nil, fmt.Errorf("vm %s: %w", r.Name, err)
+		return nil, fmt.Errorf("vm %s: starting QEMU: %w", r.Name, err)
 	}
 	if len(r.CPUPin) > 0 {
 		if err := n.m.pinCPUs(ctx, r.CPUPin); err != nil {
 			return nil, fmt.Errorf("vm %s: cpupin: %w", r.Name, err)
 		}
 	}
-	if err := n.waitAgent(ctx); err != nil {
-		return nil, fmt.Errorf("vm %s: %w", r.Name, err)
+	stalled, err := n.waitAgent(ctx, tBoot)
+	if err != nil {
+		return nil, fmt.Errorf("vm %s: boot: %w", r.Name, err)
 	}
 	n.bootTime = time.Since(t0)
-	r.logf("*** VM %s ready in %.1f s\n", r.Name, n.bootTime.Seconds())
+	var detail []string
+	if slotWait >= 100*time.Millisecond {
+		detail = append(detail, fmt.Sprintf("%.1f s waiting for a boot slot", slotWait.Seconds()))
+	}
+	if stalled >= 100*time.Millisecond {
+		detail = append(detail, fmt.Sprintf("%.1f s waiting for a CPU", stalled.Seconds()))
+	}
+	if len(detail) > 0 {
+		r.logf("*** VM %s ready in %.1f s (%s)\n", r.Name, n.bootTime.Seconds(), strings.Join(detail, ", "))
+	} else {
+		r.logf("*** VM %s ready in %.1f s\n", r.Name, n.bootTime.Seconds())
+	}
 	return n, nil
 }
 
@@ -126,20 +151,34 @@ func (r *resolved) logf(format string, args ...any) {
 }
 
 // waitAgent connects to the agent socket and pings until the guest agent
-// answers, QEMU ends, or the boot timeout passes.
-func (n *Node) waitAgent(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, n.cfg.BootTimeout)
-	defer cancel()
+// answers, QEMU ends, or the boot's time (BootTimeout, not counting the
+// time QEMU waited for a CPU; see bootClock) is up. QEMU started at
+// start. It returns how long QEMU waited for a CPU.
+func (n *Node) waitAgent(ctx context.Context, start time.Time) (time.Duration, error) {
+	pid := n.Pid()
+	clock := newBootClock(start, func() (map[int]uint64, error) { return schedstatDelays(pid) })
+	bctx, cancel := context.WithCancelCause(ctx)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		n.watchBoot(bctx, cancel, clock)
+	}()
+	// The clock is only read once its watcher has ended.
+	finish := func(err error) (time.Duration, error) {
+		cancel(nil)
+		<-watched
+		return clock.stalled, err
+	}
 	for {
 		if !n.m.running() {
-			return fmt.Errorf("%w%s", n.m.exitError(), n.consoleTail())
+			return finish(fmt.Errorf("%w%s", n.m.exitError(), n.consoleTail()))
 		}
 		a, err := DialAgent(n.m.paths.Agent)
 		if err == nil {
 			// One ping waits for the whole boot: QEMU holds the request
 			// until the agent opens its port. A short per-try timeout would
 			// only let stale pings pile up in the guest.
-			pctx, pcancel := context.WithCancel(ctx)
+			pctx, pcancel := context.WithCancel(bctx)
 			go func() {
 				select {
 				case <-n.m.exited:
@@ -151,13 +190,16 @@ func (n *Node) waitAgent(ctx context.Context) error {
 			pcancel()
 			if err == nil {
 				n.agent, n.release = a, rel
-				return nil
+				return finish(nil)
 			}
 			a.Close()
 		}
 		select {
-		case <-ctx.Done():
-			return fmt.Errorf("guest agent did not answer within %v%s", n.cfg.BootTimeout, n.consoleTail())
+		case <-bctx.Done():
+			if cause := context.Cause(bctx); errors.Is(cause, errBootTimeout) {
+				return finish(fmt.Errorf("%w%s", cause, n.consoleTail()))
+			}
+			return finish(ctx.Err())
 		case <-time.After(20 * time.Millisecond):
 		}
 	}

@@ -3,6 +3,7 @@ package vm
 import (
 	"context"
 	"debug/elf"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -515,6 +516,53 @@ func TestVMBootFailureLeavesNothing(t *testing.T) {
 		t.Errorf("run dir left behind")
 	}
 	if out, _ := exec.Command("pgrep", "-f", "hymn:bad").Output(); len(out) > 0 {
+		t.Errorf("qemu left running: %s", out)
+	}
+}
+
+// TestVMBootTimeoutLeavesNothing boots a guest whose init is a shell
+// waiting on a console without input, so no agent ever answers: New must
+// fail after BootTimeout with an error naming the VM and the phase, give
+// its boot slot back and leave no process, namespace or run directory.
+func TestVMBootTimeoutLeavesNothing(t *testing.T) {
+	if why := vmPrereqs(); why != "" {
+		testenv.Skip(t, why)
+	}
+	run := claimRun(t)
+	ns := owner.NamespaceName(run, "mute")
+	const timeout = 2 * time.Second
+	_, usedBefore, _ := boots.state()
+	t0 := time.Now()
+	var lines []string
+	_, err := New(context.Background(), Config{Name: "mute", Namespace: ns, Cmdline: "rdinit=/bin/sh", BootTimeout: timeout,
+		Logf: func(f string, a ...any) { lines = append(lines, fmt.Sprintf(f, a...)) }})
+	took := time.Since(t0)
+	if err == nil {
+		t.Fatal("a guest without an agent booted")
+	}
+	t.Logf("after %v: %v", took, err)
+	if want := "vm mute: boot: the guest agent did not answer within 2s of boot time"; !strings.Contains(err.Error(), want) {
+		t.Errorf("error %q does not contain %q", err, want)
+	}
+	if !errors.Is(err, errBootTimeout) {
+		t.Errorf("error is not a boot timeout: %v", err)
+	}
+	if took < timeout {
+		t.Errorf("New failed after %v, before the %v timeout", took, timeout)
+	}
+	if !strings.Contains(strings.Join(lines, ""), "*** Booting VM mute\n") {
+		t.Errorf("no progress line: %q", lines)
+	}
+	if _, used, _ := boots.state(); used != usedBefore {
+		t.Errorf("boot slots in use: %d, %d before", used, usedBefore)
+	}
+	if _, err := os.Stat(netnsx.Path(ns)); err == nil {
+		t.Errorf("namespace %s left behind", ns)
+	}
+	if _, err := os.Stat(RunBase + "/" + ns); err == nil {
+		t.Errorf("run dir left behind")
+	}
+	if out, _ := exec.Command("pgrep", "-f", "hymn:mute").Output(); len(out) > 0 {
 		t.Errorf("qemu left running: %s", out)
 	}
 }

@@ -1,0 +1,372 @@
+package vm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// startWaiters starts one acquirer per name, in order (each queued before
+// the next starts), and returns a channel that receives each name when it
+// gets its slot.
+func startWaiters(t *testing.T, s *bootSlots, ctx context.Context, names ...string) (<-chan string, <-chan error) {
+	t.Helper()
+	got := make(chan string, len(names))
+	errs := make(chan error, len(names))
+	for _, name := range names {
+		queued := make(chan struct{})
+		go func() {
+			err := s.acquire(ctx, func() { close(queued) })
+			if err != nil {
+				errs <- fmt.Errorf("%s: %w", name, err)
+				return
+			}
+			got <- name
+		}()
+		select {
+		case <-queued:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s did not queue", name)
+		}
+	}
+	return got, errs
+}
+
+func expectNone(t *testing.T, got <-chan string) {
+	t.Helper()
+	select {
+	case name := <-got:
+		t.Fatalf("%s got a slot while none was free", name)
+	case <-time.After(50 * time.Millisecond):
+	}
+}
+
+func expect(t *testing.T, got <-chan string, want string) {
+	t.Helper()
+	select {
+	case name := <-got:
+		if name != want {
+			t.Fatalf("%s got the slot, want %s (arrival order)", name, want)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("%s got no slot", want)
+	}
+}
+
+func TestBootSlotsLimitAndOrder(t *testing.T) {
+	s := &bootSlots{limit: 2}
+	ctx := context.Background()
+	waited := 0
+	for range 2 {
+		if err := s.acquire(ctx, func() { waited++ }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if waited != 0 {
+		t.Fatalf("onWait called %d times for free slots", waited)
+	}
+	got, _ := startWaiters(t, s, ctx, "h3", "h4", "h5")
+	expectNone(t, got)
+	if limit, used, waiting := s.state(); limit != 2 || used != 2 || waiting != 3 {
+		t.Fatalf("state %d/%d/%d, want limit 2, 2 used, 3 waiting", limit, used, waiting)
+	}
+	s.release()
+	expect(t, got, "h3")
+	expectNone(t, got)
+	s.release()
+	expect(t, got, "h4")
+	s.release()
+	expect(t, got, "h5")
+	for range 2 {
+		s.release()
+	}
+	if _, used, waiting := s.state(); used != 0 || waiting != 0 {
+		t.Fatalf("after releasing everything: %d used, %d waiting", used, waiting)
+	}
+}
+
+// A boot whose context ends while it waits leaves the queue and takes no
+// slot; the next waiter still gets the next free one.
+func TestBootSlotsCancelWhileWaiting(t *testing.T) {
+	s := &bootSlots{limit: 1}
+	if err := s.acquire(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithCancel(context.Background())
+	_, cerrs := startWaiters(t, s, cctx, "h2")
+	got, _ := startWaiters(t, s, context.Background(), "h3")
+	cancel()
+	select {
+	case err := <-cerrs:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("canceled waiter: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("canceled waiter did not return")
+	}
+	if _, used, waiting := s.state(); used != 1 || waiting != 1 {
+		t.Fatalf("after the cancel: %d used, %d waiting, want 1 and 1", used, waiting)
+	}
+	s.release()
+	expect(t, got, "h3")
+	s.release()
+	if _, used, _ := s.state(); used != 0 {
+		t.Fatalf("%d slots still used", used)
+	}
+}
+
+// A waiter granted a slot just as its context ended hands the slot on
+// instead of keeping it.
+func TestBootSlotsGrantRacesCancel(t *testing.T) {
+	for i := range 200 {
+		s := &bootSlots{limit: 1}
+		s.acquire(context.Background(), nil)
+		cctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		wg.Add(1)
+		var err error
+		queued := make(chan struct{})
+		go func() {
+			defer wg.Done()
+			err = s.acquire(cctx, func() { close(queued) })
+		}()
+		<-queued
+		go cancel()
+		s.release()
+		wg.Wait()
+		_, used, waiting := s.state()
+		want := 0
+		if err == nil {
+			want = 1 // it got the slot before seeing the cancel
+		}
+		if used != want || waiting != 0 {
+			t.Fatalf("round %d: acquire returned %v, %d used, %d waiting", i, err, used, waiting)
+		}
+	}
+}
+
+func TestBootSlotsSetLimit(t *testing.T) {
+	s := &bootSlots{limit: 1}
+	s.acquire(context.Background(), nil)
+	got, _ := startWaiters(t, s, context.Background(), "h2", "h3", "h4")
+	s.setLimit(3) // two more free slots: the first two waiters get them
+	two := map[string]bool{}
+	for range 2 {
+		select {
+		case name := <-got:
+			two[name] = true
+		case <-time.After(5 * time.Second):
+			t.Fatal("raising the limit granted no slot")
+		}
+	}
+	if !two["h2"] || !two["h3"] {
+		t.Fatalf("raising the limit granted %v, want h2 and h3 (arrival order)", two)
+	}
+	expectNone(t, got)
+	s.setLimit(0) // at least one; the three running boots go on
+	if limit, used, _ := s.state(); limit != 1 || used != 3 {
+		t.Fatalf("limit %d, %d used after lowering", limit, used)
+	}
+	s.release()
+	s.release()
+	expectNone(t, got) // still one in use, the limit
+	s.release()
+	expect(t, got, "h4")
+}
+
+func TestSetBootConcurrency(t *testing.T) {
+	defer SetBootConcurrency(0)
+	SetBootConcurrency(3)
+	if n := BootConcurrency(); n != 3 {
+		t.Fatalf("BootConcurrency() = %d after SetBootConcurrency(3)", n)
+	}
+	SetBootConcurrency(0)
+	if n, want := BootConcurrency(), len(hostCPUs()); n != want || n < 1 {
+		t.Fatalf("default BootConcurrency() = %d, want %d (usable cores)", n, want)
+	}
+}
+
+// fakeDelays is a scripted schedstat: the run-queue waits of QEMU's
+// threads at each sample.
+type fakeDelays struct {
+	samples []map[int]uint64
+	err     error
+}
+
+func (f *fakeDelays) read() (map[int]uint64, error) {
+	if f.err != nil {
+		return nil, f.err
+	}
+	s := f.samples[0]
+	f.samples = f.samples[1:]
+	return s, nil
+}
+
+func TestBootClock(t *testing.T) {
+	const s = uint64(time.Second)
+	t0 := time.Unix(1000, 0)
+	f := &fakeDelays{samples: []map[int]uint64{
+		{1: 0, 2: s / 2},           // 1 s: the vCPU thread (2) waited 0.5 s since QEMU started
+		{1: s / 10, 2: s / 2},      // 2 s: only the main thread (1) waited, 0.1 s
+		{1: s / 10, 2: 4 * s},      // 3 s: thread 2 waited 3.5 s in 1 s (threads of several CPUs... counted as 1 s at most)
+		{2: 4 * s, 3: s / 5},       // 4 s: thread 1 ended, thread 3 is new and waited 0.2 s
+		{2: 4*s + s, 3: s/5 + s/4}, // 5 s: both waited; the longer wait counts, once
+	}}
+	c := newBootClock(t0, f.read)
+	want := []time.Duration{500 * time.Millisecond, 100 * time.Millisecond, time.Second, 200 * time.Millisecond, time.Second}
+	var stalled time.Duration
+	for i, w := range want {
+		c.sample(t0.Add(time.Duration(i+1) * time.Second))
+		stalled += w
+		if c.stalled != stalled {
+			t.Fatalf("sample %d: stalled %v, want %v", i+1, c.stalled, stalled)
+		}
+	}
+	if c.wall() != 5*time.Second || c.own() != 5*time.Second-stalled {
+		t.Fatalf("wall %v own %v, want 5s and %v", c.wall(), c.own(), 5*time.Second-stalled)
+	}
+	// A sample at the same instant changes nothing (and reads nothing).
+	c.sample(t0.Add(5 * time.Second))
+	if c.stalled != stalled {
+		t.Fatalf("a zero interval changed the stall to %v", c.stalled)
+	}
+}
+
+// Without schedstat the clock is a wall clock.
+func TestBootClockWithoutSchedstat(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	c := newBootClock(t0, (&fakeDelays{err: errors.New("no schedstat")}).read)
+	c.sample(t0.Add(7 * time.Second))
+	if c.stalled != 0 || c.own() != 7*time.Second {
+		t.Fatalf("stalled %v own %v, want 0 and 7s", c.stalled, c.own())
+	}
+}
+
+func TestBootClockExpired(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	const timeout = 60 * time.Second
+	cases := []struct {
+		wall, stalled time.Duration
+		want          string // substring, "" for not expired
+	}{
+		{59 * time.Second, 0, ""},
+		{60 * time.Second, 0, "within 1m0s of boot time (1m0s since QEMU started, 0s of it waiting for a CPU)"},
+		// The starved boot of a loaded 2-core machine: 90 s on the wall
+		// clock, 50 s of it waiting for a CPU, has had 40 s.
+		{90 * time.Second, 50 * time.Second, ""},
+		{130 * time.Second, 70 * time.Second, "within 1m0s of boot time (2m10s since QEMU started, 1m10s of it waiting for a CPU)"},
+		{599 * time.Second, 590 * time.Second, ""},
+		{600 * time.Second, 595 * time.Second, "within 10m0s since QEMU started (9m55s of it waiting for a CPU; the host is too busy"},
+	}
+	for _, tc := range cases {
+		c := newBootClock(t0, nil)
+		c.last, c.stalled = t0.Add(tc.wall), tc.stalled
+		got := c.expired(timeout)
+		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("wall %v stalled %v: expired = %q, want %q", tc.wall, tc.stalled, got, tc.want)
+		}
+	}
+}
+
+// watchBoot gives a starved boot the time it waited for a CPU and ends a
+// boot that ran out of its own time with a bootTimeoutError.
+func TestWatchBootStarved(t *testing.T) {
+	var mu sync.Mutex
+	var lines []string
+	n := &Node{cfg: &resolved{Config: Config{Name: "h3", BootTimeout: 400 * time.Millisecond,
+		Logf: func(f string, a ...any) { mu.Lock(); lines = append(lines, fmt.Sprintf(f, a...)); mu.Unlock() }}}}
+	// For its first second the "QEMU" waits for a CPU the whole time.
+	t0 := time.Now()
+	starved := time.Second
+	clock := newBootClock(t0, func() (map[int]uint64, error) {
+		return map[int]uint64{1: uint64(min(time.Since(t0), starved))}, nil
+	})
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	done := make(chan struct{})
+	go func() { n.watchBoot(ctx, cancel, clock); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("watchBoot did not end the boot")
+	}
+	took := time.Since(t0)
+	cause := context.Cause(ctx)
+	var bt *bootTimeoutError
+	if !errors.As(cause, &bt) || !errors.Is(cause, errBootTimeout) {
+		t.Fatalf("cause %v, want a bootTimeoutError", cause)
+	}
+	// 1 s starved + 0.4 s of its own, sampled every 200 ms.
+	if took < starved+400*time.Millisecond-bootTick || took > starved+400*time.Millisecond+5*bootTick {
+		t.Errorf("the boot ended after %v, want about %v", took, starved+400*time.Millisecond)
+	}
+	if !strings.Contains(bt.msg, "of it waiting for a CPU") {
+		t.Errorf("message %q", bt.msg)
+	}
+	t.Logf("ended after %v: %s", took, bt.msg)
+}
+
+// schedstatDelays sees a process that shares one core with another busy
+// one wait for that core about half the time.
+func TestSchedstatDelaysRealContention(t *testing.T) {
+	if _, err := os.Stat("/proc/self/schedstat"); err != nil {
+		t.Skip("this kernel has no schedstat (CONFIG_SCHED_INFO)")
+	}
+	if testing.Short() {
+		t.Skip("keeps a core busy for a second")
+	}
+	cores := hostCPUs()
+	core := -1
+	for c := range cores {
+		if core < 0 || c < core {
+			core = c
+		}
+	}
+	var hogs []*exec.Cmd
+	t.Cleanup(func() {
+		for _, h := range hogs {
+			h.Process.Kill()
+			h.Wait()
+		}
+	})
+	for range 2 {
+		h := exec.Command("sh", "-c", "while :; do :; done")
+		if err := h.Start(); err != nil {
+			t.Fatal(err)
+		}
+		hogs = append(hogs, h)
+		var set unix.CPUSet
+		set.Set(core)
+		if err := unix.SchedSetaffinity(h.Process.Pid, &set); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pid := hogs[0].Process.Pid
+	t0 := time.Now()
+	c := newBootClock(t0, func() (map[int]uint64, error) { return schedstatDelays(pid) })
+	c.sample(t0) // a zero interval: nothing
+	time.Sleep(100 * time.Millisecond)
+	c.sample(time.Now()) // from here on, both share the core
+	base := c.stalled
+	start := c.last
+	for time.Since(start) < time.Second {
+		time.Sleep(bootTick)
+		c.sample(time.Now())
+	}
+	wall := c.last.Sub(start)
+	stalled := c.stalled - base
+	t.Logf("over %v the hog waited %v for its core", wall, stalled)
+	// Two busy processes on one core: each waits about half the time
+	// (more when other work also runs on that core).
+	if stalled < wall*3/10 || stalled > wall {
+		t.Errorf("stalled %v of %v, want 30-100 %%", stalled, wall)
+	}
+}
