@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test: gofmt, go vet, then unit and integration tests with the
-# race detector, then the DPDK port's tests. Integration tests need root.
+# race detector, then the DPDK port's tests and the topologies whose emulated
+# VF links use it. Integration tests need root.
 #
 # On a developer's machine a test whose prerequisite is missing (root, a
 # tool) skips and says why. Under CI (CI=true, or HYMN_REQUIRE=all) such a
@@ -38,3 +39,7 @@ go test -json -race -p 1 -count=1 -timeout 45m ./... | "${report[@]}" "${require
 # The DPDK port (cgo over Debian's libdpdk) against DPDK's virtual devices.
 echo "*** go test -tags dpdk ./emulator/dpdk/"
 go test -json -tags dpdk -count=1 ./emulator/dpdk/ | "${report[@]}" "${require[@]}"
+# Emulated VF links on DPDK ports in whole topologies (dpdklink*.go), side
+# by side with AF_PACKET ports; the rest of the package ran above.
+echo "*** go test -tags dpdk -run DPDK ."
+go test -json -tags dpdk -count=1 -run DPDK . | "${report[@]}" "${require[@]}"

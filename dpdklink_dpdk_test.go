@@ -1,0 +1,183 @@
+//go:build dpdk
+
+package hymn
+
+import (
+	"context"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hymn-net/hymn/emulator"
+	"github.com/hymn-net/hymn/emulator/dpdk"
+	"github.com/hymn-net/hymn/internal/testenv"
+	"github.com/hymn-net/hymn/linkparams"
+	"github.com/hymn-net/hymn/measure"
+	"github.com/hymn-net/hymn/sriov"
+	"github.com/hymn-net/hymn/topo"
+)
+
+// TestDPDKPortsInTopology builds linear,2 on the simulated SR-IOV NIC with
+// every link emulated (h1 ─ s1 ─ s2 ─ h2, three emulated VF links), once
+// with AF_PACKET ports and once with DPDK ports (net_af_packet vdevs on
+// the VFs), side by side. Each run measures the path without delay first,
+// then with 5 ms on every link: the one-way delay h1→h2 must be the
+// path's own plus 15 ms within 1 % (150 µs), none earlier than 15 ms, and
+// every forwarder must release its frames on time (lateness p50 ≤ 50 µs).
+// A DPDK port is polled, so its path's own latency varies from run to
+// run on this VM (p50 38-138 µs); that is why the delay is judged against
+// the path measured in the same network a moment before. Then pingall and
+// iperf cross, and after Stop no DPDK device, namespace or VF is left.
+//
+// This shared VM sometimes stops every thread for tens of ms (seen: both
+// port kinds' p99 at 80-90 ms in the same run, the rest as usual). Such a
+// stall is the machine's, not the emulator's, and it moves a mean by
+// percents: a thread that sleeps 1 ms at a time watches for it, and a
+// measurement during which it overslept by more than 10 ms is repeated
+// (at most three times; the log says so). If the machine stalled every
+// time, the mean says nothing about the emulator, and the median is
+// judged instead, by the same 1 %.
+func TestDPDKPortsInTopology(t *testing.T) {
+	testenv.Root(t)
+	testenv.Tools(t, "ping", "iperf3")
+	for _, ports := range []string{linkparams.PortsAFPacket, linkparams.PortsDPDK} {
+		t.Run(ports, func(t *testing.T) { testPortsInTopology(t, ports) })
+	}
+	for _, d := range dpdk.Devices() {
+		if strings.HasPrefix(d, "net_af_packet_hymn") {
+			t.Errorf("DPDK device %s left after the networks stopped", d)
+		}
+	}
+}
+
+// watchStalls starts a thread that sleeps 1 ms at a time; the function it
+// returns stops it and reports its longest oversleep.
+func watchStalls() func() time.Duration {
+	done := make(chan struct{})
+	worst := make(chan time.Duration, 1)
+	go func() {
+		runtime.LockOSThread()
+		var w time.Duration
+		for {
+			select {
+			case <-done:
+				worst <- w
+				return
+			default:
+			}
+			t0 := time.Now()
+			emulator.ThreadSleep(time.Millisecond)
+			w = max(w, time.Since(t0)-time.Millisecond)
+		}
+	}()
+	return func() time.Duration { close(done); return <-worst }
+}
+
+func testPortsInTopology(t *testing.T, ports string) {
+	top := topo.New()
+	for _, h := range []string{"h1", "h2"} {
+		top.AddHost(h, nil)
+	}
+	for _, s := range []string{"s1", "s2"} {
+		top.AddSwitch(s, nil)
+	}
+	// delay=0: an emulator on every link, doing nothing yet.
+	path := [][2]string{{"h1", "s1"}, {"s1", "s2"}, {"s2", "h2"}}
+	for _, l := range path {
+		top.AddLink(l[0], l[1], linkparams.Params(linkparams.Delay(0)))
+	}
+	net := startSRIOVNet(t, top, Options{Links: LinksSRIOV, SRIOV: &sriov.Config{Simulate: sriov.SimAlways, Emulator: ports}})
+	ctx := context.Background()
+	if ports == linkparams.PortsDPDK {
+		n := 0
+		for _, d := range dpdk.Devices() {
+			if strings.HasPrefix(d, "net_af_packet_hymn") {
+				n++
+			}
+		}
+		if n != 2*len(path) {
+			t.Fatalf("%d DPDK net_af_packet devices for %d emulated links; want two each (%v)", n, len(path), dpdk.Devices())
+		}
+	}
+	if loss, err := net.PingAll(ctx, 0); err != nil || loss != 0 {
+		t.Fatalf("pingall: %v%% lost, %v", loss, err)
+	}
+	probe := func(what string) *measure.Result {
+		t.Helper()
+		rep, err := net.Measure(ctx, "h1", "h2", measure.Config{Rates: []float64{1000}, Duration: 2 * time.Second, Drain: 300 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := rep.Results[0]
+		l := r.Latency
+		t.Logf("%s ports, %s: one-way h1→h2 mean %.1f µs, min %.1f, p50 %.1f, p99 %.1f, max %.1f; sent %d lost %d reordered %d",
+			ports, what, l.Mean, l.Min, l.P50, l.P99, l.Max, r.Sent, r.Lost, r.Reordered)
+		if r.Lost != 0 || r.Reordered != 0 {
+			t.Errorf("%s ports, %s: %d lost, %d reordered of %d", ports, what, r.Lost, r.Reordered, r.Sent)
+		}
+		return r
+	}
+	const delay = 5 * time.Millisecond
+	setDelay := func(d time.Duration) {
+		t.Helper()
+		for _, l := range path {
+			if err := net.SetLink(l[0], l[1], BothDirections, linkparams.Delay(d)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var base, res *measure.Result
+	stalled := false
+	for attempt := 1; ; attempt++ {
+		stall := watchStalls()
+		setDelay(0)
+		base = probe("no delay")
+		setDelay(delay)
+		res = probe("5 ms on each of 3 links")
+		worst := stall()
+		stalled = worst > 10*time.Millisecond
+		if !stalled || attempt == 3 {
+			t.Logf("%s ports: longest oversleep of a 1 ms sleep during the measurements: %v", ports, worst)
+			break
+		}
+		t.Logf("%s ports: the machine stalled (a 1 ms sleep overslept by %v) during attempt %d; measuring again", ports, worst, attempt)
+	}
+	want := float64(len(path)) * float64(delay/time.Microsecond)
+	added := res.Latency.Mean - base.Latency.Mean - want
+	addedP50 := res.Latency.P50 - base.Latency.P50 - want
+	t.Logf("%s ports: beyond %.0f µs and the path's own: mean %+.1f µs (%+.2f %%), p50 %+.1f µs (%+.2f %%)", ports, want, added, 100*added/want, addedP50, 100*addedP50/want)
+	if res.Latency.Min < want {
+		t.Errorf("%s ports: a probe crossed in %.1f µs, less than the %.0f µs of delay", ports, res.Latency.Min, want)
+	}
+	what, got, path0, now := "mean", added, base.Latency.Mean, res.Latency.Mean
+	if stalled {
+		t.Logf("%s ports: the machine stalled in every attempt: judging the median", ports)
+		what, got, path0, now = "median", addedP50, base.Latency.P50, res.Latency.P50
+	}
+	if got > 0.01*want || got < -0.01*want {
+		t.Errorf("%s ports: %s one-way delay %.1f µs is %+.1f µs from %.0f µs plus the path's own %.1f µs; want within 1 %%", ports, what, now, got, want, path0)
+	}
+	for _, l := range path {
+		st, err := net.LinkStats(l[0], l[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		late := st.Forward.Emulator.Lateness
+		t.Logf("%s ports, link %s-%s: forwarder lateness p50 %v mean %v p99 %v", ports, l[0], l[1], late.P50, late.Mean, late.P99)
+		if late.P50 > 50*time.Microsecond {
+			t.Errorf("%s ports, link %s-%s: frames released late: %+v; want p50 at most 50 µs", ports, l[0], l[1], late)
+		}
+	}
+	if loss, err := net.PingAll(ctx, 0); err != nil || loss != 0 {
+		t.Fatalf("pingall with 5 ms links: %v%% lost, %v", loss, err)
+	}
+	ip, err := net.Iperf(ctx, "h1", "h2", 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s ports: iperf h1→h2 over 3 emulated links of 5 ms: %s", ports, ip.ServerText)
+	if ip.ServerBps <= 0 {
+		t.Errorf("%s ports: iperf carried nothing: %+v", ports, ip)
+	}
+}
