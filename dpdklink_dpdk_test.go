@@ -11,8 +11,10 @@ import (
 
 	"github.com/hymn-net/hymn/emulator"
 	"github.com/hymn-net/hymn/emulator/dpdk"
+	"github.com/hymn-net/hymn/internal/owner"
 	"github.com/hymn-net/hymn/internal/testenv"
 	"github.com/hymn-net/hymn/linkparams"
+	"github.com/hymn-net/hymn/links"
 	"github.com/hymn-net/hymn/measure"
 	"github.com/hymn-net/hymn/sriov"
 	"github.com/hymn-net/hymn/topo"
@@ -179,5 +181,49 @@ func testPortsInTopology(t *testing.T, ports string) {
 	t.Logf("%s ports: iperf h1→h2 over 3 emulated links of 5 ms: %s", ports, ip.ServerText)
 	if ip.ServerBps <= 0 {
 		t.Errorf("%s ports: iperf carried nothing: %+v", ports, ip)
+	}
+}
+
+// TestDPDKOpenFailureLeavesNothing: when the second VF's port cannot be
+// made (no such interface), the first's device is removed again; a pair
+// opened and released leaves no device either.
+func TestDPDKOpenFailureLeavesNothing(t *testing.T) {
+	testenv.Root(t)
+	helper, err := links.CreateHelperNS(owner.NamespaceName(owner.NewRunID(), "@emu"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { helper.Delete() })
+	if _, err := links.CreateVeth(links.End{NS: helper, Name: "x0"}, links.End{NS: helper, Name: "x1"}); err != nil {
+		t.Fatal(err)
+	}
+	ours := func() []string {
+		var out []string
+		for _, d := range dpdk.Devices() {
+			if strings.HasPrefix(d, "net_af_packet_hymn") {
+				out = append(out, d)
+			}
+		}
+		return out
+	}
+	before := len(ours())
+	if _, err := openSimDPDK(helper, [2]string{"x0", "nosuch0"}, 1500); err == nil || !strings.Contains(err.Error(), "nosuch0") {
+		t.Fatalf("opening a port on a missing VF: %v", err)
+	}
+	if left := ours(); len(left) != before {
+		t.Fatalf("a failed open left DPDK devices: %v", left)
+	}
+	d, err := openSimDPDK(helper, [2]string{"x0", "x1"}, 1500)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(ours()); n != before+2 {
+		t.Errorf("%d devices after opening two ports; want %d", n, before+2)
+	}
+	if err := d.release(); err != nil {
+		t.Fatal(err)
+	}
+	if left := ours(); len(left) != before {
+		t.Fatalf("released ports left DPDK devices: %v", left)
 	}
 }
