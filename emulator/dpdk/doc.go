@@ -13,7 +13,18 @@
 // spanning every CPU), so it does not fight the Go scheduler. One process
 // serves many ports: virtual devices are created after the EAL starts
 // (rte_vdev_init). EAL writes /var/run/dpdk/<prefix>; Cleanup removes it,
-// and RemoveStale removes what crashed processes left.
+// and RemoveStale removes what crashed processes left. Config.Args is the
+// EAL command line as a pure function of the Config, so the hardware case
+// is tested without hardware: there Config.PCI replaces --no-pci with an
+// allow list (-a) of VFs bound to vfio-pci, and AttachPCI/DetachPCI
+// hot-plug further VFs; a process whose EAL started with --no-pci cannot
+// attach PCI devices. Devices lists the ethdevs that exist, for leak
+// checks.
+//
+// Package hymn uses it for emulated SR-IOV links with emulator=dpdk
+// (dpdklink.go): net_af_packet devices on the simulated NIC's VF netdevs,
+// or the VFs' own poll-mode drivers on hardware; the EAL is started once
+// per process by the first such link and ended by hymn.CleanupDPDK.
 //
 // The burst functions of DPDK are static inline, which cgo cannot call;
 // small C wrappers in the preamble do one cgo call per burst and copy
