@@ -1,0 +1,32 @@
+// Package cluster runs one topology across several workers (machines,
+// or Kubernetes pods): each worker runs its part — the nodes package
+// partition gave it, the links between them — with exactly the code a
+// single machine uses (hymn.Network), and every cut link (ends on two
+// workers) becomes a VXLAN tunnel between the workers' addresses.
+//
+// A cut link is one VXLAN device per side, one VNI per link (VNIBase plus
+// the link's index in the plan, so both sides agree without talking),
+// remote = the peer worker's address, UDP port 4789 unless configured.
+// The device is created in the worker's own namespace (where the underlay
+// lives: its UDP socket stays there) and moved into the node's namespace
+// under the link's planned interface name, address and MAC, so addresses,
+// routes, bridges and captures treat it like a veth end. Its MTU is the
+// link's (1500 by default): the underlay must carry 50 bytes more (1550
+// over IPv4: inner Ethernet 14, VXLAN 8, UDP 8, IPv4 20), which the worker
+// checks against the route to the peer before building anything. A cut
+// link with emulation parameters is emulated on the sending side of each
+// direction: the worker holding the link's first end runs a>b, the other
+// b>a, each with an emulator between the node's veth and the VXLAN device
+// in a helper namespace, and passes the received direction untouched.
+//
+// The worker (hymn worker, Worker) speaks JSON lines: it reports "ready"
+// once its part is built, is told its peers' addresses ("link"), reports
+// "linked" once its VXLAN links are up, answers "stats" and "exec" (a
+// command in one of its nodes), and on "stop", end of input or SIGTERM
+// tears everything down and reports "stopped". A coordinator (Run) drives
+// the workers through a Transport: Local runs them as processes in
+// separate network namespaces ("machines") on this host, joined by a
+// bridge; a Kubernetes transport (pods created through the API server,
+// the same worker binary inside) is the next backend behind the same
+// interface.
+package cluster

@@ -1,0 +1,308 @@
+package cluster
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"github.com/hymn-net/hymn/partition"
+	"github.com/hymn-net/hymn/topo"
+)
+
+// DefaultPort is VXLAN's IANA port.
+const DefaultPort = 4789
+
+// DefaultVNIBase is the first VNI of a run's cut links; the link with
+// index i in the plan uses DefaultVNIBase+i.
+const DefaultVNIBase = 4200
+
+// MaxVNI is the largest VXLAN network identifier (24 bits).
+const MaxVNI = 1<<24 - 1
+
+// VXLANOverhead is what VXLAN adds on an IPv4 underlay: the inner
+// Ethernet header (14), VXLAN (8), UDP (8) and IPv4 (20). Over IPv6 it is
+// 70.
+const VXLANOverhead = 50
+
+// ErrBadSpec matches every error in a part specification (errors.Is).
+var ErrBadSpec = errors.New("bad part specification")
+
+// Spec is what a worker is given: the whole topology (every worker
+// resolves it the same way, so names and addresses agree), the split, and
+// which part is its own. It is JSON so a coordinator can hand it over any
+// transport (a file, a ConfigMap).
+type Spec struct {
+	// Topology is a built-in spec ("linear,4") or, with File set, the
+	// contents of a hymn YAML/JSON topology file.
+	Topology string `json:"topology"`
+	File     string `json:"file,omitempty"` // the file's name, for error messages
+	IPBase   string `json:"ipbase,omitempty"`
+	AutoMAC  bool   `json:"mac,omitempty"`
+
+	Worker  int            `json:"worker"`  // this worker's number
+	Workers int            `json:"workers"` // how many there are
+	Assign  map[string]int `json:"assign"`  // node -> worker, every node
+
+	Port    int `json:"port,omitempty"`     // VXLAN UDP port; 0: DefaultPort
+	VNIBase int `json:"vni_base,omitempty"` // 0: DefaultVNIBase
+}
+
+// LoadSpec reads a JSON spec, refusing unknown fields (a typo would
+// otherwise silently mean the default) and trailing data.
+func LoadSpec(data []byte) (*Spec, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var s Spec
+	if err := dec.Decode(&s); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadSpec, err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("%w: data after the JSON object", ErrBadSpec)
+	}
+	return &s, nil
+}
+
+func (s *Spec) port() int {
+	if s.Port == 0 {
+		return DefaultPort
+	}
+	return s.Port
+}
+
+func (s *Spec) vniBase() int {
+	if s.VNIBase == 0 {
+		return DefaultVNIBase
+	}
+	return s.VNIBase
+}
+
+// Resolved is a spec read and checked against its topology.
+type Resolved struct {
+	Spec *Spec
+	Plan *topo.Plan // the whole topology
+	// Cut are the cut links touching this worker, in plan order.
+	Cut []CutLink
+}
+
+// CutLink is a link with one end on this worker and one elsewhere.
+type CutLink struct {
+	Link   *topo.PlannedLink
+	Index  int // in the plan's links
+	VNI    int
+	Local  *topo.Intf
+	Remote *topo.Intf
+	Peer   int  // the worker holding Remote
+	First  bool // Local is the link's first end (a): this side emulates a>b
+}
+
+// Resolve loads the spec's topology, resolves it and checks the spec
+// against it: every node assigned to a worker in range, VNIs in range.
+func (s *Spec) Resolve() (*Resolved, error) {
+	if s.Workers < 1 {
+		return nil, fmt.Errorf("%w: workers must be at least 1, got %d", ErrBadSpec, s.Workers)
+	}
+	if s.Worker < 0 || s.Worker >= s.Workers {
+		return nil, fmt.Errorf("%w: worker %d does not exist: there are %d, numbered 0 to %d", ErrBadSpec, s.Worker, s.Workers, s.Workers-1)
+	}
+	if s.Port < 0 || s.Port > 65535 {
+		return nil, fmt.Errorf("%w: port %d is not a UDP port (1-65535; 0 for %d)", ErrBadSpec, s.Port, DefaultPort)
+	}
+	if s.VNIBase < 0 || s.VNIBase > MaxVNI {
+		return nil, fmt.Errorf("%w: vni_base %d is outside 1-%d", ErrBadSpec, s.VNIBase, MaxVNI)
+	}
+	plan, err := s.resolvePlan()
+	if err != nil {
+		return nil, fmt.Errorf("%w: topology: %w", ErrBadSpec, err)
+	}
+	var errs []error
+	counts := make([]int, s.Workers)
+	for _, pn := range plan.Nodes {
+		w, ok := s.Assign[pn.Name]
+		switch {
+		case !ok:
+			errs = append(errs, fmt.Errorf("node %s is assigned to no worker", pn.Name))
+		case w < 0 || w >= s.Workers:
+			errs = append(errs, fmt.Errorf("node %s is assigned to worker %d, which does not exist (0 to %d)", pn.Name, w, s.Workers-1))
+		default:
+			counts[w]++
+		}
+	}
+	for name := range s.Assign {
+		if plan.Node(name) == nil {
+			errs = append(errs, fmt.Errorf("assign names node %q, which the topology does not have", name))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadSpec, err)
+	}
+	if counts[s.Worker] == 0 {
+		return nil, fmt.Errorf("%w: worker %d has no nodes", ErrBadSpec, s.Worker)
+	}
+	r := &Resolved{Spec: s, Plan: plan}
+	for i, l := range plan.Links {
+		w1, w2 := s.Assign[l.Intf1.Node], s.Assign[l.Intf2.Node]
+		if w1 == w2 || (w1 != s.Worker && w2 != s.Worker) {
+			continue
+		}
+		vni := s.vniBase() + i
+		if vni > MaxVNI {
+			return nil, fmt.Errorf("%w: link %s would need VNI %d, above %d; lower vni_base", ErrBadSpec, l, vni, MaxVNI)
+		}
+		c := CutLink{Link: l, Index: i, VNI: vni, Local: l.Intf1, Remote: l.Intf2, Peer: w2, First: true}
+		if w2 == s.Worker {
+			c.Local, c.Remote, c.Peer, c.First = l.Intf2, l.Intf1, w1, false
+		}
+		r.Cut = append(r.Cut, c)
+	}
+	return r, nil
+}
+
+// NewSpec splits a topology for n workers and returns one spec per
+// worker. topology and file are as in Spec.
+func NewSpec(topology, file string, ipbase string, autoMAC bool, n int, opts partition.Options) ([]*Spec, *partition.Result, error) {
+	base := &Spec{Topology: topology, File: file, IPBase: ipbase, AutoMAC: autoMAC, Workers: n}
+	// The same resolution the workers will do, so the plan agrees.
+	r0, err := base.resolvePlan()
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: topology: %w", ErrBadSpec, err)
+	}
+	opts.Parts = n
+	res, err := partition.Split(r0, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	specs := make([]*Spec, n)
+	for i := range specs {
+		s := *base
+		s.Worker = i
+		s.Assign = res.Assign
+		specs[i] = &s
+	}
+	return specs, res, nil
+}
+
+// resolvePlan loads and resolves the topology only.
+func (s *Spec) resolvePlan() (*topo.Plan, error) {
+	var t *topo.Topo
+	var fopts topo.FileOptions
+	var err error
+	if s.File != "" {
+		t, fopts, err = topo.Load(s.File, []byte(s.Topology))
+	} else {
+		if strings.TrimSpace(s.Topology) == "" {
+			return nil, errors.New("no topology")
+		}
+		t, err = topo.FromSpecString(s.Topology)
+	}
+	if err != nil {
+		return nil, err
+	}
+	addr := fopts.Address()
+	if s.IPBase != "" {
+		if addr.IPBase, err = netip.ParsePrefix(s.IPBase); err != nil {
+			return nil, fmt.Errorf("ipbase %q: %v", s.IPBase, err)
+		}
+	}
+	addr.AutoMAC = addr.AutoMAC || s.AutoMAC
+	return topo.Resolve(t, addr)
+}
+
+// Part returns the topology of this worker's part: its nodes, with the
+// names, ports, addresses and MACs the whole plan gave them, and the links
+// between them. Cut links are left out (the VXLAN links replace them), so
+// a node's first interface here may not be its first in the plan: its
+// address then goes on explicitly, per link end. Routes are left out too
+// and applied once the cut links exist (RoutesOf), since they may name a
+// cut link's interface or gateway.
+func (r *Resolved) Part() (*topo.Topo, error) {
+	s := r.Spec
+	t := topo.New()
+	for _, pn := range r.Plan.Nodes {
+		if s.Assign[pn.Name] != s.Worker {
+			continue
+		}
+		params := pn.Params.Clone()
+		if params == nil {
+			params = topo.Params{}
+		}
+		delete(params, "routes")
+		delete(params, "defaultRoute")
+		if !pn.IsSwitch() {
+			delete(params, "ip")
+			delete(params, "mac")
+			first := pn.DefaultIntf()
+			if first == nil || s.Assign[first.Link.Peer(first).Node] == s.Worker {
+				// Its first interface stays its first here.
+				if pn.IP.IsValid() {
+					params["ip"] = pn.IP.String()
+				} else {
+					params["ip"] = "none"
+				}
+				if pn.MAC != nil {
+					params["mac"] = pn.MAC.String()
+				}
+			} else {
+				params["ip"] = "none"
+			}
+		}
+		t.AddNode(pn.Name, pn.Kind, params)
+	}
+	for _, l := range r.Plan.Links {
+		if s.Assign[l.Intf1.Node] != s.Worker || s.Assign[l.Intf2.Node] != s.Worker {
+			continue
+		}
+		params := l.Params.Clone()
+		if params == nil {
+			params = topo.Params{}
+		}
+		for k, i := range map[string]*topo.Intf{"1": l.Intf1, "2": l.Intf2} {
+			if i.IP.IsValid() {
+				params["ip"+k] = i.IP.String()
+			}
+			if i.MAC != nil {
+				params["mac"+k] = i.MAC.String()
+			}
+			params["intfName"+k] = i.Name
+		}
+		t.AddLinkPorts(l.Intf1.Node, l.Intf2.Node, l.Intf1.Port, l.Intf2.Port, params)
+	}
+	if err := t.Err(); err != nil {
+		return nil, fmt.Errorf("part %d: %w", s.Worker, err)
+	}
+	return t, nil
+}
+
+// Routes returns a node's static routes as hymn applies them (its
+// defaultRoute first), for applying once the cut links exist.
+func Routes(pn *topo.PlannedNode) []string {
+	var specs []string
+	if dr := strings.TrimSpace(pn.Params["defaultRoute"]); dr != "" {
+		specs = append(specs, "default "+dr)
+	}
+	for _, r := range strings.Split(pn.Params["routes"], ";") {
+		if r = strings.TrimSpace(r); r != "" {
+			specs = append(specs, r)
+		}
+	}
+	return specs
+}
+
+// LocalNodes returns this worker's nodes in plan order.
+func (r *Resolved) LocalNodes() []*topo.PlannedNode {
+	var out []*topo.PlannedNode
+	for _, pn := range r.Plan.Nodes {
+		if r.Spec.Assign[pn.Name] == r.Spec.Worker {
+			out = append(out, pn)
+		}
+	}
+	return out
+}
+
+// String names a cut link for messages and reports.
+func (c CutLink) String() string {
+	return c.Link.String() + " (vni " + strconv.Itoa(c.VNI) + ")"
+}
