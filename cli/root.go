@@ -104,7 +104,8 @@ Progress goes to stderr, as Mininet's does. hymn must run as root.`,
 	if MNMode() {
 		setupMNMode(root, f) // mn.go
 	}
-	root.AddCommand(newCleanCmd(stdout, stderr), newVersionCmd(stdout), newEmulateCmd(), newRunCmd(stdin, stdout, stderr), NewGraphCmd(), NewVMCmd(), NewSRIOVCmd(), newMeasureCmd(stdin, stdout, stderr), newListCmd(stdout))
+	root.AddCommand(newCleanCmd(stdout, stderr), newVersionCmd(stdout), newEmulateCmd(), newRunCmd(stdin, stdout, stderr), NewGraphCmd(), NewVMCmd(), NewSRIOVCmd(), newMeasureCmd(stdin, stdout, stderr), newListCmd(stdout),
+		newWorkerCmd(stdin, stdout), newClusterCmd(stdout, stderr)) // cluster.go
 	return root
 }
 

@@ -306,3 +306,6 @@ func (r *Resolved) LocalNodes() []*topo.PlannedNode {
 func (c CutLink) String() string {
 	return c.Link.String() + " (vni " + strconv.Itoa(c.VNI) + ")"
 }
+
+// JSON returns the spec as a worker reads it.
+func (s *Spec) JSON() ([]byte, error) { return json.MarshalIndent(s, "", "  ") }

@@ -176,7 +176,43 @@ func Split(plan *topo.Plan, opts Options) (*Result, error) {
 		s.mem[p] += s.units[u].mem
 	}
 	s.balanceMemory()
+	s.renumber()
 	return s.result(plan)
+}
+
+// renumber orders the parts by their first node in the plan (h1's part is
+// worker 0), unless hints pinned nodes to numbered workers.
+func (s *splitter) renumber() {
+	for _, un := range s.units {
+		if un.pin >= 0 {
+			return
+		}
+	}
+	first := make([]int, s.k)
+	for p := range first {
+		first[p] = -1
+	}
+	for u, un := range s.units {
+		if p := s.part[u]; first[p] < 0 || un.members[0] < first[p] {
+			first[p] = un.members[0]
+		}
+	}
+	order := make([]int, s.k)
+	for p := range order {
+		order[p] = p
+	}
+	slices.SortFunc(order, func(a, b int) int { return first[a] - first[b] })
+	newOf := make([]int, s.k)
+	for np, p := range order {
+		newOf[p] = np
+	}
+	w, m := slices.Clone(s.weight), slices.Clone(s.mem)
+	for p := range s.k {
+		s.weight[newOf[p]], s.mem[newOf[p]] = w[p], m[p]
+	}
+	for u := range s.part {
+		s.part[u] = newOf[s.part[u]]
+	}
 }
 
 // starts returns the units growing is tried from: the plan's first node

@@ -1,0 +1,249 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hymn-net/hymn/partition"
+)
+
+// Transport starts workers somewhere and carries the protocol to them. The
+// coordinator knows nothing else about where workers run: Local runs them
+// as processes in namespaces of this machine; a Kubernetes transport
+// creates a pod per worker through the API server (the spec in a
+// ConfigMap, the protocol over the pod's attach stream or a port) and
+// deletes them on Close.
+type Transport interface {
+	// Launch starts worker spec.Worker with its spec and returns the
+	// connection to it. The worker reports "ready" on it once built.
+	Launch(ctx context.Context, spec *Spec) (Conn, error)
+	// Close removes everything the transport made (machines, pods,
+	// files), after the workers have stopped or been killed.
+	Close() error
+}
+
+// Conn is the coordinator's line to one worker.
+type Conn interface {
+	Send(Command) error
+	// Events delivers the worker's events; it is closed when the worker
+	// has exited.
+	Events() <-chan Event
+	// Stop asks the worker to tear down and waits for it to exit, killing
+	// it when ctx ends first.
+	Stop(ctx context.Context) error
+}
+
+// Options configure a cluster run.
+type Options struct {
+	Partition partition.Options // Parts is the worker count
+	Port      int               // VXLAN port (0: 4789)
+	VNIBase   int
+	// ReadyTimeout bounds the wait for every worker to be built and
+	// linked (0: 5 minutes).
+	ReadyTimeout time.Duration
+	// Log receives progress lines; nil drops them.
+	Log func(format string, a ...any)
+}
+
+// Cluster is a topology running on workers.
+type Cluster struct {
+	Split  *partition.Result
+	Specs  []*Spec
+	Ready  []Event // each worker's ready event
+	Linked []Event // each worker's linked event
+	// Timings, for reports: launching and building the parts, then
+	// linking them.
+	BuildTime, LinkTime time.Duration
+
+	tr    Transport
+	conns []Conn
+	mu    []sync.Mutex // one exchange per worker at a time
+	ids   int
+	idMu  sync.Mutex
+}
+
+// Start splits the topology, launches every worker, waits until all are
+// built, hands them each other's addresses and waits until every cut link
+// is up. On any failure every worker is stopped and the transport closed:
+// nothing is left.
+func Start(ctx context.Context, tr Transport, topology, file, ipbase string, autoMAC bool, opts Options) (_ *Cluster, err error) {
+	logf := opts.Log
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	n := opts.Partition.Parts
+	specs, res, err := NewSpec(topology, file, ipbase, autoMAC, n, opts.Partition)
+	if err != nil {
+		tr.Close()
+		return nil, err
+	}
+	for _, s := range specs {
+		s.Port, s.VNIBase = opts.Port, opts.VNIBase
+		if _, err := s.Resolve(); err != nil {
+			tr.Close()
+			return nil, err
+		}
+	}
+	logf("*** Split over %d workers: %v nodes, %d cut links\n", n, res.Sizes(), res.CutSize())
+	c := &Cluster{Split: res, Specs: specs, tr: tr, conns: make([]Conn, n), mu: make([]sync.Mutex, n),
+		Ready: make([]Event, n), Linked: make([]Event, n)}
+	defer func() {
+		if err != nil {
+			sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			c.Stop(sctx)
+			cancel()
+		}
+	}()
+	timeout := opts.ReadyTimeout
+	if timeout <= 0 {
+		timeout = 5 * time.Minute
+	}
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	t0 := time.Now()
+	for i, s := range specs {
+		if c.conns[i], err = tr.Launch(rctx, s); err != nil {
+			return nil, fmt.Errorf("launching worker %d: %w", i, err)
+		}
+	}
+	// Wait for every worker concurrently: they build in parallel.
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.Ready[i], errs[i] = c.await(rctx, i, "ready", 0)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	c.BuildTime = time.Since(t0)
+	peers := make([]string, n)
+	for i, e := range c.Ready {
+		a, err := netip.ParseAddr(e.Address)
+		if err != nil {
+			return nil, fmt.Errorf("worker %d reported address %q: %v", i, e.Address, err)
+		}
+		peers[i] = a.String()
+		logf("*** worker %d ready at %s in %d ms: %s\n", i, a, e.Millis, strings.Join(e.Nodes, " "))
+	}
+	t1 := time.Now()
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.mu[i].Lock()
+			defer c.mu[i].Unlock()
+			id := c.nextID()
+			if errs[i] = c.conns[i].Send(Command{Cmd: "link", ID: id, Peers: peers}); errs[i] == nil {
+				c.Linked[i], errs[i] = c.await(rctx, i, "linked", id)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	c.LinkTime = time.Since(t1)
+	logf("*** %d cut links up in %v\n", res.CutSize(), c.LinkTime.Round(time.Millisecond))
+	return c, nil
+}
+
+func (c *Cluster) nextID() int {
+	c.idMu.Lock()
+	defer c.idMu.Unlock()
+	c.ids++
+	return c.ids
+}
+
+// await waits for worker i's event of that kind (and id, when not 0). An
+// error event for it, or any fatal one, or the worker's exit, is an error.
+func (c *Cluster) await(ctx context.Context, i int, kind string, id int) (Event, error) {
+	for {
+		select {
+		case <-ctx.Done():
+			return Event{}, fmt.Errorf("worker %d: no %s event: %w", i, kind, ctx.Err())
+		case e, ok := <-c.conns[i].Events():
+			if !ok {
+				return Event{}, fmt.Errorf("worker %d exited before its %s event", i, kind)
+			}
+			switch {
+			case e.Event == "error" && (e.Fatal || e.ID == id):
+				return e, fmt.Errorf("worker %d: %s", i, e.Error)
+			case e.Event == kind && e.ID == id:
+				return e, nil
+			}
+		}
+	}
+}
+
+// Worker returns the worker running a node, or an error naming it.
+func (c *Cluster) Worker(node string) (int, error) {
+	w, ok := c.Split.Assign[node]
+	if !ok {
+		return 0, fmt.Errorf("no node %q in the topology", node)
+	}
+	return w, nil
+}
+
+// Exec runs a program in a node on whichever worker holds it.
+func (c *Cluster) Exec(ctx context.Context, node string, timeout time.Duration, argv ...string) (Event, error) {
+	w, err := c.Worker(node)
+	if err != nil {
+		return Event{}, err
+	}
+	c.mu[w].Lock()
+	defer c.mu[w].Unlock()
+	id := c.nextID()
+	if err := c.conns[w].Send(Command{Cmd: "exec", ID: id, Node: node, Argv: argv, Timeout: timeout.Seconds()}); err != nil {
+		return Event{}, fmt.Errorf("worker %d: %w", w, err)
+	}
+	return c.await(ctx, w, "exec", id)
+}
+
+// Stats asks every worker for its cut links' counters.
+func (c *Cluster) Stats(ctx context.Context) ([]Event, error) {
+	out := make([]Event, len(c.conns))
+	for i := range c.conns {
+		c.mu[i].Lock()
+		id := c.nextID()
+		err := c.conns[i].Send(Command{Cmd: "stats", ID: id})
+		if err == nil {
+			out[i], err = c.await(ctx, i, "stats", id)
+		}
+		c.mu[i].Unlock()
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// Stop stops every worker (they tear their parts down) and closes the
+// transport.
+func (c *Cluster) Stop(ctx context.Context) error {
+	errs := make([]error, len(c.conns))
+	var wg sync.WaitGroup
+	for i, conn := range c.conns {
+		if conn == nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := conn.Stop(ctx); err != nil {
+				errs[i] = fmt.Errorf("worker %d: %w", i, err)
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(append(errs, c.tr.Close())...)
+}

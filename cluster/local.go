@@ -1,0 +1,317 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hymn-net/hymn/internal/netnsx"
+	"github.com/hymn-net/hymn/internal/owner"
+	"github.com/hymn-net/hymn/links"
+	"github.com/vishvananda/netlink"
+)
+
+// LocalMTU is the underlay MTU of local machines: 1500 inside the tunnels
+// plus VXLAN's 50 bytes.
+const LocalMTU = 1500 + VXLANOverhead
+
+// Local runs workers as processes on this machine, each in a "machine" of
+// its own: a network namespace with one interface (eth0, MTU 1550) on a
+// bridge in a hub namespace, address 10.251.0.<i+1>/24. The worker
+// process is Command (a hymn binary: "hymn worker") started with nsenter
+// in its machine, the spec in a file, the protocol on its stdin/stdout.
+// Everything carries a run id of its own claimed with internal/owner, so
+// `hymn clean` removes the machines of a coordinator killed with -9
+// (whose workers tear down themselves when their stdin closes).
+type Local struct {
+	// Command is the worker program and its leading arguments, such as
+	// {"/usr/local/bin/hymn", "worker"}.
+	Command []string
+	// Args are added after the spec and address flags (--switch ...).
+	Args []string
+	// Stderr receives the workers' stderr, each line as it comes; nil
+	// discards it.
+	Stderr io.Writer
+	// StopGrace is how long a worker has to exit after its stdin closes
+	// before it gets SIGTERM (0: 20 s; tearing down a large part takes
+	// seconds).
+	StopGrace time.Duration
+
+	mu      sync.Mutex
+	run     string
+	claimed bool
+	dir     string
+	hub     *netnsx.Named
+	nss     []*netnsx.Named
+	procs   []*localConn
+}
+
+func (l *Local) setup() error {
+	if l.run != "" {
+		return nil
+	}
+	if len(l.Command) == 0 {
+		return errors.New("local transport: no worker command")
+	}
+	l.run = owner.NewRunID()
+	if err := owner.Claim(l.run); err != nil {
+		return err
+	}
+	l.claimed = true
+	var err error
+	if l.dir, err = os.MkdirTemp("", "hymn-cluster-"); err != nil {
+		return err
+	}
+	if l.hub, err = netnsx.CreateNamed(owner.NamespaceName(l.run, "@hub")); err != nil {
+		return err
+	}
+	return l.hub.Netlink(func(h *netlink.Handle) error {
+		br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "hub", MTU: LocalMTU}}
+		if err := h.LinkAdd(br); err != nil {
+			return fmt.Errorf("hub bridge: %w", err)
+		}
+		return h.LinkSetUp(br)
+	})
+}
+
+// Address is worker i's machine address.
+func (l *Local) Address(i int) netip.Addr {
+	return netip.AddrFrom4([4]byte{10, 251, byte((i + 1) >> 8), byte((i + 1) & 0xff)})
+}
+
+// machine creates worker i's namespace and plugs it into the hub.
+func (l *Local) machine(i int) (*netnsx.Named, error) {
+	m, err := netnsx.CreateNamed(owner.NamespaceName(l.run, fmt.Sprintf("@m%d", i)))
+	if err != nil {
+		return nil, err
+	}
+	l.nss = append(l.nss, m)
+	port := fmt.Sprintf("m%d", i)
+	if _, err := links.CreateVeth(links.End{NS: m, Name: "eth0", IP: netip.PrefixFrom(l.Address(i), 16), MTU: LocalMTU},
+		links.End{NS: l.hub, Name: port, MTU: LocalMTU}); err != nil {
+		return nil, err
+	}
+	err = l.hub.Netlink(func(h *netlink.Handle) error {
+		p, err := h.LinkByName(port)
+		if err != nil {
+			return err
+		}
+		br, err := h.LinkByName("hub")
+		if err != nil {
+			return err
+		}
+		return h.LinkSetMaster(p, br)
+	})
+	return m, err
+}
+
+// Launch creates the worker's machine and starts the worker in it.
+func (l *Local) Launch(ctx context.Context, spec *Spec) (Conn, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.setup(); err != nil {
+		return nil, err
+	}
+	i := spec.Worker
+	if i < 0 || i > 60000 {
+		return nil, fmt.Errorf("local transport: worker %d out of range", i)
+	}
+	m, err := l.machine(i)
+	if err != nil {
+		return nil, err
+	}
+	data, err := spec.JSON()
+	if err != nil {
+		return nil, err
+	}
+	file := filepath.Join(l.dir, fmt.Sprintf("worker%d.json", i))
+	if err := os.WriteFile(file, data, 0o600); err != nil {
+		return nil, err
+	}
+	args := append([]string{"--net=/run/netns/" + m.Namespace(), "--"}, l.Command...)
+	args = append(args, "--spec", file, "--address", l.Address(i).String())
+	args = append(args, l.Args...)
+	cmd := exec.Command("nsenter", args...)
+	// Its own process group: a Ctrl-C at the coordinator's terminal is
+	// the coordinator's to handle, not every worker's at once.
+	// No Pdeathsig: it fires when the launching OS thread exits, which a
+	// thread locked into a namespace does; a worker whose coordinator dies
+	// sees its stdin close and tears down.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if l.Stderr != nil {
+		cmd.Stderr = &prefixWriter{w: l.Stderr, prefix: fmt.Sprintf("[worker %d] ", i)}
+	}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting worker %d: %w", i, err)
+	}
+	grace := l.StopGrace
+	if grace <= 0 {
+		grace = 20 * time.Second
+	}
+	c := &localConn{cmd: cmd, stdin: stdin, events: make(chan Event, 16), done: make(chan struct{}), worker: i, grace: grace}
+	go c.read(stdout)
+	l.procs = append(l.procs, c)
+	return c, nil
+}
+
+// Close kills any worker still running and removes the machines, the hub,
+// the spec files and the run's record.
+func (l *Local) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var errs []error
+	for _, c := range l.procs {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		errs = append(errs, c.Stop(ctx))
+		cancel()
+	}
+	l.procs = nil
+	for _, m := range l.nss {
+		errs = append(errs, m.Delete())
+	}
+	l.nss = nil
+	if l.hub != nil {
+		errs = append(errs, l.hub.Delete())
+		l.hub = nil
+	}
+	if l.dir != "" {
+		errs = append(errs, os.RemoveAll(l.dir))
+		l.dir = ""
+	}
+	if l.claimed {
+		errs = append(errs, owner.Release(l.run))
+		l.claimed = false
+	}
+	return errors.Join(errs...)
+}
+
+type localConn struct {
+	worker  int
+	grace   time.Duration
+	cmd     *exec.Cmd
+	stdin   io.WriteCloser
+	events  chan Event
+	done    chan struct{} // closed when the process has been waited for
+	waitErr error
+	w       lineWriter
+	once    sync.Once
+}
+
+func (c *localConn) read(stdout io.Reader) {
+	lr := newLineReader(stdout)
+	for {
+		var e Event
+		err, fatal := lr.next(&e)
+		if fatal {
+			break
+		}
+		if err != nil {
+			e = Event{Event: "error", Worker: c.worker, Error: "worker output: " + err.Error()}
+		}
+		c.events <- e
+	}
+	io.Copy(io.Discard, stdout)
+	c.waitErr = c.cmd.Wait()
+	close(c.events)
+	close(c.done)
+}
+
+func (c *localConn) Send(cmd Command) error {
+	c.w.mu.Lock()
+	c.w.w = c.stdin
+	c.w.mu.Unlock()
+	return c.w.write(cmd)
+}
+
+func (c *localConn) Events() <-chan Event { return c.events }
+
+// Stop closes the worker's stdin (it tears down and exits), sends SIGTERM
+// if it is still running after a moment, and SIGKILL when ctx ends.
+func (c *localConn) Stop(ctx context.Context) error {
+	c.once.Do(func() { c.stdin.Close() })
+	// Drain events so the reader can reach Wait.
+	go func() {
+		for range c.events {
+		}
+	}()
+	select {
+	case <-c.done:
+		return c.exitErr()
+	case <-time.After(c.grace):
+		c.cmd.Process.Signal(syscall.SIGTERM)
+	case <-ctx.Done():
+	}
+	select {
+	case <-c.done:
+		return c.exitErr()
+	case <-ctx.Done():
+		c.cmd.Process.Kill()
+		<-c.done
+		return fmt.Errorf("worker %d killed: it did not stop in time", c.worker)
+	}
+}
+
+func (c *localConn) exitErr() error {
+	if c.waitErr != nil {
+		return fmt.Errorf("worker %d: %w", c.worker, c.waitErr)
+	}
+	return nil
+}
+
+// prefixWriter writes each line with a prefix.
+type prefixWriter struct {
+	mu     sync.Mutex
+	w      io.Writer
+	prefix string
+	mid    bool
+}
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := len(b)
+	for len(b) > 0 {
+		if !p.mid {
+			if _, err := io.WriteString(p.w, p.prefix); err != nil {
+				return 0, err
+			}
+		}
+		i := indexByte(b, '\n')
+		if i < 0 {
+			p.mid = true
+			_, err := p.w.Write(b)
+			return n, err
+		}
+		if _, err := p.w.Write(b[:i+1]); err != nil {
+			return 0, err
+		}
+		p.mid = false
+		b = b[i+1:]
+	}
+	return n, nil
+}
+
+func indexByte(b []byte, c byte) int {
+	for i, x := range b {
+		if x == c {
+			return i
+		}
+	}
+	return -1
+}
