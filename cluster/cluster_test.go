@@ -1,0 +1,464 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hymn-net/hymn/hymntest"
+	"github.com/hymn-net/hymn/internal/testenv"
+	"github.com/hymn-net/hymn/partition"
+	"github.com/hymn-net/hymn/topo"
+)
+
+// workerEnv makes the test binary a worker: Local starts it as "hymn
+// worker" would be started, and TestMain runs RunWorker, the code the
+// worker command runs, with the same flags.
+const workerEnv = "HYMN_CLUSTER_TEST_WORKER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(workerEnv) == "1" {
+		os.Exit(testWorker())
+	}
+	os.Exit(m.Run())
+}
+
+func testWorker() int {
+	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
+	specFile := fs.String("spec", "", "")
+	address := fs.String("address", "", "")
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		return 2
+	}
+	data, err := os.ReadFile(*specFile)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	spec, err := LoadSpec(data)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if err := RunWorker(ctx, WorkerOptions{Spec: spec, Address: netip.MustParseAddr(*address)}, os.Stdin, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+func localTransport(t *testing.T) *Local {
+	t.Setenv(workerEnv, "1")
+	return &Local{Command: []string{os.Args[0]}, Stderr: testWriter{t}, StopGrace: 2 * time.Second}
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(b []byte) (int, error) {
+	w.t.Logf("%s", strings.TrimRight(string(b), "\n"))
+	return len(b), nil
+}
+
+// assertLocalGone checks a local cluster left nothing: no namespace of the
+// transport's run or of any worker's network, no worker process.
+func assertLocalGone(t *testing.T, l *Local, c *Cluster) {
+	t.Helper()
+	if l.run != "" {
+		hymntest.AssertRunGone(t, l.run)
+	}
+	if c != nil {
+		for _, e := range c.Ready {
+			if e.Run != "" {
+				hymntest.AssertRunGone(t, e.Run)
+			}
+		}
+	}
+	for _, p := range l.procs {
+		if p.cmd.ProcessState == nil {
+			t.Errorf("worker %d still running", p.worker)
+		}
+	}
+}
+
+func TestLocalCluster(t *testing.T) {
+	testenv.RootAndTools(t, "ip", "ping", "nsenter")
+	l := localTransport(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := Start(ctx, l, "linear,4", "", "", false, Options{Partition: partition.Options{Parts: 2}, Log: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			c.Stop(context.Background())
+		}
+		assertLocalGone(t, l, c)
+	})
+	t.Logf("built in %v, linked in %v", c.BuildTime, c.LinkTime)
+	for i, e := range c.Ready {
+		if e.Address != l.Address(i).String() || len(e.Nodes) != 4 {
+			t.Errorf("worker %d ready: %+v", i, e)
+		}
+	}
+	// Every host pings every other, each ping run by its source's worker.
+	plan, _ := c.Specs[0].Resolve()
+	for _, src := range plan.Plan.Hosts() {
+		for _, dst := range plan.Plan.Hosts() {
+			if src == dst {
+				continue
+			}
+			e, err := c.Exec(ctx, src.Name, 5*time.Second, "ping", "-c1", "-W2", dst.IP.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if *e.Exit != 0 {
+				t.Errorf("%s -> %s: exit %d\n%s", src.Name, dst.Name, *e.Exit, e.Stdout)
+			}
+		}
+	}
+	st, err := c.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range st {
+		if len(e.Cut) != 1 || e.Cut[0].Tunnel.TxPackets == 0 || e.Cut[0].Tunnel.RxPackets == 0 {
+			t.Errorf("worker %d stats: %+v", i, e)
+		}
+	}
+	// A command for a node that is not there, and a failing program.
+	if _, err := c.Exec(ctx, "h9", time.Second, "true"); err == nil {
+		t.Error("exec on an unknown node accepted")
+	}
+	e, err := c.Exec(ctx, "h1", 5*time.Second, "sh", "-c", "echo out; echo err >&2; exit 3")
+	if err != nil || *e.Exit != 3 || e.Stdout != "out\n" || e.Stderr != "err\n" {
+		t.Errorf("exec: %+v %v", e, err)
+	}
+	if err := c.Stop(ctx); err != nil {
+		t.Error(err)
+	}
+	stopped = true
+}
+
+// SIGTERM to a worker: it tears its part down and exits 0; the rest of
+// the cluster stops cleanly after.
+func TestWorkerSIGTERM(t *testing.T) {
+	testenv.RootAndTools(t, "ip", "nsenter")
+	l := localTransport(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := Start(ctx, l, "linear,2", "", "", false, Options{Partition: partition.Options{Parts: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { assertLocalGone(t, l, c) })
+	p := l.procs[0]
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	var last Event
+	for e := range p.Events() {
+		last = e
+	}
+	<-p.done
+	if last.Event != "stopped" || p.waitErr != nil {
+		t.Errorf("after SIGTERM: last event %+v, exit %v", last, p.waitErr)
+	}
+	hymntest.AssertRunGone(t, c.Ready[0].Run)
+	if err := c.Stop(ctx); err != nil {
+		t.Error(err)
+	}
+}
+
+// Workers that never become ready, or die at once: Start fails with a
+// clear error and removes everything.
+func TestWorkerNeverReady(t *testing.T) {
+	testenv.RootAndTools(t, "ip", "nsenter", "sleep")
+	for _, tc := range []struct {
+		name    string
+		command []string
+		want    string
+	}{
+		{"hangs", []string{"sh", "-c", "exec sleep 600", "worker"}, "worker 0: no ready event: context deadline exceeded"},
+		{"exits", []string{"false"}, "exited before its ready event"},
+		{"garbage", []string{"echo", "not json"}, "worker output: bad line"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := &Local{Command: tc.command, StopGrace: time.Second}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			t0 := time.Now()
+			_, err := Start(ctx, l, "linear,2", "", "", false, Options{Partition: partition.Options{Parts: 2}, ReadyTimeout: 2 * time.Second})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want %q", err, tc.want)
+			}
+			t.Logf("%v after %v", err, time.Since(t0).Round(time.Millisecond))
+			assertLocalGone(t, l, nil)
+			if _, err := os.Stat(l.dir); l.dir != "" && err == nil {
+				t.Errorf("spec directory %s left", l.dir)
+			}
+		})
+	}
+}
+
+// The protocol run in-process: every bad command is answered with a
+// non-fatal error, the worker goes on, and "stop" tears down.
+func TestWorkerProtocolBadInput(t *testing.T) {
+	testenv.RootAndTools(t, "ip")
+	ms, addrs := machines(t, 1, 1550)
+	specs, _, err := NewSpec("linear,2", "", "", false, 1, partition.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- RunWorker(context.Background(), WorkerOptions{Spec: specs[0], Underlay: ms[0], Address: addrs[0]}, inR, outW)
+		outW.Close()
+	}()
+	dec := json.NewDecoder(outR)
+	next := func() Event {
+		t.Helper()
+		var e Event
+		if err := dec.Decode(&e); err != nil {
+			t.Fatalf("reading events: %v", err)
+		}
+		return e
+	}
+	ready := next()
+	if ready.Event != "ready" {
+		t.Fatalf("first event %+v", ready)
+	}
+	for _, tc := range []struct{ line, want string }{
+		{"not json", "bad line"},
+		{`{"cmd":"exec","id":1}`, "exec: no program"},
+		{`{"cmd":"exec","id":2,"node":"h9","argv":["true"]}`, `node "h9" is not on worker 0`},
+		{`{"cmd":"exec","id":3,"node":"h1","argv":["true"],"timeout":-1}`, "timeout -1 s is outside"},
+		{`{"cmd":"exec","id":4,"node":"h1","argv":["true"],"timeout":1e9}`, "is outside"},
+		{`{"cmd":"fly","id":5}`, `unknown command "fly"`},
+		{`{"cmd":"stats","id":6,"colour":"red"}`, `unknown field "colour"`},
+		{`{"cmd":"link","id":7,"peers":["10.0.0.300"]}`, `"10.0.0.300" is not an IP address`},
+		{`{"cmd":"stats"} {"cmd":"stats"}`, "more than one JSON value"},
+	} {
+		fmt.Fprintln(inW, tc.line)
+		e := next()
+		if e.Event != "error" || e.Fatal || !strings.Contains(e.Error, tc.want) {
+			t.Errorf("%s: got %+v, want a non-fatal error saying %q", tc.line, e, tc.want)
+		}
+	}
+	// Still serving: an exec works.
+	fmt.Fprintln(inW, `{"cmd":"exec","id":9,"node":"h1","argv":["echo","hi"]}`)
+	if e := next(); e.Event != "exec" || e.ID != 9 || e.Stdout != "hi\n" {
+		t.Errorf("exec after bad input: %+v", e)
+	}
+	// A link command whose peer count is wrong is fatal: the part cannot
+	// be wired; it tears down.
+	fmt.Fprintln(inW, `{"cmd":"link","id":10,"peers":["10.0.0.1","10.0.0.2"]}`)
+	if e := next(); e.Event != "error" || !e.Fatal || !strings.Contains(e.Error, "2 peer addresses for 1 workers") {
+		t.Errorf("bad link: %+v", e)
+	}
+	if e := next(); e.Event != "stopped" {
+		t.Errorf("after a fatal error: %+v", e)
+	}
+	if err := <-done; err == nil {
+		t.Error("RunWorker returned no error after a fatal one")
+	}
+	inW.Close()
+	hymntest.AssertRunGone(t, ready.Run)
+}
+
+// A line longer than MaxLine ends the worker (it cannot resynchronise),
+// torn down; the end of input does too, cleanly.
+func TestWorkerInputEnds(t *testing.T) {
+	testenv.RootAndTools(t, "ip")
+	ms, addrs := machines(t, 1, 1550)
+	specs, _, err := NewSpec("minimal", "", "", false, 1, partition.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		input func(w io.Writer)
+		fatal bool
+	}{
+		{"eof", func(io.Writer) {}, false},
+		{"long line", func(w io.Writer) { w.Write([]byte(strings.Repeat("x", MaxLine+10))) }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			inR, inW := io.Pipe()
+			outR, outW := io.Pipe()
+			done := make(chan error, 1)
+			go func() {
+				done <- RunWorker(context.Background(), WorkerOptions{Spec: specs[0], Underlay: ms[0], Address: addrs[0]}, inR, outW)
+				outW.Close()
+			}()
+			dec := json.NewDecoder(outR)
+			var events []Event
+			go func() {
+				tc.input(inW)
+				inW.Close()
+			}()
+			for {
+				var e Event
+				if dec.Decode(&e) != nil {
+					break
+				}
+				events = append(events, e)
+			}
+			err := <-done
+			if (err != nil) != tc.fatal {
+				t.Errorf("RunWorker: %v", err)
+			}
+			if len(events) < 2 || events[0].Event != "ready" || events[len(events)-1].Event != "stopped" {
+				t.Errorf("events %+v", events)
+			}
+			hymntest.AssertRunGone(t, events[0].Run)
+		})
+	}
+}
+
+func TestLoadSpecBad(t *testing.T) {
+	for _, tc := range []struct{ data, want string }{
+		{``, "EOF"},
+		{`[]`, "cannot unmarshal array"},
+		{`{"topology":"linear,2","workers":2,"colour":1}`, `unknown field "colour"`},
+		{`{"topology":"linear,2"} {}`, "data after the JSON object"},
+		{`{"topology":"linear,2","workers":"two"}`, "cannot unmarshal string"},
+	} {
+		_, err := LoadSpec([]byte(tc.data))
+		if err == nil || !errors.Is(err, ErrBadSpec) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.data, err, tc.want)
+		}
+	}
+}
+
+func TestResolveBad(t *testing.T) {
+	all := map[string]int{"h1": 0, "h2": 1, "s1": 0, "s2": 1}
+	for _, tc := range []struct {
+		name string
+		spec Spec
+		want string
+	}{
+		{"no workers", Spec{Topology: "linear,2", Workers: 0, Assign: all}, "workers must be at least 1"},
+		{"worker out of range", Spec{Topology: "linear,2", Workers: 2, Worker: 2, Assign: all}, "worker 2 does not exist"},
+		{"negative worker", Spec{Topology: "linear,2", Workers: 2, Worker: -1, Assign: all}, "worker -1 does not exist"},
+		{"port", Spec{Topology: "linear,2", Workers: 2, Assign: all, Port: 70000}, "port 70000 is not a UDP port"},
+		{"vni", Spec{Topology: "linear,2", Workers: 2, Assign: all, VNIBase: MaxVNI}, "would need VNI"},
+		{"vni negative", Spec{Topology: "linear,2", Workers: 2, Assign: all, VNIBase: -1}, "vni_base -1"},
+		{"no topology", Spec{Workers: 1, Assign: all}, "no topology"},
+		{"bad topology", Spec{Topology: "linear,x", Workers: 1, Assign: all}, "topology"},
+		{"bad file", Spec{Topology: "nodes: [h1, h1]", File: "t.yaml", Workers: 1, Assign: map[string]int{"h1": 0}}, "t.yaml:1:13"},
+		{"unassigned", Spec{Topology: "linear,2", Workers: 2, Assign: map[string]int{"h1": 0, "h2": 1, "s1": 0}}, "node s2 is assigned to no worker"},
+		{"assigned nowhere", Spec{Topology: "linear,2", Workers: 2, Assign: map[string]int{"h1": 0, "h2": 1, "s1": 0, "s2": 5}}, "node s2 is assigned to worker 5, which does not exist"},
+		{"unknown node", Spec{Topology: "linear,2", Workers: 2, Assign: map[string]int{"h1": 0, "h2": 1, "s1": 0, "s2": 1, "x": 0}}, `assign names node "x"`},
+		{"idle worker", Spec{Topology: "linear,2", Workers: 3, Worker: 2, Assign: all}, "worker 2 has no nodes"},
+		{"bad ipbase", Spec{Topology: "linear,2", Workers: 2, Assign: all, IPBase: "10.0.0.0/33"}, "ipbase"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := tc.spec.Resolve()
+			if err == nil || !errors.Is(err, ErrBadSpec) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// Both sides of every cut link agree on its VNI and on which end each
+// holds; each side emulates the direction it sends.
+func TestCutLinksAgree(t *testing.T) {
+	specs, res, err := NewSpec("torus,3,3", "", "", false, 3, partition.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byLink := map[string][]CutLink{}
+	for _, s := range specs {
+		r, err := s.Resolve()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range r.Cut {
+			byLink[c.Link.String()] = append(byLink[c.Link.String()], c)
+			if c.Peer == s.Worker || res.Part(c.Local.Node) != s.Worker || res.Part(c.Remote.Node) != c.Peer {
+				t.Errorf("worker %d: %+v", s.Worker, c)
+			}
+		}
+		// The part holds exactly the worker's nodes and the links between
+		// them, with the planned addresses.
+		part, err := r.Part()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if part.NodeCount() != len(res.Nodes[s.Worker]) {
+			t.Errorf("worker %d part has %d nodes, split gave %d", s.Worker, part.NodeCount(), len(res.Nodes[s.Worker]))
+		}
+	}
+	if len(byLink) != res.CutSize() {
+		t.Fatalf("%d cut links seen by workers, split cut %d", len(byLink), res.CutSize())
+	}
+	for name, sides := range byLink {
+		if len(sides) != 2 || sides[0].VNI != sides[1].VNI || sides[0].First == sides[1].First {
+			t.Errorf("%s: sides %+v", name, sides)
+		}
+	}
+}
+
+// A part keeps the plan's addresses even when a node's first interface is
+// a cut link (its address must not move to its next interface).
+func TestPartKeepsAddresses(t *testing.T) {
+	file := `
+nodes:
+  - {name: r1, kind: router, placement: 0}
+  - {name: h1, placement: 1}
+  - {name: h2, placement: 0}
+links:
+  - a: {node: r1, ip: 10.1.0.1/24}
+    b: {node: h1, ip: 10.1.0.2/24}
+  - a: {node: r1, ip: 10.2.0.1/24}
+    b: {node: h2, ip: 10.2.0.2/24}
+`
+	specs, _, err := NewSpec(file, "r.yaml", "", false, 2, partition.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := specs[0].Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	part, err := r.Part()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := topo.Resolve(part, topo.AddressOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, n := range sub.Nodes {
+		for _, i := range n.Intfs {
+			got[i.Name] = i.IP.String()
+		}
+	}
+	want := map[string]string{"r1-eth1": "10.2.0.1/24", "h2-eth0": "10.2.0.2/24"}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %q, want %q (all %v)", k, got[k], v, got)
+		}
+	}
+	if len(r.Cut) != 1 || r.Cut[0].Local.Name != "r1-eth0" || r.Cut[0].Local.IP.String() != "10.1.0.1/24" {
+		t.Errorf("cut %+v", r.Cut)
+	}
+}
