@@ -161,12 +161,13 @@ func NewSimNIC(cfg SimConfig) (_ *SimNIC, err error) {
 		s.ports = append(s.ports, sp)
 		return sp, nil
 	}
+	repRx := repRxFrames(len(s.pfs)*cfg.VFs, cfg.MTU)
 	for _, pf := range s.pfs {
 		if pf.cable, err = open(pf, -1, pf.name, cableRxFrames, cableTxFrames); err != nil {
 			return nil, err
 		}
 		for i := range pf.netdev {
-			vf, err := open(pf, i, repName(pf.index, i), repRxFrames, repTxFrames)
+			vf, err := open(pf, i, repName(pf.index, i), repRx, repTxFrames)
 			if err != nil {
 				return nil, err
 			}

@@ -2,7 +2,6 @@ package sriov
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"runtime"
 	"sync/atomic"
@@ -19,28 +18,34 @@ import (
 // Every port (the two cable ends and each VF's representor) is an
 // afpacket.Port: frames are read out of a TPACKET ring in shared memory
 // and sent in batches, one sendto per batch and destination. The thread
-// waits for all of its cable's ports at once in one epoll_wait and drains
-// whichever are readable, so an idle NIC holds one thread per cable, not
-// one per VF, and a frame costs no system call of its own.
+// sleeps in one epoll_wait on all of its cable's ports, so an idle NIC
+// holds one thread per cable, not one per VF.
 //
 // A frame sent onto a veth is delivered by the kernel during the sendto,
 // up to the next packet socket: when the send onto the cable returns, the
-// far PF's ring already holds the frame, and the next epoll_wait returns
-// at once. So a VF-to-VF frame crosses both switches and the cable
-// without a single wake-up of a thread, and so does a line of nodes that
-// route through VF pairs of the same cable (each hop's routing runs
-// inside the send that delivers to it).
+// far PF's ring already holds the frame. So after each wake-up the thread
+// sweeps all its rings (in user space, no system call) until none holds a
+// frame, and a VF-to-VF frame crosses both switches and the cable without
+// another wake-up or epoll_wait, and so does a line of nodes that route
+// through VF pairs of the same cable (each hop's routing runs inside the
+// send that delivers to it). Returning to epoll_wait after every hop
+// instead cost 12 calls per frame on the 7-node line.
 //
 // The thread runs like the emulator's forwarding threads: locked to its
 // OS thread, under SCHED_FIFO, with a P of its own (emulator.AddProcs).
-// It waits in epoll_wait through the runtime, not as a raw system call
-// that keeps the P: a goroutine that holds its P for 10 ms is preempted by
-// a signal, and a locked thread then needs a second thread to hand its P
-// back, while one that is in a system call at that moment merely takes an
-// idle P when it returns. Measured side by side (bench/rr, 3-node line
-// without delay, load average 4–5), the path's request/response p50 was
-// 97–104 µs with raw waits of at most 5 ms and 61 µs through the runtime,
-// its p99 338–773 µs against 252–482 µs.
+// It waits in epoll_wait as a raw system call, keeping its P, never
+// through the runtime. When the runtime takes the P of a goroutine in a
+// system call (sysmon does after 10 ms, or at once when no P is idle), it
+// holds the goroutine's status for a moment, and a thread that returns
+// from the call meanwhile spins in exitsyscall until it is released; a
+// real-time thread spinning there keeps an ordinary thread that would
+// release it off its CPU. (perf on the 7-node line: the measure package's
+// real-time receiver, which calls recvmmsg through the runtime, spent a
+// quarter of its samples in that spin. With waits through the runtime
+// the switch once stopped reading for 550 ms at 20 kpps while it used 80 %
+// of a CPU.) A goroutine that keeps its P is instead preempted by a
+// signal every 10 ms and then sleeps, never spins, until another thread
+// hands the P back.
 //
 // The first design parked one goroutine per socket on Go's network poller
 // and paid a system call and a scheduler wake-up per frame and hop: 2–3
@@ -62,13 +67,25 @@ const (
 )
 
 // Ring sizes in frames. A representor's rings serve one VF; the cable's
-// carry every VF of a PF. 256 RX slots hold 5 ms of a VF at 50 kpps;
-// a TX ring's slots come back during the sendto that sends them (the
-// veth delivers at once), so a few batches' worth is enough.
+// carry every VF of a PF. An RX ring is what absorbs the time the switch
+// does not run: on a machine shared with other real-time threads (the
+// emulator's, a traffic generator's) that was up to 10–45 ms at a time,
+// against which 256 slots hold 13 ms of a VF at 20 kpps. So the VFs share
+// a budget of simRxBudget bytes of RX ring, at least 256 and at most 1024
+// slots each (16 VFs: 2 MiB each). A TX ring's slots come back during the
+// sendto that sends them (the veth delivers at once), so a few batches'
+// worth is enough.
 const (
-	repRxFrames, repTxFrames     = 256, 64
+	simRxBudget                  = 64 << 20
+	repRxMin, repRxMax           = 256, 1024
+	repTxFrames                  = 64
 	cableRxFrames, cableTxFrames = 2048, 256
 )
+
+// repRxFrames is the RX ring length of each of nVFs representors.
+func repRxFrames(nVFs, mtu int) int {
+	return min(max(simRxBudget/afpacket.FrameSizeFor(mtu)/max(nVFs, 1), repRxMin), repRxMax)
+}
 
 // simPort is one port of the NIC's switches.
 type simPort struct {
@@ -115,19 +132,20 @@ func newSimSwitch(nic *SimNIC, a, b *simPF) (_ *simSwitch, err error) {
 	if w.evfd, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC); err != nil {
 		return nil, fmt.Errorf("eventfd: %w", err)
 	}
-	// The event's Fd field carries the port's index (-1: the eventfd).
-	add := func(fd, idx int) error {
-		return unix.EpollCtl(w.epfd, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(idx)})
+	add := func(fd int) error {
+		return unix.EpollCtl(w.epfd, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd)})
 	}
-	if err := add(w.evfd, -1); err != nil {
+	if err := add(w.evfd); err != nil {
 		return nil, fmt.Errorf("epoll: %w", err)
 	}
-	for i, p := range w.ports {
-		if err := add(p.port.PollFD(), i); err != nil {
+	for _, p := range w.ports {
+		if err := add(p.port.PollFD()); err != nil {
 			return nil, fmt.Errorf("epoll %s: %w", p.port.Name(), err)
 		}
 	}
-	w.events = make([]unix.EpollEvent, len(w.ports)+1)
+	// One event is enough: it only ends the wait, and then every ring is
+	// swept.
+	w.events = make([]unix.EpollEvent, 1)
 	size := nic.frameBuf()
 	for range simBatch {
 		w.bufs = append(w.bufs, make([]byte, size))
@@ -170,30 +188,42 @@ func (w *simSwitch) run() {
 	runtime.LockOSThread()
 	realTimeThread()
 	for !w.stop.Load() {
-		n, err := unix.EpollWait(w.epfd, w.events, -1)
-		if errors.Is(err, unix.EINTR) {
-			continue
+		_, _, e := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(w.epfd), uintptr(unsafe.Pointer(&w.events[0])),
+			uintptr(len(w.events)), ^uintptr(0), 0, 0) // timeout -1: until a frame or stop
+		if e == unix.EINTR {
+			continue // a signal: the runtime's preemption
 		}
-		if err != nil {
+		if e != 0 {
 			if !w.stop.Load() {
-				w.err = fmt.Errorf("simulated SR-IOV NIC: epoll_wait: %w", err)
+				w.err = fmt.Errorf("simulated SR-IOV NIC: epoll_wait: %w", e)
 			}
 			return
 		}
-		for _, ev := range w.events[:n] {
-			if ev.Fd < 0 {
-				var b [8]byte
-				unix.Read(w.evfd, b[:])
-				continue
-			}
-			w.drain(w.ports[ev.Fd])
+		// Which ports are ready does not matter: the rings are swept until
+		// none holds a frame, without asking epoll again:
+		// what a sweep sends lands in rings of the same switch during the
+		// send, and a ring is read in user space, so between two waits a
+		// frame costs no system call but the sends that carry it on.
+		for w.sweep() > 0 {
 		}
 	}
 }
 
-// drain forwards what one port's ring holds (up to simDrainBatches
-// batches; the level-triggered epoll reports the rest again).
-func (w *simSwitch) drain(p *simPort) {
+// sweep forwards what every port's ring holds (up to simDrainBatches
+// batches each, so no port starves the others) and returns how many
+// frames it read.
+func (w *simSwitch) sweep() int {
+	total := 0
+	for _, p := range w.ports {
+		total += w.drain(p)
+	}
+	return total
+}
+
+// drain forwards up to simDrainBatches batches from one port's ring and
+// returns how many frames it read.
+func (w *simSwitch) drain(p *simPort) int {
+	total := 0
 	for range simDrainBatches {
 		n, err := p.port.RecvBatch(w.bufs, w.lens, w.stamps)
 		if err != nil || n == 0 {
@@ -205,10 +235,12 @@ func (w *simSwitch) drain(p *simPort) {
 			w.fromCable(p, n)
 		}
 		w.flush()
+		total += n
 		if n < len(w.bufs) {
 			break
 		}
 	}
+	return total
 }
 
 // queue adds frame f to what port d sends at the end of the batch.
