@@ -164,9 +164,32 @@ func RunVariant(ctx context.Context, v Variant, o Options) (_ *measure.Report, e
 	return rep, nil
 }
 
+// Run records how and when results were made: on a shared machine the
+// numbers mean little without the load they were measured under.
+type Run struct {
+	Command   string    `json:"command"`
+	Start     time.Time `json:"start"`
+	End       time.Time `json:"end"`
+	LoadStart string    `json:"loadavg_start"` // /proc/loadavg
+	LoadEnd   string    `json:"loadavg_end"`
+}
+
+// LoadAvg returns /proc/loadavg without its newline ("" if unreadable).
+func LoadAvg() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	return strings.TrimSpace(string(b))
+}
+
+// String is the run's line under the table.
+func (r Run) String() string {
+	const layout = "2006-01-02 15:04:05"
+	return fmt.Sprintf("Run: `%s`, %s to %s UTC; /proc/loadavg at the start `%s`, at the end `%s`.",
+		r.Command, r.Start.UTC().Format(layout), r.End.UTC().Format(layout), r.LoadStart, r.LoadEnd)
+}
+
 // WriteResults writes the HDR diagram and JSON of each variant and the
-// zero-loss table.
-func WriteResults(out string, outcomes []Outcome) error {
+// zero-loss table, each with the run's command, time and load.
+func WriteResults(out string, run Run, outcomes []Outcome) error {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
@@ -200,9 +223,10 @@ func WriteResults(out string, outcomes []Outcome) error {
 			enc := json.NewEncoder(w)
 			enc.SetIndent("", "  ")
 			return enc.Encode(struct {
+				Run     Run             `json:"run"`
 				Variant Variant         `json:"variant"`
 				Report  *measure.Report `json:"report"`
-			}{v, rep})
+			}{run, v, rep})
 		}); err != nil {
 			return err
 		}
@@ -223,6 +247,7 @@ func WriteResults(out string, outcomes []Outcome) error {
 		fmt.Fprintf(&csv, "%s,%s,%s,%.0f,%v,%.3f,%.3f,%.3f,%.3f,%g\n", v.Name, v.Nodes, v.Links, z.Rate, z.Limited, l.P50, l.P99, l.P9999, l.Max, v.Paper)
 	}
 	md.WriteString("\n¹ some trials failed because the sender did not reach the offered rate: on veth paths the kernel forwards in the sender's softirq, so the sending core carries the whole line.\n")
+	md.WriteString("\n" + run.String() + "\n")
 	if err := writeFile(filepath.Join(out, "zero-loss.md"), func(w io.Writer) error { _, err := io.WriteString(w, md.String()); return err }); err != nil {
 		return err
 	}
@@ -285,6 +310,7 @@ func main() {
 	defer stop()
 	o := Options{Hosts: *hosts, Rates: rs, Duration: *duration, Out: *out, Log: mnlog.New(os.Stderr, level), Progress: os.Stderr, Generator: true,
 		ZeroLoss: measure.ZeroLossConfig{Max: max, Trial: *trial, Resolution: *resolution}}
+	run := Run{Command: strings.Join(append([]string{"cimininet"}, quoteArgs(os.Args[1:])...), " "), Start: time.Now(), LoadStart: LoadAvg()}
 	fmt.Fprintf(os.Stderr, "%-12s %s", "variant", measure.TableHeader())
 	var outcomes []Outcome
 	for _, v := range chosen {
@@ -302,7 +328,8 @@ func main() {
 			break
 		}
 	}
-	if err := WriteResults(*out, outcomes); err != nil {
+	run.End, run.LoadEnd = time.Now(), LoadAvg()
+	if err := WriteResults(*out, run, outcomes); err != nil {
 		fail(1, "%v", err)
 	}
 	for _, o := range outcomes {
@@ -310,6 +337,19 @@ func main() {
 			os.Exit(1)
 		}
 	}
+}
+
+// quoteArgs quotes the arguments a shell would split or expand, so the
+// recorded command can be pasted back.
+func quoteArgs(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if a == "" || strings.ContainsAny(a, " \t\n'\"\\$`*?[]{}()<>|&;#~!") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		out[i] = a
+	}
+	return out
 }
 
 func variantNames() string {

@@ -45,7 +45,9 @@ func TestLineMeasured(t *testing.T) {
 		outcomes = append(outcomes, Outcome{v, rep, nil})
 	}
 	dir := t.TempDir()
-	if err := WriteResults(dir, outcomes); err != nil {
+	run := Run{Command: "cimininet -rates 20k", Start: time.Date(2026, 11, 30, 15, 0, 0, 0, time.UTC), End: time.Date(2026, 11, 30, 15, 1, 2, 0, time.UTC),
+		LoadStart: "1.00 2.00 3.00 1/100 42", LoadEnd: LoadAvg()}
+	if err := WriteResults(dir, run, outcomes); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range []string{"hdr-ns-veth.svg", "hdr-ns-veth-emu.svg", "ns-veth.json", "zero-loss.md", "zero-loss.csv"} {
@@ -54,7 +56,19 @@ func TestLineMeasured(t *testing.T) {
 		}
 	}
 	md, _ := os.ReadFile(filepath.Join(dir, "zero-loss.md"))
-	if !strings.Contains(string(md), "| ns-veth | netns | veth |") || !strings.Contains(string(md), "| 270 |") {
+	if !strings.Contains(string(md), "| ns-veth | netns | veth |") || !strings.Contains(string(md), "| 270 |") ||
+		!strings.Contains(string(md), "Run: `cimininet -rates 20k`, 2026-11-30 15:00:00 to 2026-11-30 15:01:02 UTC; /proc/loadavg at the start `1.00 2.00 3.00 1/100 42`") {
 		t.Errorf("table:\n%s", md)
+	}
+	js, _ := os.ReadFile(filepath.Join(dir, "ns-veth.json"))
+	if !strings.Contains(string(js), `"command": "cimininet -rates 20k"`) || !strings.Contains(string(js), `"loadavg_start": "1.00 2.00 3.00 1/100 42"`) {
+		t.Errorf("JSON has no run record:\n%.400s", js)
+	}
+}
+
+func TestQuoteArgs(t *testing.T) {
+	got := strings.Join(quoteArgs([]string{"-variants", "vm-veth", "-emu", "delay 5ms", "", "it's"}), " ")
+	if want := `-variants vm-veth -emu 'delay 5ms' '' 'it'\''s'`; got != want {
+		t.Errorf("got %s, want %s", got, want)
 	}
 }
