@@ -130,6 +130,8 @@ type clusterFlags struct {
 	mac     bool
 	timeout time.Duration
 	worker  string
+	// --cluster kube:N
+	image, kubeconfig, namespace string
 }
 
 // newClusterCmd returns "hymn cluster": split a topology over workers
@@ -149,7 +151,9 @@ emulator, if any, on the sending side of each direction.
 
 --cluster local:N runs N workers as processes of this machine, each in a
 network namespace of its own ("machine") on a shared bridge: the same
-worker, protocol and tunnels a cluster of machines uses. Placement hints
+worker, protocol and tunnels a cluster of machines uses. --cluster kube:N
+runs them as privileged pods through kubectl (--image, --kubeconfig,
+--namespace); the pods are deleted at the end. Placement hints
 in the topology file (placement:) pin nodes or keep groups together.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -255,17 +259,17 @@ VXLAN tunnel) and each worker's VM memory. Nothing is built; no root needed.`,
 	return cmd
 }
 
-// parseWhere reads --cluster: local:N.
-func parseWhere(s string) (int, error) {
+// parseWhere reads --cluster: local:N or kube:N.
+func parseWhere(s string) (string, int, error) {
 	kind, n, ok := strings.Cut(s, ":")
-	if !ok || kind != "local" {
-		return 0, fmt.Errorf("%w: --cluster %q: use local:N (N workers on this machine); Kubernetes comes next", ErrUsage, s)
+	if !ok || (kind != "local" && kind != "kube") {
+		return "", 0, fmt.Errorf("%w: --cluster %q: use local:N (N workers on this machine) or kube:N (N worker pods)", ErrUsage, s)
 	}
 	k, err := strconv.Atoi(n)
 	if err != nil || k < 1 || k > 64 {
-		return 0, fmt.Errorf("%w: --cluster %q: N must be a number from 1 to 64", ErrUsage, s)
+		return "", 0, fmt.Errorf("%w: --cluster %q: N must be a number from 1 to 64", ErrUsage, s)
 	}
-	return k, nil
+	return kind, k, nil
 }
 
 var clusterTests = []string{"pingall", "stats", "none"}
@@ -294,13 +298,16 @@ stderr. Exit status 1 if a test fails, 2 for bad input.`,
 	}
 	addClusterTopoFlags(cmd, f)
 	fl := cmd.Flags()
-	fl.StringVar(&f.where, "cluster", "local:2", "where the workers run: local:N")
+	fl.StringVar(&f.where, "cluster", "local:2", "where the workers run: local:N (processes in namespaces of this machine) or kube:N (privileged pods, through kubectl)")
 	fl.IntVar(&f.port, "port", cluster.DefaultPort, "VXLAN UDP port")
 	fl.IntVar(&f.vniBase, "vni-base", cluster.DefaultVNIBase, "VNI of the first link (link i uses vni-base+i)")
 	fl.StringArrayVar(&f.tests, "test", nil, "tests: pingall, stats, none (joined with '+' or repeated; default pingall)")
 	fl.BoolVar(&f.jsonOut, "json", false, "print the results as one JSON object on stdout")
 	fl.DurationVar(&f.timeout, "timeout", 5*time.Minute, "how long building and linking every part may take")
-	fl.StringVar(&f.worker, "worker-binary", "", "the hymn binary the workers run (default: this one)")
+	fl.StringVar(&f.worker, "worker-binary", "", "local: the hymn binary the workers run (default: this one)")
+	fl.StringVar(&f.image, "image", "", "kube: the worker image (hymn as entrypoint; scripts/k8s-image.sh builds one)")
+	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kube: kubectl's --kubeconfig")
+	fl.StringVar(&f.namespace, "namespace", "", "kube: the Kubernetes namespace of the worker pods (default: default)")
 	return cmd
 }
 
@@ -330,9 +337,15 @@ func runCluster(ctx context.Context, f *clusterFlags, args []string, stdout, std
 	if err != nil {
 		return err
 	}
-	n, err := parseWhere(f.where)
+	kind, n, err := parseWhere(f.where)
 	if err != nil {
 		return err
+	}
+	if kind == "kube" && f.image == "" {
+		return fmt.Errorf("%w: --cluster kube:N needs --image (the worker image, see scripts/k8s-image.sh)", ErrUsage)
+	}
+	if kind != "kube" && (f.image != "" || f.kubeconfig != "" || f.namespace != "") {
+		return fmt.Errorf("%w: --image, --kubeconfig and --namespace are for --cluster kube:N", ErrUsage)
 	}
 	if err := checkIPBase(f.ipbase); err != nil {
 		return err
@@ -366,21 +379,30 @@ func runCluster(ctx context.Context, f *clusterFlags, args []string, stdout, std
 	if _, _, err := cluster.NewSpec(src, file, f.ipbase, f.mac, n, partition.Options{Slack: f.slack}); err != nil {
 		return fmt.Errorf("%w: cluster run: %v", ErrUsage, err)
 	}
-	if err := hymn.CheckRoot(); err != nil {
-		return err
-	}
-	if err := hymn.CheckTools("nsenter", "ip"); err != nil {
-		return err
-	}
-	bin := f.worker
-	if bin == "" {
-		if bin, err = os.Executable(); err != nil {
+	var tr cluster.Transport
+	switch kind {
+	case "kube":
+		if err := hymn.CheckTools("kubectl"); err != nil {
 			return err
 		}
+		tr = &cluster.Kubectl{Kubeconfig: f.kubeconfig, Namespace: f.namespace, Image: f.image, Stderr: stderr}
+	default:
+		if err := hymn.CheckRoot(); err != nil {
+			return err
+		}
+		if err := hymn.CheckTools("nsenter", "ip"); err != nil {
+			return err
+		}
+		bin := f.worker
+		if bin == "" {
+			if bin, err = os.Executable(); err != nil {
+				return err
+			}
+		}
+		tr = &cluster.Local{Command: []string{bin, "worker"}, Stderr: stderr}
 	}
 	logf := func(format string, a ...any) { fmt.Fprintf(stderr, format, a...) }
 	start := time.Now()
-	tr := &cluster.Local{Command: []string{bin, "worker"}, Stderr: stderr}
 	c, err := cluster.Start(ctx, tr, src, file, f.ipbase, f.mac, cluster.Options{
 		Partition: partition.Options{Parts: n, Slack: f.slack}, Port: f.port, VNIBase: f.vniBase,
 		ReadyTimeout: f.timeout, Log: logf,

@@ -52,6 +52,8 @@ func TestClusterBadInput(t *testing.T) {
 		{[]string{"cluster", "run", good, "--topo", "linear,2"}, "give FILE or --topo, not both"},
 		{[]string{"cluster", "run", "--topo", "linear,x"}, "--topo"},
 		{[]string{"cluster", "run", "--topo", "linear,2", "--cluster", "k8s:2"}, "use local:N"},
+		{[]string{"cluster", "run", "--topo", "linear,2", "--cluster", "kube:2"}, "needs --image"},
+		{[]string{"cluster", "run", "--topo", "linear,2", "--image", "x"}, "are for --cluster kube:N"},
 		{[]string{"cluster", "run", "--topo", "linear,2", "--cluster", "local:0"}, "N must be a number from 1 to 64"},
 		{[]string{"cluster", "run", "--topo", "linear,2", "--cluster", "local:x"}, "N must be a number"},
 		{[]string{"cluster", "run", "--topo", "linear,2", "--cluster", "local:99"}, "N must be a number from 1 to 64"},

@@ -11,7 +11,7 @@ import (
 
 // Command is a line from the coordinator to a worker.
 type Command struct {
-	Cmd string `json:"cmd"` // link, stats, exec, stop
+	Cmd string `json:"cmd"` // link, stats, exec, ready (say it again), stop
 	ID  int    `json:"id,omitempty"`
 	// link: every worker's address, by worker number.
 	Peers []string `json:"peers,omitempty"`

@@ -90,8 +90,9 @@ func RunWorker(ctx context.Context, opts WorkerOptions, in io.Reader, out io.Wri
 	for _, pn := range r.LocalNodes() {
 		names = append(names, pn.Name)
 	}
-	w.write(Event{Event: "ready", Worker: me, Address: addr.String(), Run: part.Net.RunID(), Nodes: names,
-		Links: len(part.Net.Plan().Links), Millis: t1.Sub(t0).Milliseconds()})
+	ready := Event{Event: "ready", Worker: me, Address: addr.String(), Run: part.Net.RunID(), Nodes: names,
+		Links: len(part.Net.Plan().Links), Millis: t1.Sub(t0).Milliseconds()}
+	w.write(ready)
 
 	cmds := make(chan Command)
 	readErr := make(chan error, 1)
@@ -125,8 +126,14 @@ func RunWorker(ctx context.Context, opts WorkerOptions, in io.Reader, out io.Wri
 			}
 			return fatal(fmt.Errorf("reading commands: %w", err))
 		case c := <-cmds:
-			if c.Cmd == "stop" {
+			switch c.Cmd {
+			case "stop":
 				return nil
+			case "ready":
+				// Said again for a coordinator that attached late (a
+				// pod's attach stream starts with no earlier output).
+				w.write(ready)
+				continue
 			}
 			if err := serve(ctx, part, me, c, w); err != nil {
 				return fatal(err)
@@ -195,7 +202,7 @@ func serve(ctx context.Context, part *Part, me int, c Command, w *lineWriter) er
 		code := res.ExitCode
 		reply(Event{Event: "exec", Exit: &code, Stdout: clipBytes(res.Stdout, MaxOutput), Stderr: clipBytes(res.Stderr, MaxOutput)})
 	default:
-		bad("unknown command %q (use link, stats, exec, stop)", clip(c.Cmd, 40))
+		bad("unknown command %q (use link, stats, exec, ready, stop)", clip(c.Cmd, 40))
 	}
 	return nil
 }

@@ -1,0 +1,221 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hymn-net/hymn/internal/owner"
+)
+
+// Kubectl runs workers as privileged pods of a Kubernetes cluster, through
+// the kubectl command (so hymn itself links no Kubernetes client): per
+// worker a ConfigMap with its spec and a pod running `hymn worker --spec
+// /spec/spec.json` from Image, whose stdin/stdout (kubectl attach) carry
+// the protocol. The worker's address is its pod IP (its eth0). Pods on the
+// same node talk over the CNI bridge; the CNI's MTU must be 1550 for
+// 1500-byte cut links (or the links need mtu=1450).
+//
+// This is the first Kubernetes transport: a controller with a Topology
+// resource (issue 17) replaces kubectl calls with API server requests
+// behind the same Transport interface.
+type Kubectl struct {
+	Kubectl    string // the kubectl program; "" for "kubectl"
+	Kubeconfig string // "" for kubectl's default
+	Namespace  string // "" for "default"
+	// Image is the worker image (hymn's static binary as its entrypoint,
+	// with bash, ip and ping); PullPolicy defaults to Never, for images
+	// imported into the node's containerd.
+	Image, PullPolicy string
+	// Stderr receives kubectl's and the workers' diagnostics; nil drops.
+	Stderr io.Writer
+	// PodTimeout bounds the wait for a pod to run (0: 2 minutes).
+	PodTimeout time.Duration
+
+	mu    sync.Mutex
+	run   string
+	names []string // pods and configmaps made, by name
+	conns []*localConn
+}
+
+var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+
+func (k *Kubectl) kubectl(ctx context.Context, stdin []byte, args ...string) ([]byte, error) {
+	prog := k.Kubectl
+	if prog == "" {
+		prog = "kubectl"
+	}
+	full := append([]string{"--namespace", k.namespace()}, args...)
+	if k.Kubeconfig != "" {
+		full = append([]string{"--kubeconfig", k.Kubeconfig}, full...)
+	}
+	cmd := exec.CommandContext(ctx, prog, full...)
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("kubectl %s: %v: %s", strings.Join(args[:min(2, len(args))], " "), err, clip(strings.TrimSpace(errb.String()), 400))
+	}
+	return out.Bytes(), nil
+}
+
+func (k *Kubectl) namespace() string {
+	if k.Namespace == "" {
+		return "default"
+	}
+	return k.Namespace
+}
+
+func (k *Kubectl) check() error {
+	if k.Image == "" {
+		return errors.New("kubernetes transport: no worker image")
+	}
+	if !dnsLabel.MatchString(k.namespace()) || len(k.namespace()) > 63 {
+		return fmt.Errorf("kubernetes transport: namespace %q is not a DNS label", k.namespace())
+	}
+	switch k.PullPolicy {
+	case "", "Never", "IfNotPresent", "Always":
+	default:
+		return fmt.Errorf("kubernetes transport: pull policy %q (use Never, IfNotPresent or Always)", k.PullPolicy)
+	}
+	return nil
+}
+
+// manifest is the ConfigMap and the pod of one worker.
+func (k *Kubectl) manifest(name string, spec []byte) ([]byte, error) {
+	pull := k.PullPolicy
+	if pull == "" {
+		pull = "Never"
+	}
+	labels := map[string]string{"app.kubernetes.io/name": "hymn-worker", "hymn.dev/run": k.run}
+	list := map[string]any{
+		"apiVersion": "v1", "kind": "List",
+		"items": []any{
+			map[string]any{
+				"apiVersion": "v1", "kind": "ConfigMap",
+				"metadata": map[string]any{"name": name, "labels": labels},
+				"data":     map[string]string{"spec.json": string(spec)},
+			},
+			map[string]any{
+				"apiVersion": "v1", "kind": "Pod",
+				"metadata": map[string]any{"name": name, "labels": labels},
+				"spec": map[string]any{
+					"restartPolicy":                 "Never",
+					"terminationGracePeriodSeconds": 30,
+					"containers": []any{map[string]any{
+						"name": "worker", "image": k.Image, "imagePullPolicy": pull,
+						"args":  []string{"worker", "--spec", "/spec/spec.json"},
+						"stdin": true, "stdinOnce": true,
+						// Namespaces, veth pairs, bridges, VXLAN devices
+						// and packet sockets need the pod privileged.
+						"securityContext": map[string]any{"privileged": true},
+						"volumeMounts":    []any{map[string]any{"name": "spec", "mountPath": "/spec", "readOnly": true}},
+					}},
+					"volumes": []any{map[string]any{"name": "spec", "configMap": map[string]any{"name": name}}},
+				},
+			},
+		},
+	}
+	return json.Marshal(list)
+}
+
+// Launch creates the worker's ConfigMap and pod, waits until it runs and
+// attaches to it.
+func (k *Kubectl) Launch(ctx context.Context, spec *Spec) (Conn, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if err := k.check(); err != nil {
+		return nil, err
+	}
+	if k.run == "" {
+		k.run = owner.NewRunID()
+	}
+	name := fmt.Sprintf("hymn-%s-w%d", k.run, spec.Worker)
+	data, err := spec.JSON()
+	if err != nil {
+		return nil, err
+	}
+	m, err := k.manifest(name, data)
+	if err != nil {
+		return nil, err
+	}
+	k.names = append(k.names, name)
+	if _, err := k.kubectl(ctx, m, "create", "-f", "-"); err != nil {
+		return nil, err
+	}
+	timeout := k.PodTimeout
+	if timeout <= 0 {
+		timeout = 2 * time.Minute
+	}
+	if _, err := k.kubectl(ctx, nil, "wait", "--for=condition=Ready", "pod/"+name, "--timeout="+timeout.String()); err != nil {
+		return nil, fmt.Errorf("worker %d's pod %s never ran: %w", spec.Worker, name, err)
+	}
+	prog := k.Kubectl
+	if prog == "" {
+		prog = "kubectl"
+	}
+	args := []string{"--namespace", k.namespace(), "attach", "-i", "-q", "-c", "worker", "pod/" + name}
+	if k.Kubeconfig != "" {
+		args = append([]string{"--kubeconfig", k.Kubeconfig}, args...)
+	}
+	cmd := exec.Command(prog, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if k.Stderr != nil {
+		cmd.Stderr = &prefixWriter{w: k.Stderr, prefix: fmt.Sprintf("[worker %d] ", spec.Worker)}
+	}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	c := &localConn{cmd: cmd, stdin: stdin, events: make(chan Event, 16), done: make(chan struct{}), worker: spec.Worker, grace: 30 * time.Second}
+	go c.read(stdout)
+	k.conns = append(k.conns, c)
+	// The worker may have said "ready" before the attach stream existed
+	// (attach shows no earlier output): ask for it again.
+	if err := c.Send(Command{Cmd: "ready"}); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Close stops the attach streams (the workers see their stdin end and tear
+// down), then deletes the pods and ConfigMaps, waiting for them to go.
+func (k *Kubectl) Close() error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var errs []error
+	for _, c := range k.conns {
+		ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+		if err := c.Stop(ctx); err != nil && !strings.Contains(err.Error(), "exit status") {
+			errs = append(errs, err)
+		}
+		cancel()
+	}
+	k.conns = nil
+	if k.run != "" && len(k.names) > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		_, err := k.kubectl(ctx, nil, "delete", "pod,configmap", "-l", "hymn.dev/run="+k.run, "--wait=true", "--ignore-not-found")
+		cancel()
+		errs = append(errs, err)
+	}
+	k.names = nil
+	return errors.Join(errs...)
+}
