@@ -52,6 +52,8 @@ packages=(
   git                       # test.sh lists the tracked Go files with git ls-files
   time                      # /usr/bin/time in bench/compare.sh
   debootstrap               # scripts/fresh-check.sh (not run by CI)
+  etcd-server containerd runc containernetworking-plugins # scripts/k8s-check.sh's single-node Kubernetes (not run by CI)
+  openssl                   # scripts/k8s-check.sh's cluster certificates
 )
 missing=()
 for p in "${packages[@]}"; do

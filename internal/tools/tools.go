@@ -50,6 +50,11 @@ var Packages = map[string]string{
 	"time":               "time",
 	"debootstrap":        "debootstrap",
 	"dpdk-testpmd":       "dpdk-dev",
+	"etcd":               "etcd-server",
+	"containerd":         "containerd",
+	"ctr":                "containerd",
+	"runc":               "runc",
+	"openssl":            "openssl",
 }
 
 // Package returns the Debian package for a program, or "" if unknown.

@@ -1,0 +1,297 @@
+#!/usr/bin/env bash
+# k8s-check.sh: hymn's cluster mode on a real single-node Kubernetes.
+#
+# Opt-in, NOT part of `go test ./...` or CI: it builds Kubernetes from the Go
+# module proxy (first run: ~5 min and ~3 GB per binary on 2 cores; cached in
+# $K8S/bin afterwards), starts etcd, kube-apiserver, scheduler,
+# controller-manager, containerd and the kubelet as in
+# shared/notes/kubernetes.md, imports a worker image made from hymn's static
+# binary (scripts/oci-image.py), runs
+#
+#   hymn cluster run --topo linear,4 --cluster kube:2 --test pingall+stats
+#
+# (two privileged worker pods, the cut link a VXLAN tunnel between their pod
+# IPs), then tears everything down and restores what the kubelet changed
+# (sysctls, iptables chains, cgroups), and checks nothing is left.
+#
+#   sudo scripts/k8s-check.sh            build if needed, bring up, check, tear down
+#   sudo scripts/k8s-check.sh build      only build the Kubernetes binaries
+#   sudo scripts/k8s-check.sh down       only tear down (after an interrupted run)
+#
+# Needs the Debian packages etcd-server containerd runc
+# containernetworking-plugins (scripts/setup.sh installs them) and kubectl.
+# Logs go to $LOGDIR (default /root/hymnlogs/k8s).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+K8S=${K8S:-/var/lib/hymn-k8s}
+P=$K8S/pki B=$K8S/bin
+LOGDIR=${LOGDIR:-/root/hymnlogs/k8s}
+VERSION=v1.37.2
+mkdir -p "$LOGDIR"
+
+die() { echo "k8s-check: $*" >&2; exit 1; }
+[ "$(id -u)" -eq 0 ] || { echo "k8s-check: run as root" >&2; exit 2; }
+case "${1:-all}" in all|build|down) ;; *) echo "k8s-check: unknown step ${1} (use build, down or nothing)" >&2; exit 2;; esac
+export PATH="$PATH:/usr/local/go/bin:/usr/sbin:/sbin"
+
+build() {
+  local have=1
+  for c in kube-apiserver kubelet kube-scheduler kube-controller-manager; do [ -x "$B/$c" ] || have=0; done
+  if [ $have = 1 ]; then echo "*** Kubernetes $VERSION binaries cached in $B"; return; fi
+  echo "*** Building Kubernetes $VERSION into $B (several minutes)"
+  mkdir -p "$B" "$K8S/build"
+  cd "$K8S/build"
+  printf 'module hymnk8s\ngo 1.26.0\nrequire k8s.io/kubernetes %s\n' $VERSION >go.mod
+  for m in api apiextensions-apiserver apimachinery apiserver cli-runtime client-go cloud-provider \
+    cluster-bootstrap code-generator component-base component-helpers controller-manager cri-api \
+    cri-client cri-streaming csi-translation-lib dynamic-resource-allocation endpointslice externaljwt \
+    kms kube-aggregator kube-controller-manager kube-proxy kube-scheduler kubectl kubelet metrics \
+    mount-utils pod-security-admission sample-apiserver streaming; do
+    echo "replace k8s.io/$m => k8s.io/$m v0${VERSION#v1}" >>go.mod
+  done
+  printf '//go:build tools\n\npackage tools\n\nimport (\n\t_ "k8s.io/kubernetes/cmd/kube-apiserver"\n\t_ "k8s.io/kubernetes/cmd/kube-controller-manager"\n\t_ "k8s.io/kubernetes/cmd/kube-scheduler"\n\t_ "k8s.io/kubernetes/cmd/kubelet"\n)\n' >tools.go
+  go mod tidy
+  local X=k8s.io/component-base/version
+  local LD="-X $X.gitVersion=$VERSION -X $X.gitMajor=1 -X $X.gitMinor=37 -X $X.buildDate=$(date -u +%FT%TZ) -X k8s.io/client-go/pkg/version.gitVersion=$VERSION"
+  for c in kube-apiserver kubelet kube-scheduler kube-controller-manager; do
+    go build -ldflags "$LD" -o "$B/" k8s.io/kubernetes/cmd/$c
+  done
+  cd "$ROOT"
+}
+
+SYSCTLS="vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops kernel.keys.root_maxkeys kernel.keys.root_maxbytes net.ipv4.ip_forward"
+
+record() {
+  [ -f "$K8S/sysctls.saved" ] && return
+  for s in $SYSCTLS; do echo "$s=$(sysctl -n "$s")"; done >"$K8S/sysctls.saved"
+}
+
+certs() {
+  [ -f "$P/admin.kubeconfig" ] && return
+  mkdir -p "$P"; cd "$P"
+  openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=hymn-ca -keyout ca.key -out ca.crt 2>/dev/null
+  cert() { openssl req -newkey rsa:2048 -nodes -subj "$2" -keyout $1.key -out $1.csr 2>/dev/null
+    openssl x509 -req -in $1.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 $3 -out $1.crt 2>/dev/null; }
+  echo subjectAltName=IP:127.0.0.1,IP:10.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default.svc >san.ext
+  cert apiserver /CN=kube-apiserver "-extfile san.ext"
+  cert admin /O=system:masters/CN=admin
+  cert kubelet "/O=system:nodes/CN=system:node:$(hostname)"
+  openssl genrsa -out sa.key 2048 2>/dev/null; openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
+  for u in admin kubelet; do
+    kubectl config set-cluster hymn --server=https://127.0.0.1:6443 --certificate-authority=ca.crt --embed-certs --kubeconfig=$u.kubeconfig >/dev/null
+    kubectl config set-credentials $u --client-certificate=$u.crt --client-key=$u.key --embed-certs --kubeconfig=$u.kubeconfig >/dev/null
+    kubectl config set-context default --cluster=hymn --user=$u --kubeconfig=$u.kubeconfig >/dev/null
+    kubectl config use-context default --kubeconfig=$u.kubeconfig >/dev/null
+  done
+  cd "$ROOT"
+}
+
+configs() {
+  mkdir -p "$K8S/containerd" "$K8S/cni" "$K8S/static" "$K8S/kubelet"
+  cat >"$K8S/containerd/config.toml" <<EOF
+version = 2
+root = "$K8S/containerd/root"
+state = "$K8S/containerd/state"
+[grpc]
+  address = "$K8S/containerd/containerd.sock"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "localhost/pause:hymn"
+  restrict_oom_score_adj = true
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "$K8S/cni"
+EOF
+  # MTU 1550 on the pod network: 1500-byte cut links plus VXLAN's 50.
+  cat >"$K8S/cni/10-hymn.conflist" <<'EOF'
+{"cniVersion": "0.4.0", "name": "hymn", "plugins": [
+  {"type": "bridge", "bridge": "hymncni0", "isGateway": true, "ipMasq": true, "mtu": 1550,
+   "ipam": {"type": "host-local", "subnet": "10.244.0.0/24", "routes": [{"dst": "0.0.0.0/0"}]}},
+  {"type": "portmap", "capabilities": {"portMappings": true}}]}
+EOF
+  cat >"$K8S/kubelet.yaml" <<EOF
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+failCgroupV1: false
+cgroupDriver: cgroupfs
+failSwapOn: false
+containerRuntimeEndpoint: unix://$K8S/containerd/containerd.sock
+staticPodPath: $K8S/static
+address: 127.0.0.1
+readOnlyPort: 0
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: false}
+  x509: {clientCAFile: $P/ca.crt}
+authorization: {mode: AlwaysAllow}
+evictionHard: {memory.available: 100Mi, nodefs.available: 1%, imagefs.available: 1%}
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+EOF
+}
+
+daemon() { # name, command...
+  local name=$1; shift
+  setsid "$@" >"$LOGDIR/$name.log" 2>&1 < /dev/null &
+  echo $! >"$K8S/$name.pid"
+}
+
+up() {
+  echo "*** Starting etcd, kube-apiserver, containerd, kubelet, scheduler, controller-manager"
+  local t0=$SECONDS
+  daemon etcd etcd --data-dir="$K8S/etcd" --listen-client-urls=http://127.0.0.1:2379 --advertise-client-urls=http://127.0.0.1:2379 \
+    --listen-peer-urls=http://127.0.0.1:2380 --initial-advertise-peer-urls=http://127.0.0.1:2380 --initial-cluster=default=http://127.0.0.1:2380
+  daemon kube-apiserver "$B/kube-apiserver" --etcd-servers=http://127.0.0.1:2379 --bind-address=127.0.0.1 \
+    --endpoint-reconciler-type=none --service-cluster-ip-range=10.0.0.0/24 --allow-privileged=true \
+    --authorization-mode=Node,RBAC --client-ca-file="$P/ca.crt" \
+    --tls-cert-file="$P/apiserver.crt" --tls-private-key-file="$P/apiserver.key" \
+    --service-account-issuer=https://kubernetes.default.svc \
+    --service-account-key-file="$P/sa.pub" --service-account-signing-key-file="$P/sa.key"
+  daemon containerd containerd --config "$K8S/containerd/config.toml"
+  for i in $(seq 60); do kubectl --kubeconfig "$P/admin.kubeconfig" get --raw /readyz >/dev/null 2>&1 && break; sleep 1; done
+  kubectl --kubeconfig "$P/admin.kubeconfig" get --raw /readyz >/dev/null || die "kube-apiserver not ready (see $LOGDIR/kube-apiserver.log)"
+  daemon kubelet "$B/kubelet" --config="$K8S/kubelet.yaml" --kubeconfig="$P/kubelet.kubeconfig" --root-dir="$K8S/kubelet"
+  daemon kube-scheduler "$B/kube-scheduler" --kubeconfig="$P/admin.kubeconfig" --bind-address=127.0.0.1
+  daemon kube-controller-manager "$B/kube-controller-manager" --kubeconfig="$P/admin.kubeconfig" --bind-address=127.0.0.1 \
+    --cluster-signing-cert-file="$P/ca.crt" --cluster-signing-key-file="$P/ca.key" --use-service-account-credentials=false
+  for i in $(seq 120); do
+    kubectl --kubeconfig "$P/admin.kubeconfig" get nodes 2>/dev/null | grep -q " Ready" && break; sleep 1
+  done
+  kubectl --kubeconfig "$P/admin.kubeconfig" get nodes | grep -q " Ready" || die "the node never became Ready (see $LOGDIR/kubelet.log)"
+  # The default service account must exist before pods can be created.
+  for i in $(seq 60); do kubectl --kubeconfig "$P/admin.kubeconfig" get serviceaccount default >/dev/null 2>&1 && break; sleep 1; done
+  echo "*** Cluster up in $((SECONDS - t0)) s"
+}
+
+images() {
+  echo "*** Worker and pause images"
+  local w=$LOGDIR/image
+  mkdir -p "$w"
+  CGO_ENABLED=0 go build -o "$w/hymn" ./cmd/hymn
+  mkdir -p "$w/pause"
+  printf 'package main\n\nimport (\n\t"os"\n\t"os/signal"\n\t"syscall"\n)\n\n// pause holds a pod sandbox'"'"'s namespaces until SIGTERM.\nfunc main() {\n\tc := make(chan os.Signal, 1)\n\tsignal.Notify(c, syscall.SIGTERM, syscall.SIGINT)\n\t<-c\n}\n' >"$w/pause/main.go"
+  (cd "$w/pause" && printf 'module pause\ngo 1.26\n' >go.mod && CGO_ENABLED=0 go build -o ../pausebin .)
+  python3 scripts/oci-image.py "$w/pause.tar" localhost/pause:hymn /pause "$w/pausebin:/pause"
+  local links=()
+  for c in sleep cat echo ls true false env ps kill sysctl mkdir rm grep head tail; do links+=("/bin/$c=busybox"); done
+  python3 scripts/oci-image.py "$w/worker.tar" localhost/hymn-worker:dev /hymn "$w/hymn:/hymn" \
+    /bin/bash /sbin/ip /sbin/bridge /bin/ping /bin/busybox:/bin/busybox /bin/busybox:/bin/sh "${links[@]}" \
+    @/run @/tmp @/proc @/sys @/dev @/etc @/var
+  for t in pause worker; do
+    ctr -a "$K8S/containerd/containerd.sock" -n k8s.io images import "$w/$t.tar" >/dev/null
+  done
+}
+
+check() {
+  echo "*** hymn cluster run --topo linear,4 --cluster kube:2"
+  go build -o "$LOGDIR/hymn" ./cmd/hymn
+  local t0=$SECONDS
+  "$LOGDIR/hymn" cluster run --topo linear,4 --cluster kube:2 --image localhost/hymn-worker:dev \
+    --kubeconfig "$P/admin.kubeconfig" --test pingall+stats --json >"$LOGDIR/linear4.json" 2>"$LOGDIR/linear4.err" || {
+      cat "$LOGDIR/linear4.err"; die "the cluster run failed"; }
+  cat "$LOGDIR/linear4.err"
+  python3 - "$LOGDIR/linear4.json" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+p = d["pingall"]
+print("*** linear,4 over 2 worker pods: %d%% dropped (%d/%d received); build %d ms, link %d ms; workers at %s" % (
+    p["dropped_pct"], p["received"], p["sent"], d["build_ms"], d["link_ms"], ", ".join(e["address"] for e in d["ready"])))
+for e in d["stats"]:
+    for c in e["cut"]:
+        print("    worker %d %s vni %d: tx %d rx %d packets" % (e["worker"], c["link"], c["vni"], c["tunnel"]["tx_packets"], c["tunnel"]["rx_packets"]))
+sys.exit(0 if p["received"] == p["sent"] == 12 else 1)
+EOF
+  echo "*** check done in $((SECONDS - t0)) s"
+}
+
+down() {
+  echo "*** Tearing down"
+  if [ -f "$P/admin.kubeconfig" ] && [ -f "$K8S/kube-apiserver.pid" ]; then
+    kubectl --kubeconfig "$P/admin.kubeconfig" delete pods,configmaps -l app.kubernetes.io/name=hymn-worker --wait=true --timeout=60s >/dev/null 2>&1 || true
+    for i in $(seq 60); do
+      [ -z "$(kubectl --kubeconfig "$P/admin.kubeconfig" get pods -A -o name 2>/dev/null)" ] && break; sleep 1
+    done
+  fi
+  for d in kubelet kube-controller-manager kube-scheduler containerd kube-apiserver etcd; do
+    if [ -f "$K8S/$d.pid" ]; then
+      local pid; pid=$(cat "$K8S/$d.pid")
+      kill -TERM "$pid" 2>/dev/null || true
+      for i in $(seq 30); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+      kill -KILL "$pid" 2>/dev/null || true
+      rm -f "$K8S/$d.pid"
+    fi
+  done
+  # Shims of containers the kubelet did not get to stop: their pids, not a
+  # pattern that could match another user's containerd.
+  for pid in $(pgrep -f "containerd-shim-runc-v2 -namespace k8s.io .*-address $K8S/containerd/containerd.sock" || true); do
+    kill -KILL "$pid" 2>/dev/null || true
+  done
+  for ipt in iptables ip6tables; do
+    command -v $ipt >/dev/null || continue
+    for chain in INPUT OUTPUT; do
+      while $ipt -D $chain -j KUBE-FIREWALL 2>/dev/null; do :; done
+    done
+    for t in filter nat mangle; do
+      for c in KUBE-FIREWALL KUBE-KUBELET-CANARY KUBE-IPTABLES-HINT; do
+        $ipt -t $t -F $c 2>/dev/null && $ipt -t $t -X $c 2>/dev/null || true
+      done
+    done
+    # The bridge plugin's masquerade chains (CNI-*) go with CNI DEL; any
+    # left by a killed run are removed here.
+    for c in $($ipt -t nat -S 2>/dev/null | awk '/^-N CNI-/{print $2}'); do
+      $ipt -t nat -S POSTROUTING | grep -- "-j $c" | sed 's/^-A/-D/' | while read -r rule; do $ipt -t nat $rule || true; done
+      $ipt -t nat -F $c 2>/dev/null; $ipt -t nat -X $c 2>/dev/null || true
+    done
+  done
+  for m in $(awk -v k="$K8S" '$2 ~ "^"k {print $2}' /proc/mounts | sort -r); do umount -l "$m" 2>/dev/null || true; done
+  for m in $(awk '$2 ~ "^/run/containerd|^/run/netns/cni-" {print $2}' /proc/mounts | sort -r); do umount -l "$m" 2>/dev/null || true; done
+  find /sys/fs/cgroup/*/ -maxdepth 1 \( -name kubepods -o -name k8s.io \) -type d 2>/dev/null | while read -r d; do
+    find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null || true
+  done
+  ip link del hymncni0 2>/dev/null || true
+  rm -rf /var/lib/cni/networks/hymn /run/containerd /var/log/pods /var/log/containers /usr/libexec/kubernetes
+  rm -f /run/netns/cni-* 2>/dev/null || true
+  if [ -f "$K8S/sysctls.saved" ]; then
+    while IFS= read -r kv; do sysctl -q -w "$kv" || true; done <"$K8S/sysctls.saved"
+    rm -f "$K8S/sysctls.saved"
+  fi
+  # Keep the built binaries (the cache), remove the cluster's state.
+  rm -rf "$K8S/etcd" "$K8S/containerd" "$K8S/kubelet" "$K8S/cni" "$K8S/static" "$K8S/pki" "$K8S/kubelet.yaml"
+}
+
+leftovers() {
+  local bad=0
+  pgrep -f "$K8S/" >/dev/null && { echo "left: processes of the cluster: $(pgrep -f "$K8S/" | tr '\n' ' ')"; bad=1; }
+  pgrep -f "containerd-shim-runc-v2 -namespace k8s.io" >/dev/null && { echo "left: containerd shims"; bad=1; }
+  ip link show hymncni0 >/dev/null 2>&1 && { echo "left: hymncni0"; bad=1; }
+  ls /run/netns 2>/dev/null | grep -q '^cni-' && { echo "left: CNI namespaces"; bad=1; }
+  iptables -S 2>/dev/null | grep -q KUBE- && { echo "left: KUBE- iptables chains"; bad=1; }
+  iptables -t nat -S 2>/dev/null | grep -q CNI- && { echo "left: CNI- nat chains"; bad=1; }
+  find /sys/fs/cgroup/*/ -maxdepth 1 \( -name kubepods -o -name k8s.io \) 2>/dev/null | grep -q . && { echo "left: cgroups"; bad=1; }
+  return $bad
+}
+
+case "${1:-all}" in
+  build) build; exit 0 ;;
+  down) down; leftovers && echo "*** nothing left"; exit 0 ;;
+esac
+for t in etcd containerd runc ctr kubectl openssl python3 go; do
+  command -v $t >/dev/null || die "$t is missing (scripts/setup.sh installs the Debian packages; kubectl from the Kubernetes release)"
+done
+build
+record
+trap 'down; leftovers && echo "*** nothing left on the machine"' EXIT
+certs
+configs
+T0=$SECONDS
+up
+images
+check
+echo "*** total $((SECONDS - T0)) s from start to checked"
