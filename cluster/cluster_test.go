@@ -10,12 +10,15 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/hymn-net/hymn"
 	"github.com/hymn-net/hymn/hymntest"
+	"github.com/hymn-net/hymn/internal/owner"
 	"github.com/hymn-net/hymn/internal/testenv"
 	"github.com/hymn-net/hymn/partition"
 	"github.com/hymn-net/hymn/topo"
@@ -460,5 +463,38 @@ links:
 	}
 	if len(r.Cut) != 1 || r.Cut[0].Local.Name != "r1-eth0" || r.Cut[0].Local.IP.String() != "10.1.0.1/24" {
 		t.Errorf("cut %+v", r.Cut)
+	}
+}
+
+// kill -9 of a worker (an emulated cut link, so a helper namespace too):
+// its namespaces stay, owned by a dead process, and hymn.Clean of its run
+// removes them all; the coordinator then stops the rest cleanly.
+func TestWorkerKill9Cleaned(t *testing.T) {
+	testenv.RootAndTools(t, "ip", "nsenter")
+	l := localTransport(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	file := "nodes: [h1, h2, {name: s1, kind: switch}, {name: s2, kind: switch}]\n" +
+		"links:\n  - endpoints: [h1, s1]\n  - endpoints: [h2, s2]\n  - endpoints: [s1, s2]\n    params: {delay: 1ms}\n"
+	c, err := Start(ctx, l, file, "k.yaml", "", false, Options{Partition: partition.Options{Parts: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { assertLocalGone(t, l, c) })
+	p := l.procs[0]
+	run := c.Ready[0].Run
+	if left, _ := owner.Namespaces(run); !slices.Contains(left, owner.NamespaceName(run, "@vx")) {
+		t.Fatalf("no helper namespace for the emulated cut link: %v", left)
+	}
+	p.cmd.Process.Kill()
+	<-p.done
+	rep, err := hymn.Clean(ctx, hymn.CleanOptions{Runs: []string{run}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("clean: %+v", rep)
+	hymntest.AssertRunGone(t, run)
+	if err := c.Stop(ctx); err == nil || !strings.Contains(err.Error(), "worker 0") {
+		t.Errorf("stop after a killed worker: %v (want worker 0's exit reported)", err)
 	}
 }
