@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -384,5 +385,27 @@ func TestSimSpoofAndTaggedDrops(t *testing.T) {
 	}
 	if seen[-1] != 1 || len(seen) != 1 {
 		t.Errorf("the peer received %v (VLAN → count, -1 untagged); want the one frame from the VF's own MAC, untagged", seen)
+	}
+}
+
+// TestSimIdleGC: a garbage collection while the NIC has nothing to carry.
+// The switch thread waits in a raw system call, which is no preemption
+// point; a stop-the-world that it did not answer would hang the process
+// (the test binary runs into its timeout) until a frame arrives, and a
+// NIC whose VFs no node holds never sees one.
+func TestSimIdleGC(t *testing.T) {
+	testenv.Root(t)
+	sim, err := NewSimNIC(SimConfig{Namespace: owner.NamespaceName(owner.NewRunID(), "sriov"), Dir: filepath.Join(t.TempDir(), "sim"), VFs: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := sim.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	time.Sleep(50 * time.Millisecond) // the switch is in its wait
+	for range 3 {
+		runtime.GC()
 	}
 }

@@ -190,15 +190,19 @@ func (w *simSwitch) run() {
 	for !w.stop.Load() {
 		_, _, e := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(w.epfd), uintptr(unsafe.Pointer(&w.events[0])),
 			uintptr(len(w.events)), ^uintptr(0), 0, 0) // timeout -1: until a frame or stop
-		if e == unix.EINTR {
-			continue // a signal: the runtime's preemption
-		}
-		if e != 0 {
+		if e != 0 && e != unix.EINTR {
 			if !w.stop.Load() {
 				w.err = fmt.Errorf("simulated SR-IOV NIC: epoll_wait: %w", e)
 			}
 			return
 		}
+		// EINTR is a signal, usually the runtime asking this goroutine to
+		// stop (a garbage collection's stop-the-world waits for it). A raw
+		// system call is no preemption point: going straight back into the
+		// wait held up the whole process until a frame came (measured: a
+		// network with an idle NIC hung in its first GC). The sweep below
+		// calls functions, whose prologues are.
+		//
 		// Which ports are ready does not matter: the rings are swept until
 		// none holds a frame, without asking epoll again:
 		// what a sweep sends lands in rings of the same switch during the
