@@ -67,15 +67,17 @@ func TestRejectsNamingField(t *testing.T) {
 		{"space 1gbit 100", "space limit", "frame"},
 	}
 	for _, tc := range cases {
-		_, err := Parse(tc.text)
-		var ce *ConfigError
-		if !errors.As(err, &ce) || !errors.Is(err, ErrInvalidConfig) {
-			t.Errorf("%q: error %v, want a ConfigError", tc.text, err)
-			continue
-		}
-		if ce.Field != tc.field || !strings.Contains(err.Error(), tc.contains) {
-			t.Errorf("%q: %v; want field %q mentioning %q", tc.text, err, tc.field, tc.contains)
-		}
+		t.Run(tc.text, func(t *testing.T) {
+			t.Parallel()
+			_, err := Parse(tc.text)
+			var ce *ConfigError
+			if !errors.As(err, &ce) || !errors.Is(err, ErrInvalidConfig) {
+				t.Fatalf("error %v, want a ConfigError", err)
+			}
+			if ce.Field != tc.field || !strings.Contains(err.Error(), tc.contains) {
+				t.Errorf("%v; want field %q mentioning %q", err, tc.field, tc.contains)
+			}
+		})
 	}
 	// Typed options validate the same way.
 	if _, err := Build(Delay(-time.Millisecond)); err == nil || !strings.Contains(err.Error(), "delay") {
@@ -90,21 +92,24 @@ func TestRejectsNamingField(t *testing.T) {
 }
 
 func TestStringRoundTrip(t *testing.T) {
-	for _, text := range []string{
-		"delay 0ms",
-		"delay 10ms 1ms",
-		"delay 10ms 3ms distribution gamma half-life 7ms reorder loss gemodel 1% 30% 80% 0.1% seed 7",
-		"delay 1s police 100mbit 32768 space 1gbit 100000 overhead 0 max-frame 9000 limit 10",
-		"delay 5ms distribution deterministic rate 10gbit loss state 1% 50% 0% 100% 0%",
-		"delay 10ms 1ms half-life 0ms rate-interval 5ms time-based loss 0.07%",
+	for _, tc := range []struct{ name, text string }{
+		{"zero delay", "delay 0ms"},
+		{"jitter", "delay 10ms 1ms"},
+		{"gamma gemodel", "delay 10ms 3ms distribution gamma half-life 7ms reorder loss gemodel 1% 30% 80% 0.1% seed 7"},
+		{"police space", "delay 1s police 100mbit 32768 space 1gbit 100000 overhead 0 max-frame 9000 limit 10"},
+		{"rate loss state", "delay 5ms distribution deterministic rate 10gbit loss state 1% 50% 0% 100% 0%"},
+		{"time-based", "delay 10ms 1ms half-life 0ms rate-interval 5ms time-based loss 0.07%"},
 	} {
-		c, err := Parse(text)
-		if err != nil {
-			t.Fatalf("%q: %v", text, err)
-		}
-		if got := c.String(); got != text {
-			t.Errorf("String() = %q, want %q", got, text)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c, err := Parse(tc.text)
+			if err != nil {
+				t.Fatalf("%q: %v", tc.text, err)
+			}
+			if got := c.String(); got != tc.text {
+				t.Errorf("String() = %q, want %q", got, tc.text)
+			}
+		})
 	}
 }
 

@@ -50,21 +50,24 @@ func TestDrawnMomentsUncorrelated(t *testing.T) {
 	const n = 400_000
 	mu, sigma := 10e6, 1e6
 	for _, dist := range []Distribution{Normal, Uniform, LogNormal, Gamma} {
-		c := DefaultConfig()
-		c.Delay, c.Jitter, c.HalfLife, c.Distribution = 10*time.Millisecond, time.Millisecond, 0, dist
-		x := drawCBR(t, c, gbit(1), n, 7)
-		m, s := meanStd(x)
-		seM := sigma / math.Sqrt(n)
-		seS := sigma / math.Sqrt(2*n)
-		if dist == LogNormal || dist == Gamma {
-			seS *= 2
-		}
-		if math.Abs(m-mu) > 5*seM {
-			t.Errorf("%v: mean %.0f, want %.0f ± %.0f", dist, m, mu, 5*seM)
-		}
-		if math.Abs(s-sigma) > 5*seS {
-			t.Errorf("%v: std %.0f, want %.0f ± %.0f", dist, s, sigma, 5*seS)
-		}
+		t.Run(dist.String(), func(t *testing.T) {
+			t.Parallel()
+			c := DefaultConfig()
+			c.Delay, c.Jitter, c.HalfLife, c.Distribution = 10*time.Millisecond, time.Millisecond, 0, dist
+			x := drawCBR(t, c, gbit(1), n, 7)
+			m, s := meanStd(x)
+			seM := sigma / math.Sqrt(n)
+			seS := sigma / math.Sqrt(2*n)
+			if dist == LogNormal || dist == Gamma {
+				seS *= 2
+			}
+			if math.Abs(m-mu) > 5*seM {
+				t.Errorf("mean %.0f, want %.0f ± %.0f", m, mu, 5*seM)
+			}
+			if math.Abs(s-sigma) > 5*seS {
+				t.Errorf("std %.0f, want %.0f ± %.0f", s, sigma, 5*seS)
+			}
+		})
 	}
 }
 
@@ -79,21 +82,24 @@ func TestDrawnMomentsCorrelated(t *testing.T) {
 	tauC := 0.021 / math.Ln2
 	seMean := math.Sqrt(2 * tauC / T)
 	for _, dist := range []Distribution{Normal, Uniform, LogNormal, Gamma} {
-		c := DefaultConfig()
-		c.Delay, c.Jitter, c.Distribution = 10*time.Millisecond, time.Millisecond, dist
-		dt := gbit(0.1)
-		x := drawCBR(t, c, dt, int(T*1e9/dt), 11)
-		m, s := meanStd(x)
-		tolS := 4 * seMean / 2
-		if dist == LogNormal || dist == Gamma {
-			tolS = 0.15
-		}
-		if math.Abs(m-10e6)/1e6 > 4*seMean {
-			t.Errorf("%v: mean %.4f ms, want 10 ± %.4f", dist, m/1e6, 4*seMean)
-		}
-		if math.Abs(s-1e6)/1e6 > tolS {
-			t.Errorf("%v: std %.4f ms, want 1 ± %.4f", dist, s/1e6, tolS)
-		}
+		t.Run(dist.String(), func(t *testing.T) {
+			t.Parallel()
+			c := DefaultConfig()
+			c.Delay, c.Jitter, c.Distribution = 10*time.Millisecond, time.Millisecond, dist
+			dt := gbit(0.1)
+			x := drawCBR(t, c, dt, int(T*1e9/dt), 11)
+			m, s := meanStd(x)
+			tolS := 4 * seMean / 2
+			if dist == LogNormal || dist == Gamma {
+				tolS = 0.15
+			}
+			if math.Abs(m-10e6)/1e6 > 4*seMean {
+				t.Errorf("mean %.4f ms, want 10 ± %.4f", m/1e6, 4*seMean)
+			}
+			if math.Abs(s-1e6)/1e6 > tolS {
+				t.Errorf("std %.4f ms, want 1 ± %.4f", s/1e6, tolS)
+			}
+		})
 	}
 }
 

@@ -1,6 +1,9 @@
 package emulator
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+)
 
 func TestParseSoftnet(t *testing.T) {
 	// Two CPUs, the kernel's 13-column format (the last column is the CPU
@@ -27,8 +30,11 @@ func TestSharesWithSender(t *testing.T) {
 		excess int64
 		want   bool
 	}{{0, false}, {2000, false}, {9000, true}, {10000, true}, {-500, false}} {
-		if got := sharesWithSender(c.excess, 10000); got != c.want {
-			t.Errorf("excess %d: %v, want %v", c.excess, got, c.want)
-		}
+		t.Run(fmt.Sprintf("excess %d", c.excess), func(t *testing.T) {
+			t.Parallel()
+			if got := sharesWithSender(c.excess, 10000); got != c.want {
+				t.Errorf("got %v, want %v", got, c.want)
+			}
+		})
 	}
 }

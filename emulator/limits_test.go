@@ -73,18 +73,19 @@ func TestParameterLimits(t *testing.T) {
 		{"rate 2000tbit", "rate", "out of range"},
 		{"overhead 5000", "overhead", "4096"},
 	} {
-		_, err := Parse(tc.text)
-		var ce *ConfigError
-		if !errors.As(err, &ce) {
-			t.Errorf("%q: error %v, want a ConfigError", tc.text, err)
-			continue
-		}
-		if ce.Field != tc.field || !strings.Contains(err.Error(), tc.contains) {
-			t.Errorf("%q: %v; want field %q mentioning %q", tc.text, err, tc.field, tc.contains)
-		}
-		if strings.Contains(err.Error(), "\n") {
-			t.Errorf("%q: error spans lines: %q", tc.text, err)
-		}
+		t.Run(tc.text, func(t *testing.T) {
+			_, err := Parse(tc.text)
+			var ce *ConfigError
+			if !errors.As(err, &ce) {
+				t.Fatalf("error %v, want a ConfigError", err)
+			}
+			if ce.Field != tc.field || !strings.Contains(err.Error(), tc.contains) {
+				t.Errorf("%v; want field %q mentioning %q", err, tc.field, tc.contains)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("error spans lines: %q", err)
+			}
+		})
 	}
 	// allow-large lifts the soft limits.
 	for _, text := range []string{
@@ -93,20 +94,23 @@ func TestParameterLimits(t *testing.T) {
 		"limit 30000000 allow-large",
 		"delay 1000000s allow-large",
 	} {
-		c, err := Parse(text)
-		if err != nil {
-			t.Errorf("%q: %v", text, err)
-			continue
-		}
-		if !c.AllowLarge || !strings.Contains(c.String(), "allow-large") {
-			t.Errorf("%q: allow-large not kept: %q", text, c.String())
-		}
+		t.Run(text, func(t *testing.T) {
+			c, err := Parse(text)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !c.AllowLarge || !strings.Contains(c.String(), "allow-large") {
+				t.Errorf("allow-large not kept: %q", c.String())
+			}
+		})
 	}
 	// At the limits exactly: accepted without allow-large.
 	for _, text := range []string{"delay 3600s 3600s", "max-frame 65536", "limit 262144", "half-life 3600s"} {
-		if _, err := Parse(text); err != nil {
-			t.Errorf("%q: %v", text, err)
-		}
+		t.Run(text, func(t *testing.T) {
+			if _, err := Parse(text); err != nil {
+				t.Error(err)
+			}
+		})
 	}
 	// The Go API validates the same way.
 	if _, err := Build(Jitter(2 * time.Hour)); err == nil || !strings.Contains(err.Error(), "jitter") {

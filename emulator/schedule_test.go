@@ -232,17 +232,19 @@ func TestParseScheduleErrors(t *testing.T) {
 		{"long line", "time,delay\n" + strings.Repeat("1", 5000) + ",1\n", "f.csv:2: line too long"},
 		{"huge file", huge, "f.csv: file is larger"},
 	} {
-		_, err := ParseSchedule("f.csv", []byte(c.text))
-		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: got %v, want %q", c.name, err, c.want)
-			continue
-		}
-		if !errors.Is(err, ErrInvalidConfig) {
-			t.Errorf("%s: %v does not match ErrInvalidConfig", c.name, err)
-		}
-		if strings.Contains(err.Error(), "\n") {
-			t.Errorf("%s: error spans lines: %q", c.name, err)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := ParseSchedule("f.csv", []byte(c.text))
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v, want %q", err, c.want)
+			}
+			if !errors.Is(err, ErrInvalidConfig) {
+				t.Errorf("%v does not match ErrInvalidConfig", err)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("error spans lines: %q", err)
+			}
+		})
 	}
 }
 

@@ -1,6 +1,7 @@
 package emulator
 
 import (
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -89,11 +90,14 @@ func TestCorrelatedAccuracy(t *testing.T) {
 	// 3 % and the jitter within −3 %…+1 % (measured net of the delay
 	// process's own sampling noise; see SimResult).
 	for _, j := range []string{"0.3ms", "3ms"} {
-		r := sim(t, "delay 10ms "+j, 1e9, 3*time.Second, 4)
-		if r.EmulationMeanDeviationPct < 0 || r.EmulationMeanDeviationPct >= 3 ||
-			r.EmulationJitterDeviationPct < -3 || r.EmulationJitterDeviationPct > 1 {
-			t.Errorf("jitter %s: deviations %.2f %% / %.2f %%", j, r.EmulationMeanDeviationPct, r.EmulationJitterDeviationPct)
-		}
+		t.Run("jitter "+j, func(t *testing.T) {
+			t.Parallel()
+			r := sim(t, "delay 10ms "+j, 1e9, 3*time.Second, 4)
+			if r.EmulationMeanDeviationPct < 0 || r.EmulationMeanDeviationPct >= 3 ||
+				r.EmulationJitterDeviationPct < -3 || r.EmulationJitterDeviationPct > 1 {
+				t.Errorf("deviations %.2f %% / %.2f %%", r.EmulationMeanDeviationPct, r.EmulationJitterDeviationPct)
+			}
+		})
 	}
 }
 
@@ -136,16 +140,19 @@ func TestSpacerUtilisationExtraDelay(t *testing.T) {
 	for _, tc := range []struct {
 		rho, wantUs, tol float64
 	}{{0.5, 60, 0.2}, {0.8, 160, 0.2}, {0.99, 1300, 0.3}} {
-		rate := uint64(math.Round(10e9 / tc.rho))
-		c := DefaultConfig()
-		c.Delay, c.Jitter = 10*time.Millisecond, time.Millisecond
-		c.Space = SpacerConfig{Enabled: true, Rate: rate}
-		r, err := Simulate(SimConfig{Emulator: c, Rate: 10e9, Duration: time.Second, Seed: 1, Warmup: -1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := r.ExtraDelay / 1e3; math.Abs(got/tc.wantUs-1) > tc.tol || r.Dropped != 0 {
-			t.Errorf("ρ = %v: extra delay %.1f µs (want ≈ %.0f), dropped %d", tc.rho, got, tc.wantUs, r.Dropped)
-		}
+		t.Run(fmt.Sprintf("rho %v", tc.rho), func(t *testing.T) {
+			t.Parallel()
+			rate := uint64(math.Round(10e9 / tc.rho))
+			c := DefaultConfig()
+			c.Delay, c.Jitter = 10*time.Millisecond, time.Millisecond
+			c.Space = SpacerConfig{Enabled: true, Rate: rate}
+			r, err := Simulate(SimConfig{Emulator: c, Rate: 10e9, Duration: time.Second, Seed: 1, Warmup: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := r.ExtraDelay / 1e3; math.Abs(got/tc.wantUs-1) > tc.tol || r.Dropped != 0 {
+				t.Errorf("extra delay %.1f µs (want ≈ %.0f), dropped %d", got, tc.wantUs, r.Dropped)
+			}
+		})
 	}
 }

@@ -184,14 +184,16 @@ func TestParseDeliveryTraceErrors(t *testing.T) {
 		{"long line", strings.Repeat("1", 5000) + "\n", "t.trace:1: line too long"},
 		{"huge", strings.Repeat("1\n", MaxTraceBytes/2+1), "t.trace: file is larger"},
 	} {
-		_, err := ParseDeliveryTrace("t.trace", []byte(c.text))
-		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: got %v, want %q", c.name, err, c.want)
-			continue
-		}
-		if !errors.Is(err, ErrInvalidConfig) {
-			t.Errorf("%s: %v does not match ErrInvalidConfig", c.name, err)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := ParseDeliveryTrace("t.trace", []byte(c.text))
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v, want %q", err, c.want)
+			}
+			if !errors.Is(err, ErrInvalidConfig) {
+				t.Errorf("%v does not match ErrInvalidConfig", err)
+			}
+		})
 	}
 	tr := constantTrace(t)
 	if r := tr.MeanRate(1500); r != 12e6 {

@@ -2,6 +2,7 @@ package linkparams
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -10,9 +11,12 @@ import (
 
 func TestPorts(t *testing.T) {
 	for v, want := range map[string]string{"": "", "dpdk": PortsDPDK, "DPDK": PortsDPDK, "afpacket": PortsAFPacket, "af_packet": PortsAFPacket} {
-		if got, err := ParsePorts(v); err != nil || got != want {
-			t.Errorf("ParsePorts(%q) = %q, %v; want %q", v, got, err, want)
-		}
+		t.Run(fmt.Sprintf("%q", v), func(t *testing.T) {
+			t.Parallel()
+			if got, err := ParsePorts(v); err != nil || got != want {
+				t.Errorf("ParsePorts(%q) = %q, %v; want %q", v, got, err, want)
+			}
+		})
 	}
 	if p := Params(Ports(PortsDPDK), Delay(5e6)); p[PortsKey] != "dpdk" || !NeedsEmulator(p) {
 		t.Errorf("Params(Ports(dpdk), Delay) = %v", p)
@@ -23,10 +27,13 @@ func TestPorts(t *testing.T) {
 	}
 	// Bad values, each named in the error.
 	for _, v := range []string{"xdp", "dpdk2", " ", "netmap"} {
-		_, err := PortsOf(topo.Params{PortsKey: v})
-		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "emulator=") {
-			t.Errorf("PortsOf(emulator=%q) = %v; want ErrInvalid naming emulator=", v, err)
-		}
+		t.Run(fmt.Sprintf("invalid %q", v), func(t *testing.T) {
+			t.Parallel()
+			_, err := PortsOf(topo.Params{PortsKey: v})
+			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "emulator=") {
+				t.Errorf("PortsOf(emulator=%q) = %v; want ErrInvalid naming emulator=", v, err)
+			}
+		})
 	}
 }
 
@@ -40,8 +47,11 @@ func TestLinkSpecPorts(t *testing.T) {
 		"emu,emulator=":                "emulator",
 		"tc,delay=5ms,emulator=dpdk":   "unknown option \"emulator\"",
 	} {
-		if _, err := ParseLinkSpec(spec); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), want) {
-			t.Errorf("ParseLinkSpec(%s) = %v; want ErrInvalid with %q", spec, err, want)
-		}
+		t.Run(spec, func(t *testing.T) {
+			t.Parallel()
+			if _, err := ParseLinkSpec(spec); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), want) {
+				t.Errorf("ParseLinkSpec(%s) = %v; want ErrInvalid with %q", spec, err, want)
+			}
+		})
 	}
 }

@@ -16,15 +16,29 @@ func TestDefaultDPID(t *testing.T) {
 		{"s1", "00:00:00:00:00:00:00:2A", "000000000000002a"},
 		{"s1", "ff", "00000000000000ff"},
 	} {
-		if got, err := DefaultDPID(c.name, c.dpid); err != nil || got != c.want {
-			t.Errorf("%s dpid=%q: %q %v, want %q", c.name, c.dpid, got, err, c.want)
-		}
+		t.Run(dpidCase(c.name, c.dpid), func(t *testing.T) {
+			t.Parallel()
+			if got, err := DefaultDPID(c.name, c.dpid); err != nil || got != c.want {
+				t.Errorf("%q %v, want %q", got, err, c.want)
+			}
+		})
 	}
 	for _, c := range [][2]string{{"switch", ""}, {"s1", "xyz"}, {"s1", "11112222333344445"}} {
-		if _, err := DefaultDPID(c[0], c[1]); err == nil {
-			t.Errorf("%v accepted", c)
-		}
+		t.Run("invalid "+dpidCase(c[0], c[1]), func(t *testing.T) {
+			t.Parallel()
+			if _, err := DefaultDPID(c[0], c[1]); err == nil {
+				t.Error("accepted")
+			}
+		})
 	}
+}
+
+// dpidCase names a DefaultDPID case: the switch, and the dpid if given.
+func dpidCase(name, dpid string) string {
+	if dpid == "" {
+		return name
+	}
+	return name + " dpid=" + dpid
 }
 
 // TestRelaySpreadsSwitches: each switch connection goes to the least busy

@@ -20,18 +20,24 @@ func TestParseController(t *testing.T) {
 		"ovsc,port=7000":                {Name: "c0", Kind: "ovsc", Port: 7000},
 		"ref,name=ctl":                  {Name: "ctl", Kind: "ref"},
 	} {
-		c, err := ParseController("c0", spec)
-		if err != nil || c == nil || *c != want {
-			t.Errorf("%s: %+v %v, want %+v", spec, c, err, want)
-		}
+		t.Run(spec, func(t *testing.T) {
+			t.Parallel()
+			c, err := ParseController("c0", spec)
+			if err != nil || c == nil || *c != want {
+				t.Errorf("%+v %v, want %+v", c, err, want)
+			}
+		})
 	}
 	if c, err := ParseController("c0", "none"); c != nil || err != nil {
 		t.Errorf("none: %+v %v", c, err)
 	}
 	for _, bad := range []string{"nox", "remote,port=abc", "remote,port=70000", "remote,ip=300.1.1.1", "ovsc,ip=10.0.0.1", "remote,bogus=1", "remote,a,1,x"} {
-		if _, err := ParseController("c0", bad); err == nil {
-			t.Errorf("%s accepted", bad)
-		}
+		t.Run("invalid "+bad, func(t *testing.T) {
+			t.Parallel()
+			if _, err := ParseController("c0", bad); err == nil {
+				t.Error("accepted")
+			}
+		})
 	}
 }
 
@@ -73,15 +79,17 @@ func TestFileControllers(t *testing.T) {
 	if cs := tp.Controllers(); len(cs) != 2 || cs[0].Name != "c5" || cs[1].Kind != "default" {
 		t.Errorf("mapping: %+v", cs)
 	}
-	for body, want := range map[string]string{
-		"controllers:\n  - {name: c0, kind: nox}\n":   `unknown kind "nox"`,
-		"controllers:\n  - {name: c0, colour: red}\n": "colour",
-		"controllers:\n  - {name: h1}\n":              "is a node and a controller",
-		"controllers: 5\n":                            "must be a list or a mapping",
+	for _, c := range []struct{ name, body, want string }{
+		{"unknown kind", "controllers:\n  - {name: c0, kind: nox}\n", `unknown kind "nox"`},
+		{"unknown key", "controllers:\n  - {name: c0, colour: red}\n", "colour"},
+		{"node name", "controllers:\n  - {name: h1}\n", "is a node and a controller"},
+		{"not a list", "controllers: 5\n", "must be a list or a mapping"},
 	} {
-		if _, _, err := LoadFile(write(base + body)); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%q: %v, want %q", body, err, want)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			if _, _, err := LoadFile(write(base + c.body)); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%q: %v, want %q", c.body, err, c.want)
+			}
+		})
 	}
 }
 

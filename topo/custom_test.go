@@ -185,10 +185,12 @@ func TestLoadCustomStandInTopolib(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range [][2]string{{"t,depth=2,fanout=3", "tree,depth=2,fanout=3"}, {"l,3,2", "linear,3,2"}, {"r,4", "reversed,4"}, {"x,3,3", "torus,3,3"}} {
-		got, _ := loadCustom(t, file, c[0])
-		want := mustSpec(t, c[1])
-		if g, w := linkStrings(got.Links()), linkStrings(want.Links()); !slices.Equal(g, w) {
-			t.Errorf("%s: links\n  %v\nwant\n  %v", c[0], g, w)
-		}
+		t.Run(c[0], func(t *testing.T) {
+			got, _ := loadCustom(t, file, c[0])
+			want := mustSpec(t, c[1])
+			if g, w := linkStrings(got.Links()), linkStrings(want.Links()); !slices.Equal(g, w) {
+				t.Errorf("links\n  %v\nwant (%s)\n  %v", g, c[1], w)
+			}
+		})
 	}
 }

@@ -107,13 +107,18 @@ func TestLoadNodeMapFormAndJSON(t *testing.T) {
 	// JSON with an escape YAML does not know ("\/") takes the JSON path.
 	jsonTop, _ := mustLoad(t, `{"nodes": {"s1": {"kind": "switch"}, "h1": null, "h2": {"ip": "10.0.0.7"}},
 	"links": [{"endpoints": ["h1", "s1"]}, {"endpoints": ["h2", "s1"], "params": {"note": "a\/b"}}]}`)
-	for _, top := range []*Topo{yamlTop, jsonTop} {
-		if got := linkStrings(top.Links()); !slices.Equal(got, []string{"h1:0-s1:1", "h2:0-s1:2"}) {
-			t.Errorf("links = %v", got)
-		}
-		if top.Node("h2").Params["ip"] != "10.0.0.7" {
-			t.Errorf("h2 params = %v", top.Node("h2").Params)
-		}
+	for _, c := range []struct {
+		name string
+		top  *Topo
+	}{{"yaml", yamlTop}, {"json", jsonTop}} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := linkStrings(c.top.Links()); !slices.Equal(got, []string{"h1:0-s1:1", "h2:0-s1:2"}) {
+				t.Errorf("links = %v", got)
+			}
+			if c.top.Node("h2").Params["ip"] != "10.0.0.7" {
+				t.Errorf("h2 params = %v", c.top.Node("h2").Params)
+			}
+		})
 	}
 	// Line numbers survive the JSON path.
 	_, _, err := Load("t.json", []byte("{\"nodes\": [\"h1\"],\n \"links\": [{\"endpoints\": [\"h1\", \"x\\/y\"]}]}"))
@@ -215,14 +220,16 @@ func TestLoadExamples(t *testing.T) {
 		t.Fatalf("examples: %v %v", files, err)
 	}
 	for _, f := range files {
-		top, opts, err := LoadFile(f)
-		if err != nil {
-			t.Errorf("%s: %v", f, err)
-			continue
-		}
-		if _, err := Resolve(top, opts.Address()); err != nil {
-			t.Errorf("%s: Resolve: %v", f, err)
-		}
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			t.Parallel()
+			top, opts, err := LoadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Resolve(top, opts.Address()); err != nil {
+				t.Errorf("Resolve: %v", err)
+			}
+		})
 	}
 	top, _, err := LoadFile("../examples/line7.yaml")
 	if err != nil {

@@ -1,6 +1,7 @@
 package topo
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -94,13 +95,19 @@ func TestPlacementParamChecked(t *testing.T) {
 		t.Fatalf("bad placement accepted: %v", err)
 	}
 	for _, v := range []string{"0", "7", " 3 "} {
-		if _, err := ParsePlacement(v); err != nil {
-			t.Errorf("%q: %v", v, err)
-		}
+		t.Run(fmt.Sprintf("%q", v), func(t *testing.T) {
+			t.Parallel()
+			if _, err := ParsePlacement(v); err != nil {
+				t.Error(err)
+			}
+		})
 	}
 	for _, v := range []string{"", "-1", "4096", "1e3", "0x1", "one"} {
-		if _, err := ParsePlacement(v); err == nil {
-			t.Errorf("%q accepted", v)
-		}
+		t.Run(fmt.Sprintf("invalid %q", v), func(t *testing.T) {
+			t.Parallel()
+			if _, err := ParsePlacement(v); err == nil {
+				t.Error("accepted")
+			}
+		})
 	}
 }

@@ -88,9 +88,11 @@ func TestYAMLScheduleErrors(t *testing.T) {
 		{"comma", "    schedule: [{at: '1s,2', params: {delay: 1ms}}]\n", "cannot contain ','"},
 		{"mixed", "    schedule: {a>b: x.csv, repeat: 1s}\n", "give either a>b:/b>a:"},
 	} {
-		_, err := loadSched(t, dir, c.body)
-		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: got %v, want %q", c.name, err, c.want)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			_, err := loadSched(t, dir, c.body)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("got %v, want %q", err, c.want)
+			}
+		})
 	}
 }

@@ -129,9 +129,12 @@ func TestParseSpec(t *testing.T) {
 		t.Fatalf("ParseSpec(linear,3,2) = %+v, %v", s, err)
 	}
 	for _, bad := range []string{"", ",3", "linear,,3", "linear,=3", "tree,depth=2,3"} {
-		if _, err := ParseSpec(bad); !errors.Is(err, ErrBadSpec) {
-			t.Errorf("ParseSpec(%q) err = %v, want ErrBadSpec", bad, err)
-		}
+		t.Run(fmt.Sprintf("invalid %q", bad), func(t *testing.T) {
+			t.Parallel()
+			if _, err := ParseSpec(bad); !errors.Is(err, ErrBadSpec) {
+				t.Errorf("ParseSpec(%q) err = %v, want ErrBadSpec", bad, err)
+			}
+		})
 	}
 }
 
@@ -154,10 +157,13 @@ func TestBadTopologySpecs(t *testing.T) {
 		"torus,3,3,n=zero": `n must be an integer`,
 	}
 	for spec, want := range cases {
-		_, err := FromSpecString(spec)
-		if err == nil || !strings.Contains(err.Error(), want) || !errors.Is(err, ErrBadSpec) {
-			t.Errorf("FromSpecString(%q) = %v, want an ErrBadSpec containing %q", spec, err, want)
-		}
+		t.Run(spec, func(t *testing.T) {
+			t.Parallel()
+			_, err := FromSpecString(spec)
+			if err == nil || !strings.Contains(err.Error(), want) || !errors.Is(err, ErrBadSpec) {
+				t.Errorf("FromSpecString(%q) = %v, want an ErrBadSpec containing %q", spec, err, want)
+			}
+		})
 	}
 }
 

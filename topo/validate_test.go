@@ -41,29 +41,32 @@ func TestBuiltinNodeCounts(t *testing.T) {
 	}
 	// The counts match what the builders make.
 	for _, spec := range []string{"minimal", "single,5", "reversed,3", "linear,4,3", "tree,3,2", "torus,3,4,2"} {
-		top, err := FromSpecString(spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, _ := ParseSpec(spec)
-		b := builtins[s.Name]
-		p, _ := s.bindInts(b.params, b.defaults)
-		var want uint64
-		switch s.Name {
-		case "minimal":
-			want = singleNodes(2)
-		case "single", "reversed":
-			want = singleNodes(p["k"])
-		case "linear":
-			want = linearNodes(p["k"], p["n"])
-		case "tree":
-			want = treeNodes(p["depth"], p["fanout"])
-		case "torus":
-			want = torusNodes(p["x"], p["y"], p["n"])
-		}
-		if uint64(top.NodeCount()) != want {
-			t.Errorf("%s: built %d nodes, counted %d", spec, top.NodeCount(), want)
-		}
+		t.Run("built "+spec, func(t *testing.T) {
+			t.Parallel()
+			top, err := FromSpecString(spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, _ := ParseSpec(spec)
+			b := builtins[s.Name]
+			p, _ := s.bindInts(b.params, b.defaults)
+			var want uint64
+			switch s.Name {
+			case "minimal":
+				want = singleNodes(2)
+			case "single", "reversed":
+				want = singleNodes(p["k"])
+			case "linear":
+				want = linearNodes(p["k"], p["n"])
+			case "tree":
+				want = treeNodes(p["depth"], p["fanout"])
+			case "torus":
+				want = torusNodes(p["x"], p["y"], p["n"])
+			}
+			if uint64(top.NodeCount()) != want {
+				t.Errorf("built %d nodes, counted %d", top.NodeCount(), want)
+			}
+		})
 	}
 }
 

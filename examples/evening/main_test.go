@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"math"
 	"sort"
@@ -23,10 +24,13 @@ func TestScheduleModel(t *testing.T) {
 		loss  float64
 	}{{3, 10 * time.Millisecond, 0}, {17, 10 * time.Millisecond, 0}, {18.5, 30 * time.Millisecond, 0.01},
 		{20, 50 * time.Millisecond, 0.02}, {21.5, 30 * time.Millisecond, 0.01}, {23.5, 10 * time.Millisecond, 0}, {24 + 19, 10*time.Millisecond + 40*time.Millisecond*2/3, 0.02 * 2 / 3}} {
-		d, p := At(s, time.Duration(c.h*float64(time.Hour)))
-		if (d-c.delay).Abs() > time.Microsecond || math.Abs(p-c.loss) > 1e-9 {
-			t.Errorf("%vh: %v %v, want %v %v", c.h, d, p, c.delay, c.loss)
-		}
+		t.Run(fmt.Sprintf("%vh", c.h), func(t *testing.T) {
+			t.Parallel()
+			d, p := At(s, time.Duration(c.h*float64(time.Hour)))
+			if (d-c.delay).Abs() > time.Microsecond || math.Abs(p-c.loss) > 1e-9 {
+				t.Errorf("%v %v, want %v %v", d, p, c.delay, c.loss)
+			}
+		})
 	}
 }
 

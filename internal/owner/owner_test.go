@@ -55,10 +55,13 @@ func TestRunOfNamespace(t *testing.T) {
 		{"other-0123456789abcdef-h1", "", false},
 		{"hymn-0123456789abcdef0-h1", "", false},
 	} {
-		run, ok := RunOfNamespace(c.ns)
-		if run != c.run || ok != c.ok {
-			t.Errorf("RunOfNamespace(%q) = %q, %v; want %q, %v", c.ns, run, ok, c.run, c.ok)
-		}
+		t.Run(c.ns, func(t *testing.T) {
+			t.Parallel()
+			run, ok := RunOfNamespace(c.ns)
+			if run != c.run || ok != c.ok {
+				t.Errorf("RunOfNamespace(%q) = %q, %v; want %q, %v", c.ns, run, ok, c.run, c.ok)
+			}
+		})
 	}
 }
 
@@ -190,11 +193,13 @@ func TestAliveChecksPidAndStartTime(t *testing.T) {
 		{"owner a zombie", zombie.Process.Pid, processStartTime(zombie.Process.Pid), false},
 		{"no pid", 0, 0, false},
 	} {
-		run := NewRunID()
-		writeRecord(t, run, c.pid, c.start)
-		if got := Alive(run); got != c.alive {
-			t.Errorf("%s: Alive = %v, want %v", c.name, got, c.alive)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			run := NewRunID()
+			writeRecord(t, run, c.pid, c.start)
+			if got := Alive(run); got != c.alive {
+				t.Errorf("Alive = %v, want %v", got, c.alive)
+			}
+		})
 	}
 	if Alive(NewRunID()) {
 		t.Error("a run without a record is alive")

@@ -45,34 +45,37 @@ func TestFramerSplits(t *testing.T) {
 		{"unfinished", "abc\x01hymn-", "abc", "", 0, false},
 	}
 	for _, c := range cases {
-		stream := []byte(c.stream)
-		// Every way of cutting the stream in two, and byte by byte.
-		splits := [][]int{nil}
-		for i := range stream {
-			splits = append(splits, []int{i})
-		}
-		var each []int
-		for i := range stream {
-			each = append(each, i)
-		}
-		splits = append(splits, each)
-		for _, cuts := range splits {
-			f := newFramer(testNonce)
-			out, st, done, rest := feedAll(f, stream, cuts)
-			if !done {
-				out = append(out, f.flush()...)
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			stream := []byte(c.stream)
+			// Every way of cutting the stream in two, and byte by byte.
+			splits := [][]int{nil}
+			for i := range stream {
+				splits = append(splits, []int{i})
 			}
-			if done != c.done || st != c.status || string(rest) != c.rest {
-				t.Fatalf("%s cut at %v: done=%v status=%d rest=%q, want %v %d %q", c.name, cuts, done, st, rest, c.done, c.status, c.rest)
+			var each []int
+			for i := range stream {
+				each = append(each, i)
 			}
-			want := c.out
-			if !c.done {
-				want = c.stream
+			splits = append(splits, each)
+			for _, cuts := range splits {
+				f := newFramer(testNonce)
+				out, st, done, rest := feedAll(f, stream, cuts)
+				if !done {
+					out = append(out, f.flush()...)
+				}
+				if done != c.done || st != c.status || string(rest) != c.rest {
+					t.Fatalf("cut at %v: done=%v status=%d rest=%q, want %v %d %q", cuts, done, st, rest, c.done, c.status, c.rest)
+				}
+				want := c.out
+				if !c.done {
+					want = c.stream
+				}
+				if string(out) != want {
+					t.Fatalf("cut at %v: output %q, want %q", cuts, out, want)
+				}
 			}
-			if string(out) != want {
-				t.Fatalf("%s cut at %v: output %q, want %q", c.name, cuts, out, want)
-			}
-		}
+		})
 	}
 }
 

@@ -71,29 +71,32 @@ func run(t *testing.T, sh *shellproc.Shell, line string) (string, int) {
 // forgeries are command lines that print every marker a command could
 // know the shape of: the old "\x01hymn-<seq>:" for many seqs, the new
 // format with made-up nonces, and the /proc ways to read the real one.
-var forgeries = []string{
-	`printf '\001hymn-1:0\001'; sleep 1; echo late`,
-	`for i in $(seq 0 300); do printf '\001hymn-%d:0\001' $i; done; sleep 0.2; echo late`,
-	`printf '\001hymn-%032x:0\001' 0; printf '\001hymn-%s:0\001' $(head -c16 /dev/urandom | od -An -tx1 | tr -d ' \n'); echo late`,
+var forgeries = []struct{ name, line string }{
+	{"old format", `printf '\001hymn-1:0\001'; sleep 1; echo late`},
+	{"old format every seq", `for i in $(seq 0 300); do printf '\001hymn-%d:0\001' $i; done; sleep 0.2; echo late`},
+	{"made-up nonces", `printf '\001hymn-%032x:0\001' 0; printf '\001hymn-%s:0\001' $(head -c16 /dev/urandom | od -An -tx1 | tr -d ' \n'); echo late`},
 	// The line that prints the real marker waits in the shell's stdin: the
 	// command's stdin is /dev/null and the shell's own is a socket, which
 	// /proc cannot reopen.
-	`cat; cat /proc/$$/fd/0 2>/dev/null; for f in /proc/$$/fd/*; do timeout 0.2 cat $f </dev/null 2>/dev/null | tr -dc '\001-\377' | grep -ao 'hymn-[0-9a-f]*' | while read m; do printf '\001%s:0\001' "$m"; done; done; echo late`,
+	{"nonce read from proc", `cat; cat /proc/$$/fd/0 2>/dev/null; for f in /proc/$$/fd/*; do timeout 0.2 cat $f </dev/null 2>/dev/null | tr -dc '\001-\377' | grep -ao 'hymn-[0-9a-f]*' | while read m; do printf '\001%s:0\001' "$m"; done; done; echo late`},
 }
 
 func testForgery(t *testing.T, sh *shellproc.Shell) {
-	for _, line := range forgeries {
-		start := time.Now()
-		out, status := run(t, sh, line)
-		if !strings.HasSuffix(out, "late\n") || status != 0 {
-			t.Errorf("%q: ended early: status %d, output %q", line, status, out)
-		}
-		if strings.HasPrefix(line, "printf '\\001hymn-1:0") && time.Since(start) < time.Second {
-			t.Errorf("%q: returned after %v, before its sleep 1 ended", line, time.Since(start))
-		}
-		if next, _ := run(t, sh, "echo next"); next != "next\n" {
-			t.Errorf("after %q the next command printed %q", line, next)
-		}
+	for _, f := range forgeries {
+		t.Run(f.name, func(t *testing.T) {
+			line := f.line
+			start := time.Now()
+			out, status := run(t, sh, line)
+			if !strings.HasSuffix(out, "late\n") || status != 0 {
+				t.Errorf("%q: ended early: status %d, output %q", line, status, out)
+			}
+			if strings.HasPrefix(line, "printf '\\001hymn-1:0") && time.Since(start) < time.Second {
+				t.Errorf("%q: returned after %v, before its sleep 1 ended", line, time.Since(start))
+			}
+			if next, _ := run(t, sh, "echo next"); next != "next\n" {
+				t.Errorf("after %q the next command printed %q", line, next)
+			}
+		})
 	}
 }
 
@@ -109,24 +112,27 @@ func TestShellKeepsState(t *testing.T) {
 	if out, _ := run(t, sh, `pwd; echo $X; f 1; jobs | wc -l`); out != "/usr\nhymn\nfn1\n1\n" {
 		t.Errorf("state lost: %q", out)
 	}
-	for line, want := range map[string]struct {
+	for name, c := range map[string]struct {
+		line   string
 		out    string
 		status int
 	}{
-		"(exit 3)":                          {"", 3},
-		"echo 'it''s'; echo \"a'b\"":        {"its\na'b\n", 0},
-		"cat <<EOF\nx\ny\nEOF":              {"x\ny\n", 0},
-		"cat; read y; echo got$y":           {"got\n", 0},
-		"echo a; echo b >&2; false":         {"a\nb\n", 1},
-		"printf 'a\\001b\\001\\001'":        {"a\x01b\x01\x01", 0},
-		"echo $'\\x01hymn-'":                {"\x01hymn-\n", 0},
-		"echo multi\necho line":             {"multi\nline\n", 0},
-		"echo trailing\n\n":                 {"trailing\n", 0},
-		"echo -n partial; printf '\\001hy'": {"partial\x01hy", 0},
+		"exit status":         {"(exit 3)", "", 3},
+		"quotes":              {"echo 'it''s'; echo \"a'b\"", "its\na'b\n", 0},
+		"here document":       {"cat <<EOF\nx\ny\nEOF", "x\ny\n", 0},
+		"empty stdin":         {"cat; read y; echo got$y", "got\n", 0},
+		"stderr and status":   {"echo a; echo b >&2; false", "a\nb\n", 1},
+		"ctrl-a in output":    {"printf 'a\\001b\\001\\001'", "a\x01b\x01\x01", 0},
+		"marker prefix":       {"echo $'\\x01hymn-'", "\x01hymn-\n", 0},
+		"two lines":           {"echo multi\necho line", "multi\nline\n", 0},
+		"trailing newlines":   {"echo trailing\n\n", "trailing\n", 0},
+		"unterminated output": {"echo -n partial; printf '\\001hy'", "partial\x01hy", 0},
 	} {
-		if out, status := run(t, sh, line); out != want.out || status != want.status {
-			t.Errorf("%q: %q status %d, want %q status %d", line, out, status, want.out, want.status)
-		}
+		t.Run(name, func(t *testing.T) {
+			if out, status := run(t, sh, c.line); out != c.out || status != c.status {
+				t.Errorf("%q: %q status %d, want %q status %d", c.line, out, status, c.out, c.status)
+			}
+		})
 	}
 	// Unbalanced quotes are the command's syntax error, not a shell waiting
 	// for more input.
@@ -182,28 +188,30 @@ func TestShellStreamsBounded(t *testing.T) {
 	sh := startBash(t)
 	runtime.GC()
 	for _, c := range []struct {
-		line string
-		want int64
+		name, line string
+		want       int64
 	}{
-		{"yes | head -c 100000000 | tr -d '\\n'", 50000000},
-		{"printf '\\001'; yes | head -c 20000000", 20000001},
-		{"printf '\\001hymn-'; head -c 20000000 /dev/zero", 20000006},
+		{"no newline", "yes | head -c 100000000 | tr -d '\\n'", 50000000},
+		{"after ctrl-a", "printf '\\001'; yes | head -c 20000000", 20000001},
+		{"after marker prefix", "printf '\\001hymn-'; head -c 20000000 /dev/zero", 20000006},
 	} {
-		var w countWriter
-		var err error
-		peak := peakHeap(func() {
-			_, err = sh.RunStream(context.Background(), c.line, &w)
+		t.Run(c.name, func(t *testing.T) {
+			var w countWriter
+			var err error
+			peak := peakHeap(func() {
+				_, err = sh.RunStream(context.Background(), c.line, &w)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if w.n.Load() != c.want {
+				t.Errorf("%q: passed on %d bytes, want %d", c.line, w.n.Load(), c.want)
+			}
+			if peak > 48<<20 {
+				t.Errorf("%q: heap in use peaked at %d MiB", c.line, peak>>20)
+			}
+			t.Logf("%q: %d bytes, heap peak %d MiB", c.line, w.n.Load(), peak>>20)
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if w.n.Load() != c.want {
-			t.Errorf("%q: passed on %d bytes, want %d", c.line, w.n.Load(), c.want)
-		}
-		if peak > 48<<20 {
-			t.Errorf("%q: heap in use peaked at %d MiB", c.line, peak>>20)
-		}
-		t.Logf("%q: %d bytes, heap peak %d MiB", c.line, w.n.Load(), peak>>20)
 	}
 }
 
@@ -212,20 +220,27 @@ func TestShellStreamsBounded(t *testing.T) {
 func TestShellInterrupt(t *testing.T) {
 	sh := startBash(t)
 	run(t, sh, "sleep 60 &")
-	for _, line := range []string{"sleep 1000", "yes", "cat /dev/zero | sleep 1000", "printf '\\001hymn-'; sleep 1000"} {
-		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-		start := time.Now()
-		_, err := sh.RunStream(ctx, line, &countWriter{})
-		cancel()
-		if !errors.Is(err, context.DeadlineExceeded) {
-			t.Errorf("%q: %v", line, err)
-		}
-		if d := time.Since(start); d > 5*time.Second {
-			t.Errorf("%q: took %v to interrupt", line, d)
-		}
-		if out, _ := run(t, sh, "echo ok; jobs | wc -l"); out != "ok\n1\n" {
-			t.Errorf("after interrupting %q: %q (the earlier background job must survive)", line, out)
-		}
+	for _, c := range []struct{ name, line string }{
+		{"sleep", "sleep 1000"},
+		{"yes", "yes"},
+		{"pipeline", "cat /dev/zero | sleep 1000"},
+		{"marker prefix", "printf '\\001hymn-'; sleep 1000"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			start := time.Now()
+			_, err := sh.RunStream(ctx, c.line, &countWriter{})
+			cancel()
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("%q: %v", c.line, err)
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("%q: took %v to interrupt", c.line, d)
+			}
+			if out, _ := run(t, sh, "echo ok; jobs | wc -l"); out != "ok\n1\n" {
+				t.Errorf("after interrupting %q: %q (the earlier background job must survive)", c.line, out)
+			}
+		})
 	}
 	// A loop inside the shell itself: the shell is ended.
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
