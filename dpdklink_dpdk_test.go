@@ -23,6 +23,7 @@ import (
 	"github.com/hymn-net/hymn/measure"
 	"github.com/hymn-net/hymn/sriov"
 	"github.com/hymn-net/hymn/topo"
+	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
 
@@ -292,4 +293,85 @@ func TestDPDKOpenFailureLeavesNothing(t *testing.T) {
 	if left := ours(); len(left) != before {
 		t.Fatalf("released ports left DPDK devices: %v", left)
 	}
+}
+
+// TestDPDKHardwareWithoutVFIO runs the hardware path of an emulated VF
+// link with DPDK ports on stand-ins (a fake sysfs whose VF netdevs are
+// veth ends, as TestSRIOVHardwarePath): the emulator's VFs must go to
+// vfio-pci, which this machine does not have, so Start fails saying so,
+// and everything is undone: every VF back in the root namespace with its
+// settings, no DPDK device, no namespace.
+func TestDPDKHardwareWithoutVFIO(t *testing.T) {
+	testenv.Root(t)
+	if _, err := os.Stat("/dev/vfio"); err == nil {
+		t.Skip("this machine has /dev/vfio: the failure this test needs does not happen")
+	}
+	tag := owner.NewRunID()[:4]
+	pfA, pfB := "pf"+tag+"a", "pf"+tag+"b"
+	vf := func(side string, i int) string { return "dv" + tag + side + fmt.Sprint(i) }
+	for i := 0; i < 2; i++ {
+		if err := netlink.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: vf("a", i)}, PeerName: vf("b", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		for i := 0; i < 2; i++ {
+			if l, err := netlink.LinkByName(vf("a", i)); err == nil {
+				netlink.LinkDel(l)
+			}
+		}
+	})
+	root := filepath.Join(t.TempDir(), "sys")
+	if err := sriov.WriteFakeTree(root, []sriov.FakePF{
+		{Name: pfA, TotalVFs: 8, NumVFs: 2, VFNames: []string{vf("a", 0), vf("a", 1)}},
+		{Name: pfB, TotalVFs: 8, NumVFs: 2, VFNames: []string{vf("b", 0), vf("b", 1)}}}); err != nil {
+		t.Fatal(err)
+	}
+	conf := sriov.NewMemConfigurator()
+	orig := sriov.VFState{SpoofChk: true, LinkState: sriov.LinkAuto}
+	for _, pf := range []string{pfA, pfB} {
+		for i := 0; i < 2; i++ {
+			conf.SetVF(pf, i, orig)
+		}
+	}
+	backend, cfg, err := ParseLinkBackend("sriov,sim=off,emulator=dpdk,vlans=700-799,sysfs=" + root + ",pairs=" + pfA + ":" + pfB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Conf = conf
+	top := topo.New()
+	top.AddHost("h1", nil)
+	top.AddHost("h2", nil)
+	top.AddLink("h1", "h2", linkparams.Params(linkparams.Delay(2*time.Millisecond)))
+	net, err := New(top, Options{Links: backend, SRIOV: &cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = net.Start(context.Background())
+	net.Stop()
+	if err == nil || !strings.Contains(err.Error(), "vfio") {
+		t.Fatalf("Start with the emulator's VFs unable to reach vfio-pci: %v", err)
+	}
+	t.Logf("as expected: %v", err)
+	for _, side := range []string{"a", "b"} {
+		for i := 0; i < 2; i++ {
+			if _, err := netlink.LinkByName(vf(side, i)); err != nil {
+				t.Errorf("VF %s is not back in the root namespace: %v", vf(side, i), err)
+			}
+		}
+	}
+	for _, pf := range []string{pfA, pfB} {
+		for i := 0; i < 2; i++ {
+			if st, _ := conf.GetVF(pf, i); st.VLAN != 0 || !st.SpoofChk || st.Trust || st.LinkState != sriov.LinkAuto {
+				t.Errorf("%s vf %d not restored: %+v", pf, i, st)
+			}
+		}
+	}
+	for _, d := range dpdk.Devices() {
+		if !strings.HasPrefix(d, "net_af_packet") {
+			t.Errorf("DPDK device %s attached", d)
+		}
+	}
+	assertRunGone(t, net.RunID())
+	assertSRIOVGone(t, net.RunID())
 }
