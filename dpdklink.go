@@ -74,9 +74,10 @@ func (n *Network) linkPorts(l *netLink) string {
 	return linkparams.PortsAFPacket
 }
 
-// checkLinkPorts is New's check of the emulator ports: DPDK ports only on
-// emulated VF links of a binary that has DPDK, at most dpdkMaxMTU.
-func (n *Network) checkLinkPorts() error {
+// checkLinkPorts is the check of the emulator ports New runs on every
+// planned link and AddLink on the one it adds: DPDK ports only on emulated
+// VF links of a binary that has DPDK, at most dpdkMaxMTU.
+func (n *Network) checkLinkPorts(pls []*topo.PlannedLink) error {
 	var errs []error
 	if n.opts.SRIOV != nil {
 		if _, err := linkparams.ParsePorts(n.opts.SRIOV.Emulator); err != nil {
@@ -84,7 +85,7 @@ func (n *Network) checkLinkPorts() error {
 		}
 	}
 	wantDPDK := false
-	for _, pl := range n.plan.Links {
+	for _, pl := range pls {
 		l := &netLink{plan: pl}
 		own, err := linkparams.PortsOf(pl.Params)
 		if err != nil {

@@ -1,12 +1,14 @@
 package hymn
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/hymn-net/hymn/emulator/dpdk"
+	"github.com/hymn-net/hymn/internal/testenv"
 	"github.com/hymn-net/hymn/linkparams"
 	"github.com/hymn-net/hymn/sriov"
 	"github.com/hymn-net/hymn/topo"
@@ -101,5 +103,19 @@ func TestDPDKHardwareArguments(t *testing.T) {
 	}
 	if _, err := dpdkVFAddrs([]*sriov.Pair{{}, {}}); err == nil {
 		t.Error("VFs without PCI addresses accepted")
+	}
+}
+
+// A link added to a running network is checked like the planned ones.
+func TestDPDKPortsRefusedAtRuntime(t *testing.T) {
+	testenv.Root(t)
+	net := startNet(t, mustTopo(t, "single,2"), Options{})
+	before := len(net.Plan().Links)
+	_, err := net.AddLink(context.Background(), "h1", "h2", topo.Params{"delay": "5ms", "emulator": "dpdk"})
+	if !errors.Is(err, ErrDPDK) || !strings.Contains(err.Error(), "needs an SR-IOV link") {
+		t.Fatalf("AddLink with emulator=dpdk on a veth link: %v", err)
+	}
+	if n := len(net.Plan().Links); n != before {
+		t.Errorf("the refused link stayed in the plan: %d links, want %d", n, before)
 	}
 }

@@ -164,7 +164,7 @@ func New(t *topo.Topo, opts Options) (*Network, error) {
 		return nil, err
 	}
 	// DPDK ports: on emulated VF links of a binary with DPDK (dpdklink.go).
-	if err := n.checkLinkPorts(); err != nil {
+	if err := n.checkLinkPorts(plan.Links); err != nil {
 		return nil, err
 	}
 	return n, nil

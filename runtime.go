@@ -44,6 +44,10 @@ func (n *Network) AddLink(ctx context.Context, node1, node2 string, params topo.
 	if err != nil {
 		return nil, err
 	}
+	if err := n.checkLinkPorts([]*topo.PlannedLink{pl}); err != nil {
+		n.plan.RemoveLastLink()
+		return nil, err
+	}
 	l := &netLink{plan: pl}
 	if err := n.createLink(l); err != nil {
 		n.plan.RemoveLastLink()
