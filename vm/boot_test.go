@@ -370,3 +370,32 @@ func TestSchedstatDelaysRealContention(t *testing.T) {
 		t.Errorf("stalled %v of %v, want 30-100 %%", stalled, wall)
 	}
 }
+
+// The QMP wait runs on the same clock: a QEMU starved while it starts is
+// given the time it waited for a CPU, up to bootWallFactor × qmpTimeout.
+func TestQMPClock(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	starved := func(until time.Duration) func() (map[int]uint64, error) {
+		now := t0
+		return func() (map[int]uint64, error) {
+			now = now.Add(time.Second)
+			return map[int]uint64{1: uint64(min(now.Sub(t0), until))}, nil
+		}
+	}
+	// Starved for its first 10 s: 25 s on the wall clock are 15 s of its own.
+	c := qmpClock{newBootClock(t0, starved(10*time.Second))}
+	for s := 1; s <= 30; s++ {
+		exp := c.expired(t0.Add(time.Duration(s) * time.Second))
+		if want := s >= 25; exp != want {
+			t.Fatalf("at %d s: expired = %v, want %v (own %v)", s, exp, want, c.own())
+		}
+	}
+	// Starved for good: the wall clock ends it.
+	c = qmpClock{newBootClock(t0, starved(time.Hour))}
+	bound := int(bootWallFactor * qmpTimeout / time.Second)
+	for s := 1; s <= bound; s++ {
+		if exp := c.expired(t0.Add(time.Duration(s) * time.Second)); exp != (s == bound) {
+			t.Fatalf("at %d s (own %v): expired = %v, want it at %d s", s, c.own(), exp, bound)
+		}
+	}
+}

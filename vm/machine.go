@@ -165,8 +165,33 @@ func (m *machine) running() bool {
 	}
 }
 
+// qmpTimeout bounds the wait for QEMU's QMP greeting, not counting the
+// time the host kept QEMU waiting for a CPU (see bootClock): starting
+// QEMU is CPU work that a busy host can stretch well past 15 s.
+const qmpTimeout = 15 * time.Second
+
+// qmpClock reports whether the QMP wait is over: qmpTimeout of QEMU's
+// own time, or bootWallFactor times that on the wall clock.
+type qmpClock struct{ *bootClock }
+
+func (m *machine) newQMPClock() qmpClock {
+	if m.cmd == nil || m.cmd.Process == nil {
+		// No process to watch (tests): a wall clock.
+		return qmpClock{newBootClock(time.Now(), func() (map[int]uint64, error) { return nil, errors.New("no QEMU process") })}
+	}
+	pid := m.cmd.Process.Pid
+	return qmpClock{newBootClock(time.Now(), func() (map[int]uint64, error) { return schedstatDelays(pid) })}
+}
+
+func (c qmpClock) expired(now time.Time) bool {
+	if now.Sub(c.last) >= bootTick {
+		c.sample(now)
+	}
+	return c.own() >= qmpTimeout || c.wall() >= bootWallFactor*qmpTimeout
+}
+
 func (m *machine) connectQMP(ctx context.Context) error {
-	deadline := time.Now().Add(15 * time.Second)
+	clock := m.newQMPClock()
 	for {
 		if !m.running() {
 			return m.exitError()
@@ -174,7 +199,7 @@ func (m *machine) connectQMP(ctx context.Context) error {
 		if _, err := os.Stat(m.paths.QMP); err == nil {
 			mon, err := qmp.NewSocketMonitor("unix", m.paths.QMP, 2*time.Second)
 			if err == nil {
-				if err = m.qmpHandshake(ctx, mon, time.Until(deadline)); err == nil {
+				if err = m.qmpHandshake(ctx, mon, clock); err == nil {
 					m.monMu.Lock()
 					m.mon = mon
 					m.monMu.Unlock()
@@ -182,11 +207,11 @@ func (m *machine) connectQMP(ctx context.Context) error {
 				}
 				mon.Disconnect()
 			}
-			if time.Now().After(deadline) {
+			if clock.expired(time.Now()) {
 				return fmt.Errorf("connecting to QMP: %w", err)
 			}
-		} else if time.Now().After(deadline) {
-			return errors.New("QMP socket did not appear within 15 s")
+		} else if clock.expired(time.Now()) {
+			return fmt.Errorf("QMP socket did not appear within %v of QEMU's time", qmpTimeout)
 		}
 		select {
 		case <-ctx.Done():
@@ -201,26 +226,30 @@ func (m *machine) connectQMP(ctx context.Context) error {
 // while QEMU is still busy starting (or stuck, say allocating a huge
 // memory=): go-qemu's Connect would then wait for the greeting forever, so
 // it runs on its own goroutine and the monitor is closed to end it.
-func (m *machine) qmpHandshake(ctx context.Context, mon *qmp.SocketMonitor, limit time.Duration) error {
+func (m *machine) qmpHandshake(ctx context.Context, mon *qmp.SocketMonitor, clock qmpClock) error {
 	done := make(chan error, 1)
 	go func() { done <- mon.Connect() }()
-	timer := time.NewTimer(max(limit, time.Second))
-	defer timer.Stop()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		mon.Disconnect()
-		<-done
-		return ctx.Err()
-	case <-m.exited:
-		mon.Disconnect()
-		<-done
-		return m.exitError()
-	case <-timer.C:
-		mon.Disconnect()
-		<-done
-		return errors.New("QEMU accepted the QMP connection but sent no greeting within 15 s")
+	tick := time.NewTicker(bootTick)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			return err
+		case <-ctx.Done():
+			mon.Disconnect()
+			<-done
+			return ctx.Err()
+		case <-m.exited:
+			mon.Disconnect()
+			<-done
+			return m.exitError()
+		case now := <-tick.C:
+			if clock.expired(now) {
+				mon.Disconnect()
+				<-done
+				return fmt.Errorf("QEMU accepted the QMP connection but sent no greeting within %v of its time", qmpTimeout)
+			}
+		}
 	}
 }
 
