@@ -116,6 +116,8 @@ func Split(plan *topo.Plan, opts Options) (*Result, error) {
 		return nil, fmt.Errorf("%w: %d workers for %d nodes: every worker needs at least one node (use at most %d workers)", ErrBadInput, k, n, n)
 	case opts.Slack < 0:
 		return nil, fmt.Errorf("%w: slack must not be negative, got %d", ErrBadInput, opts.Slack)
+	case opts.Slack > n:
+		return nil, fmt.Errorf("%w: slack %d is more than the topology's %d nodes", ErrBadInput, opts.Slack, n)
 	}
 	s := &splitter{k: k}
 	base, rem := n/k, n%k

@@ -321,6 +321,7 @@ func TestBadInput(t *testing.T) {
 		{"negative workers", lin4(), Options{Parts: -3}, "at least 1, got -3"},
 		{"more workers than nodes", lin4(), Options{Parts: 9}, "9 workers for 8 nodes"},
 		{"negative slack", lin4(), Options{Parts: 2, Slack: -1}, "slack must not be negative"},
+		{"absurd slack", lin4(), Options{Parts: 2, Slack: 1 << 62}, "is more than the topology's 8 nodes"},
 		{"unknown worker", withParams(t, "linear,4", map[string]topo.Params{"h3": {ParamPlacement: "2"}}), Options{Parts: 2},
 			"node h3: placement 2 names an unknown worker: there are 2 workers, numbered 0 to 1"},
 		{"not a number", withParams(t, "linear,4", map[string]topo.Params{"h3": {ParamPlacement: "east"}}), Options{Parts: 2},
