@@ -189,8 +189,8 @@ func TestSetBootConcurrency(t *testing.T) {
 		t.Fatalf("BootConcurrency() = %d after SetBootConcurrency(3)", n)
 	}
 	SetBootConcurrency(0)
-	if n, want := BootConcurrency(), len(hostCPUs()); n != want || n < 1 {
-		t.Fatalf("default BootConcurrency() = %d, want %d (usable cores)", n, want)
+	if n, want := BootConcurrency(), 2*len(hostCPUs()); n != want || n < 2 {
+		t.Fatalf("default BootConcurrency() = %d, want %d (two per usable core)", n, want)
 	}
 }
 

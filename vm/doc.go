@@ -11,7 +11,7 @@
 // (netdev_add + device_add virtio-net-pci), link state (set_link), vCPU
 // pinning (query-cpus-fast), quit.
 //
-// VMs boot a few at a time (one per host core by default,
+// VMs boot a few at a time (two per host core by default,
 // SetBootConcurrency), and a boot's timeout does not count the time the
 // host kept QEMU waiting for a CPU (its threads' run-queue wait in
 // /proc/PID/task/*/schedstat): five TCG guests booting at once on two busy
