@@ -9,6 +9,8 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -272,7 +274,7 @@ func parseWhere(s string) (string, int, error) {
 	return kind, k, nil
 }
 
-var clusterTests = []string{"pingall", "stats", "none"}
+var clusterTests = []string{"pingall", "rtt", "stats", "none"}
 
 func newClusterRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	f := &clusterFlags{}
@@ -285,8 +287,9 @@ waits until every part is built and every cut link is up, runs the tests,
 and stops every worker, which tears its part down.
 
 Tests (--test, joined with '+'): pingall (every host pings every other, the
-command routed to the worker that holds the host), stats (each worker's
-tunnel counters), none. --json prints one JSON object on stdout: the split,
+command routed to the worker that holds the host), rtt (the first host pings
+every other 20 times, 50 ms apart: min, median and max RTT, so a delay on a
+cut link shows), stats (each worker's tunnel counters), none. --json prints one JSON object on stdout: the split,
 each worker's build and link times, the test results; progress stays on
 stderr. Exit status 1 if a test fails, 2 for bad input.`,
 		Args:          usageArgs(cobra.MaximumNArgs(1)),
@@ -301,7 +304,7 @@ stderr. Exit status 1 if a test fails, 2 for bad input.`,
 	fl.StringVar(&f.where, "cluster", "local:2", "where the workers run: local:N (processes in namespaces of this machine) or kube:N (privileged pods, through kubectl)")
 	fl.IntVar(&f.port, "port", cluster.DefaultPort, "VXLAN UDP port")
 	fl.IntVar(&f.vniBase, "vni-base", cluster.DefaultVNIBase, "VNI of the first link (link i uses vni-base+i)")
-	fl.StringArrayVar(&f.tests, "test", nil, "tests: pingall, stats, none (joined with '+' or repeated; default pingall)")
+	fl.StringArrayVar(&f.tests, "test", nil, "tests: pingall, rtt, stats, none (joined with '+' or repeated; default pingall)")
 	fl.BoolVar(&f.jsonOut, "json", false, "print the results as one JSON object on stdout")
 	fl.DurationVar(&f.timeout, "timeout", 5*time.Minute, "how long building and linking every part may take")
 	fl.StringVar(&f.worker, "worker-binary", "", "local: the hymn binary the workers run (default: this one)")
@@ -319,6 +322,7 @@ type ClusterReport struct {
 	LinkMS    int64             `json:"link_ms"`
 	Ready     []cluster.Event   `json:"ready"`
 	PingAll   *ClusterPingAll   `json:"pingall,omitempty"`
+	RTT       []ClusterRTT      `json:"rtt,omitempty"`
 	Stats     []cluster.Event   `json:"stats,omitempty"`
 	Elapsed   float64           `json:"elapsed_s"`
 	StopError string            `json:"stop_error,omitempty"`
@@ -415,6 +419,11 @@ func runCluster(ctx context.Context, f *clusterFlags, args []string, stdout, std
 	if tests["pingall"] {
 		rep.PingAll, testErr = clusterPingAll(ctx, c, logf)
 	}
+	if tests["rtt"] && ctx.Err() == nil {
+		rtt, err := clusterRTT(ctx, c, logf)
+		testErr = errors.Join(testErr, err)
+		rep.RTT = rtt
+	}
 	if tests["stats"] && ctx.Err() == nil {
 		st, err := c.Stats(ctx)
 		if err != nil {
@@ -506,4 +515,64 @@ func clusterPingAll(ctx context.Context, c *cluster.Cluster, logf func(string, .
 		return res, fmt.Errorf("pingall: %d of %d pings failed", res.Sent-res.Received, res.Sent)
 	}
 	return res, nil
+}
+
+// ClusterRTT is one pair's round trips (rtt test), in milliseconds.
+type ClusterRTT struct {
+	From       string  `json:"from"`
+	To         string  `json:"to"`
+	Sent       int     `json:"sent"`
+	Received   int     `json:"received"`
+	Min        float64 `json:"min_ms"`
+	Median     float64 `json:"median_ms"`
+	Max        float64 `json:"max_ms"`
+	SameWorker bool    `json:"same_worker"`
+}
+
+var pingTimeRE = regexp.MustCompile(`time=([0-9.]+) ms`)
+
+// clusterRTT pings every host from the first one, 20 times each, after one
+// ping that fills the ARP caches and the bridges' tables.
+func clusterRTT(ctx context.Context, c *cluster.Cluster, logf func(string, ...any)) ([]ClusterRTT, error) {
+	r, err := c.Specs[0].Resolve()
+	if err != nil {
+		return nil, err
+	}
+	hosts := r.Plan.Hosts()
+	if len(hosts) < 2 {
+		return nil, nil
+	}
+	src := hosts[0]
+	var out []ClusterRTT
+	logf("*** RTT from %s (20 pings each)\n", src.Name)
+	for _, dst := range hosts[1:] {
+		if !dst.IP.IsValid() {
+			continue
+		}
+		ip := dst.IP.Addr().String()
+		c.Exec(ctx, src.Name, 10*time.Second, "ping", "-c1", "-W1", ip)
+		e, err := c.Exec(ctx, src.Name, 30*time.Second, "ping", "-c20", "-i0.05", "-W1", ip)
+		if err != nil {
+			return out, err
+		}
+		res := ClusterRTT{From: src.Name, To: dst.Name, Sent: 20, SameWorker: c.Split.Assign[src.Name] == c.Split.Assign[dst.Name]}
+		var rtts []float64
+		for _, m := range pingTimeRE.FindAllStringSubmatch(e.Stdout, -1) {
+			if v, err := strconv.ParseFloat(m[1], 64); err == nil && v >= 0 && v < 1e6 {
+				rtts = append(rtts, v)
+			}
+		}
+		res.Received = min(len(rtts), 20)
+		if len(rtts) > 0 {
+			sort.Float64s(rtts)
+			res.Min, res.Median, res.Max = rtts[0], rtts[len(rtts)/2], rtts[len(rtts)-1]
+		}
+		where := "across workers"
+		if res.SameWorker {
+			where = "same worker"
+		}
+		logf("%s -> %s (%s): %d/%d, rtt min %.3f median %.3f max %.3f ms\n", src.Name, dst.Name, where, res.Received, res.Sent, res.Min, res.Median, res.Max)
+		out = append(out, res)
+	}
+	return out, nil
 }

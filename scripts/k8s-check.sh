@@ -29,6 +29,8 @@ P=$K8S/pki B=$K8S/bin
 LOGDIR=${LOGDIR:-/root/hymnlogs/k8s}
 VERSION=v1.37.2
 mkdir -p "$LOGDIR"
+# The machine's address toward its default route: the node's InternalIP.
+NODE_IP=${NODE_IP:-$(ip -4 route get 1.1.1.1 2>/dev/null | sed -n 's/.* src \([0-9.]*\).*/\1/p')}
 
 die() { echo "k8s-check: $*" >&2; exit 1; }
 [ "$(id -u)" -eq 0 ] || { echo "k8s-check: run as root" >&2; exit 2; }
@@ -77,6 +79,10 @@ certs() {
   cert apiserver /CN=kube-apiserver "-extfile san.ext"
   cert admin /O=system:masters/CN=admin
   cert kubelet "/O=system:nodes/CN=system:node:$(hostname)"
+  # The apiserver's client certificate toward the kubelet: kubectl attach
+  # (the worker protocol) goes through it, and the kubelet refuses
+  # anonymous clients.
+  cert apiserver-kubelet /O=system:masters/CN=kube-apiserver-kubelet-client
   openssl genrsa -out sa.key 2048 2>/dev/null; openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
   for u in admin kubelet; do
     kubectl config set-cluster hymn --server=https://127.0.0.1:6443 --certificate-authority=ca.crt --embed-certs --kubeconfig=$u.kubeconfig >/dev/null
@@ -124,7 +130,7 @@ cgroupDriver: cgroupfs
 failSwapOn: false
 containerRuntimeEndpoint: unix://$K8S/containerd/containerd.sock
 staticPodPath: $K8S/static
-address: 127.0.0.1
+address: $NODE_IP
 readOnlyPort: 0
 authentication:
   anonymous: {enabled: false}
@@ -153,11 +159,17 @@ up() {
     --authorization-mode=Node,RBAC --client-ca-file="$P/ca.crt" \
     --tls-cert-file="$P/apiserver.crt" --tls-private-key-file="$P/apiserver.key" \
     --service-account-issuer=https://kubernetes.default.svc \
-    --service-account-key-file="$P/sa.pub" --service-account-signing-key-file="$P/sa.key"
+    --service-account-key-file="$P/sa.pub" --service-account-signing-key-file="$P/sa.key" \
+    --kubelet-client-certificate="$P/apiserver-kubelet.crt" --kubelet-client-key="$P/apiserver-kubelet.key" \
+    --kubelet-preferred-address-types=InternalIP
   daemon containerd containerd --config "$K8S/containerd/config.toml"
   for i in $(seq 60); do kubectl --kubeconfig "$P/admin.kubeconfig" get --raw /readyz >/dev/null 2>&1 && break; sleep 1; done
   kubectl --kubeconfig "$P/admin.kubeconfig" get --raw /readyz >/dev/null || die "kube-apiserver not ready (see $LOGDIR/kube-apiserver.log)"
-  daemon kubelet "$B/kubelet" --config="$K8S/kubelet.yaml" --kubeconfig="$P/kubelet.kubeconfig" --root-dir="$K8S/kubelet"
+  # --node-ip: the node's InternalIP, where the apiserver reaches the
+  # kubelet for attach (a loopback address is refused as a node IP, so the
+  # kubelet listens on the machine's own address; it accepts only clients
+  # with certificates of the cluster's CA).
+  daemon kubelet "$B/kubelet" --config="$K8S/kubelet.yaml" --kubeconfig="$P/kubelet.kubeconfig" --root-dir="$K8S/kubelet" --node-ip="$NODE_IP"
   daemon kube-scheduler "$B/kube-scheduler" --kubeconfig="$P/admin.kubeconfig" --bind-address=127.0.0.1
   daemon kube-controller-manager "$B/kube-controller-manager" --kubeconfig="$P/admin.kubeconfig" --bind-address=127.0.0.1 \
     --cluster-signing-cert-file="$P/ca.crt" --cluster-signing-key-file="$P/ca.key" --use-service-account-credentials=false
@@ -194,7 +206,7 @@ check() {
   go build -o "$LOGDIR/hymn" ./cmd/hymn
   local t0=$SECONDS
   "$LOGDIR/hymn" cluster run --topo linear,4 --cluster kube:2 --image localhost/hymn-worker:dev \
-    --kubeconfig "$P/admin.kubeconfig" --test pingall+stats --json >"$LOGDIR/linear4.json" 2>"$LOGDIR/linear4.err" || {
+    --kubeconfig "$P/admin.kubeconfig" --test pingall+rtt+stats --json >"$LOGDIR/linear4.json" 2>"$LOGDIR/linear4.err" || {
       cat "$LOGDIR/linear4.err"; die "the cluster run failed"; }
   cat "$LOGDIR/linear4.err"
   python3 - "$LOGDIR/linear4.json" <<'EOF'
@@ -207,6 +219,43 @@ for e in d["stats"]:
     for c in e["cut"]:
         print("    worker %d %s vni %d: tx %d rx %d packets" % (e["worker"], c["link"], c["vni"], c["tunnel"]["tx_packets"], c["tunnel"]["rx_packets"]))
 sys.exit(0 if p["received"] == p["sent"] == 12 else 1)
+EOF
+  echo "*** An emulated cut link (delay=5ms) between the two worker pods"
+  cat >"$LOGDIR/two-sites.yaml" <<'EOF'
+nodes:
+  - {name: h1, placement: 0}
+  - {name: h2, placement: 0}
+  - {name: s1, kind: switch, placement: 0}
+  - {name: h3, placement: 1}
+  - {name: h4, placement: 1}
+  - {name: s2, kind: switch, placement: 1}
+links:
+  - endpoints: [h1, s1]
+  - endpoints: [h2, s1]
+  - endpoints: [h3, s2]
+  - endpoints: [h4, s2]
+  - endpoints: [s1, s2]
+    params: {delay: 5ms}
+EOF
+  "$LOGDIR/hymn" cluster run "$LOGDIR/two-sites.yaml" --cluster kube:2 --image localhost/hymn-worker:dev \
+    --kubeconfig "$P/admin.kubeconfig" --test pingall+rtt --json >"$LOGDIR/two-sites.json" 2>"$LOGDIR/two-sites.err" || {
+      cat "$LOGDIR/two-sites.err"; die "the emulated cluster run failed"; }
+  grep -E "rtt|Results" "$LOGDIR/two-sites.err"
+  python3 - "$LOGDIR/linear4.json" "$LOGDIR/two-sites.json" <<'EOF'
+import json, sys
+plain = json.load(open(sys.argv[1]))
+emu = json.load(open(sys.argv[2]))
+assert emu["pingall"]["received"] == emu["pingall"]["sent"] == 12, emu["pingall"]
+base = max(r["median_ms"] for r in plain["rtt"] if not r["same_worker"])
+for r in emu["rtt"]:
+    if r["same_worker"]:
+        continue
+    # 5 ms each way; ping prints 0.1 ms steps above 10 ms.
+    lo, hi = 10.0, 10.0 + base + 0.5
+    print("*** %s -> %s across the emulated cut link: median %.3f ms (want %.1f-%.2f: 10 ms + the plain cut link's %.3f ms + ping's 0.1 ms steps)" % (
+        r["from"], r["to"], r["median_ms"], lo, hi, base))
+    if not lo <= r["median_ms"] <= hi or r["received"] != r["sent"]:
+        sys.exit(1)
 EOF
   echo "*** check done in $((SECONDS - t0)) s"
 }
@@ -282,6 +331,7 @@ case "${1:-all}" in
   build) build; exit 0 ;;
   down) down; leftovers && echo "*** nothing left"; exit 0 ;;
 esac
+[ -n "$NODE_IP" ] || die "no IPv4 address toward a default route for the node (set NODE_IP)"
 for t in etcd containerd runc ctr kubectl openssl python3 go; do
   command -v $t >/dev/null || die "$t is missing (scripts/setup.sh installs the Debian packages; kubectl from the Kubernetes release)"
 done
