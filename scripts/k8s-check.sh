@@ -74,7 +74,7 @@ certs() {
   mkdir -p "$P"; cd "$P"
   openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=hymn-ca -keyout ca.key -out ca.crt 2>/dev/null
   cert() { openssl req -newkey rsa:2048 -nodes -subj "$2" -keyout $1.key -out $1.csr 2>/dev/null
-    openssl x509 -req -in $1.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 $3 -out $1.crt 2>/dev/null; }
+    openssl x509 -req -in $1.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 ${3:-} -out $1.crt 2>/dev/null; }
   echo subjectAltName=IP:127.0.0.1,IP:10.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default.svc >san.ext
   cert apiserver /CN=kube-apiserver "-extfile san.ext"
   cert admin /O=system:masters/CN=admin
@@ -305,7 +305,10 @@ down() {
     find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null || true
   done
   ip link del hymncni0 2>/dev/null || true
-  rm -rf /var/lib/cni/networks/hymn /run/containerd /var/log/pods /var/log/containers /usr/libexec/kubernetes
+  rm -rf /var/lib/cni/networks/hymn /var/lib/cni/results/hymn-* /run/containerd /var/log/pods /var/log/containers /usr/libexec/kubernetes
+  # CNI's state directories, when the cluster made them (nothing else here
+  # uses CNI) and they are empty.
+  rmdir /var/lib/cni/networks /var/lib/cni/results /var/lib/cni 2>/dev/null || true
   rm -f /run/netns/cni-* 2>/dev/null || true
   if [ -f "$K8S/sysctls.saved" ]; then
     while IFS= read -r kv; do sysctl -q -w "$kv" || true; done <"$K8S/sysctls.saved"
@@ -321,6 +324,9 @@ leftovers() {
   pgrep -f "containerd-shim-runc-v2 -namespace k8s.io" >/dev/null && { echo "left: containerd shims"; bad=1; }
   ip link show hymncni0 >/dev/null 2>&1 && { echo "left: hymncni0"; bad=1; }
   ls /run/netns 2>/dev/null | grep -q '^cni-' && { echo "left: CNI namespaces"; bad=1; }
+  [ -n "$(ls -A /var/lib/cni/networks /var/lib/cni/results 2>/dev/null)" ] && { echo "left: CNI state in /var/lib/cni"; bad=1; }
+  grep -q " $K8S/" /proc/mounts && { echo "left: mounts under $K8S"; bad=1; }
+  [ -f "$K8S/sysctls.saved" ] && { echo "left: sysctls not restored"; bad=1; }
   iptables -S 2>/dev/null | grep -q KUBE- && { echo "left: KUBE- iptables chains"; bad=1; }
   iptables -t nat -S 2>/dev/null | grep -q CNI- && { echo "left: CNI- nat chains"; bad=1; }
   find /sys/fs/cgroup/*/ -maxdepth 1 \( -name kubepods -o -name k8s.io \) 2>/dev/null | grep -q . && { echo "left: cgroups"; bad=1; }
