@@ -173,9 +173,10 @@ func (n *NsNode) Command(ctx context.Context, name string, args ...string) *exec
 }
 
 // Start starts cmd inside the node's namespace. The child inherits the
-// namespace of the thread that forks it.
+// namespace of the thread that forks it; that thread never ends, so the
+// child's Pdeathsig fires only with hymn (netnsx.Launch).
 func (n *NsNode) Start(cmd *exec.Cmd) error {
-	if err := netnsx.Do(n.NsHandle(), cmd.Start); err != nil {
+	if err := netnsx.Launch(n.NsHandle(), cmd.Start); err != nil {
 		return err
 	}
 	if err := n.cg.join(cmd.Process.Pid); err != nil {

@@ -24,5 +24,5 @@ func StartShell(ns netns.NsHandle, node string) (*Shell, error) {
 	// Its own process group, so Close can stop background jobs with it; and
 	// it dies with hymn even after kill -9.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	return shellproc.Start(cmd, func(c *exec.Cmd) error { return netnsx.Do(ns, c.Start) })
+	return shellproc.Start(cmd, func(c *exec.Cmd) error { return netnsx.Launch(ns, c.Start) })
 }

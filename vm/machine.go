@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/digitalocean/go-qemu/qmp"
+	"github.com/hymn-net/hymn/internal/netnsx"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
@@ -56,7 +57,7 @@ func startMachine(ctx context.Context, r *resolved, ns netns.NsHandle, kernel, i
 	// QEMU if hymn is killed outright. Go sets Pdeathsig after the switch
 	// to r.uid, so it survives it (QEMU's own -runas would clear it); the
 	// launcher thread that forks QEMU never ends, so it fires only with
-	// hymn (launcher.go).
+	// hymn (netnsx.Launch).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if r.uid != 0 {
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: r.uid, Gid: r.uid, Groups: kvmGroups(r)}
@@ -66,7 +67,7 @@ func startMachine(ctx context.Context, r *resolved, ns netns.NsHandle, kernel, i
 	}
 	m := &machine{cmd: cmd, stderr: &limitedBuffer{max: 8 << 10}, exited: make(chan struct{}), paths: p}
 	cmd.Stdout, cmd.Stderr = m.stderr, m.stderr
-	if err := startInNamespace(ns, cmd.Start); err != nil {
+	if err := netnsx.Launch(ns, cmd.Start); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", r.QEMU, err)
 	}
 	go func() { cmd.Wait(); close(m.exited) }()

@@ -1,4 +1,4 @@
-package vm
+package netnsx_test
 
 import (
 	"os/exec"
@@ -12,7 +12,6 @@ import (
 	"github.com/hymn-net/hymn/internal/netnsx"
 	"github.com/hymn-net/hymn/internal/owner"
 	"github.com/hymn-net/hymn/internal/testenv"
-	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
 
@@ -31,16 +30,16 @@ func discardThreads(n int) {
 	wg.Wait()
 }
 
-// A process started with Pdeathsig by startInNamespace runs in the
-// namespace it was given and survives other goroutines throwing their
-// threads away: only hymn's own end may kill it.
+// A process started with Pdeathsig by Launch runs in the namespace it was
+// given and survives other goroutines throwing their threads away: only
+// hymn's own end may kill it.
 func TestLaunchedChildOutlivesDiscardedThreads(t *testing.T) {
 	testenv.Root(t)
-	testChildOutlivesDiscardedThreads(t, startInNamespace)
-}
-
-func testChildOutlivesDiscardedThreads(t *testing.T, start func(netns.NsHandle, func() error) error) {
-	run := claimRun(t)
+	run := owner.NewRunID()
+	if err := owner.Claim(run); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { owner.Release(run) })
 	named, err := netnsx.CreateNamed(owner.NamespaceName(run, "launch"))
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +48,7 @@ func testChildOutlivesDiscardedThreads(t *testing.T, start func(netns.NsHandle, 
 	for i := range 3 {
 		cmd := exec.Command("sleep", "60")
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-		if err := start(named.NsHandle(), cmd.Start); err != nil {
+		if err := netnsx.Launch(named.NsHandle(), cmd.Start); err != nil {
 			t.Fatal(err)
 		}
 		exited := make(chan struct{})
