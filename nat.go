@@ -120,7 +120,7 @@ func (n *Network) configureNAT(ctx context.Context, p *topo.PlannedNode) error {
 	}
 	// Hosts leave the network through the NAT node.
 	gw := p.IP.Addr().String()
-	return forEach(ctx, n.opts.Workers, len(n.plan.Hosts()), func(i int) error {
+	return forEach(ctx, n.opts.Workers, len(n.plan.Hosts()), func(ctx context.Context, i int) error {
 		h := n.plan.Hosts()[i]
 		if h.Name == p.Name || h.Params[NATParam] == "1" || h.Params["defaultRoute"] != "" || h.DefaultIntf() == nil {
 			return nil

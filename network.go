@@ -244,7 +244,7 @@ func (n *Network) Build(ctx context.Context) (err error) {
 	for i, pl := range n.plan.Links {
 		n.links[i] = &netLink{plan: pl}
 	}
-	if err := forEach(ctx, n.opts.Workers, len(n.links), func(i int) error { return n.createLink(n.links[i]) }); err != nil {
+	if err := forEach(ctx, n.opts.Workers, len(n.links), func(_ context.Context, i int) error { return n.createLink(n.links[i]) }); err != nil {
 		return err
 	}
 	var b strings.Builder
@@ -255,7 +255,7 @@ func (n *Network) Build(ctx context.Context) (err error) {
 	}
 	lg.Info(b.String() + "\n")
 	lg.Debugf("*** created %d links in %v\n", len(n.links), time.Since(t0))
-	if err := forEach(ctx, n.opts.Workers, len(hosts), func(i int) error { return n.configureRoutes(ctx, hosts[i]) }); err != nil {
+	if err := forEach(ctx, n.opts.Workers, len(hosts), func(ctx context.Context, i int) error { return n.configureRoutes(ctx, hosts[i]) }); err != nil {
 		return err
 	}
 	if err := n.setupNAT(ctx); err != nil {
@@ -280,7 +280,7 @@ func names(ns []*topo.PlannedNode) string {
 
 func (n *Network) createNodes(ctx context.Context, list []*topo.PlannedNode) error {
 	made := make([]Node, len(list))
-	err := forEach(ctx, n.opts.Workers, len(list), func(i int) error {
+	err := forEach(ctx, n.opts.Workers, len(list), func(ctx context.Context, i int) error {
 		p := list[i]
 		ns := owner.NamespaceName(n.run, p.Name)
 		backend, err := n.backendOf(p)
@@ -549,15 +549,27 @@ func (n *Network) teardown(verbose bool) error {
 	return errors.Join(errs...)
 }
 
+// deleteNodes deletes every node of list that was made. A failure does not
+// stop the others: teardown removes all it can and reports what it could
+// not.
 func (n *Network) deleteNodes(ctx context.Context, list []*topo.PlannedNode) error {
-	return forEach(ctx, n.opts.Workers, len(list), func(i int) error {
+	var (
+		mu   sync.Mutex
+		errs []error
+	)
+	err := forEach(ctx, n.opts.Workers, len(list), func(_ context.Context, i int) error {
 		p := list[len(list)-1-i]
 		if node, ok := n.nodes[p.Name]; ok {
 			n.debugf("*** ip netns del %s\n", node.Namespace())
-			return node.Delete()
+			if err := node.Delete(); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
 		}
 		return nil
 	})
+	return errors.Join(append(errs, err)...)
 }
 
 // Node returns a node by name.
@@ -616,7 +628,7 @@ func (n *Network) StaticARP(ctx context.Context) error {
 		}
 		entries = append(entries, entry{d.IP.Addr(), mac})
 	}
-	return forEach(ctx, n.opts.Workers, len(n.plan.Hosts()), func(i int) error {
+	return forEach(ctx, n.opts.Workers, len(n.plan.Hosts()), func(_ context.Context, i int) error {
 		h := n.plan.Hosts()[i]
 		d := h.DefaultIntf()
 		if d == nil || !d.IP.IsValid() {

@@ -12,9 +12,14 @@ import (
 // while one worker waits on a lock in the kernel.
 func defaultWorkers() int { return max(4, 4*runtime.NumCPU()) }
 
-// forEach calls fn(i) for i in [0, n) on up to workers goroutines. After the
-// first error no new work starts; it returns every error that occurred.
-func forEach(ctx context.Context, workers, n int, fn func(i int) error) error {
+// forEach calls fn(ctx, i) for i in [0, n) on up to workers goroutines.
+// After the first error no new work starts and the context of the work in
+// progress is cancelled (a VM boot takes a minute under TCG; the network
+// is torn down anyway); it returns every error that occurred except the
+// cancellations that followed the first.
+func forEach(ctx context.Context, workers, n int, fn func(ctx context.Context, i int) error) error {
+	work, cancel := context.WithCancel(ctx)
+	defer cancel()
 	if workers < 1 {
 		workers = 1
 	}
@@ -42,10 +47,13 @@ func forEach(ctx context.Context, workers, n int, fn func(i int) error) error {
 				if !ok {
 					return
 				}
-				if err := fn(i); err != nil {
+				if err := fn(work, i); err != nil {
 					mu.Lock()
-					errs = append(errs, err)
+					if len(errs) == 0 || !errors.Is(err, context.Canceled) {
+						errs = append(errs, err)
+					}
 					mu.Unlock()
+					cancel()
 				}
 			}
 		}()
