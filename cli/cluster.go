@@ -133,7 +133,7 @@ type clusterFlags struct {
 	timeout time.Duration
 	worker  string
 	// --cluster kube:N
-	image, kubeconfig, namespace string
+	image, kubeconfig, namespace, pull string
 }
 
 // newClusterCmd returns "hymn cluster": split a topology over workers
@@ -311,6 +311,7 @@ stderr. Exit status 1 if a test fails, 2 for bad input.`,
 	fl.StringVar(&f.image, "image", "", "kube: the worker image (hymn as entrypoint; scripts/k8s-image.sh builds one)")
 	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kube: kubectl's --kubeconfig")
 	fl.StringVar(&f.namespace, "namespace", "", "kube: the Kubernetes namespace of the worker pods (default: default)")
+	fl.StringVar(&f.pull, "pull-policy", "", "kube: the image pull policy: Never (default: an image imported into the node), IfNotPresent or Always (from a registry)")
 	return cmd
 }
 
@@ -348,8 +349,13 @@ func runCluster(ctx context.Context, f *clusterFlags, args []string, stdout, std
 	if kind == "kube" && f.image == "" {
 		return fmt.Errorf("%w: --cluster kube:N needs --image (the worker image, see scripts/k8s-image.sh)", ErrUsage)
 	}
-	if kind != "kube" && (f.image != "" || f.kubeconfig != "" || f.namespace != "") {
-		return fmt.Errorf("%w: --image, --kubeconfig and --namespace are for --cluster kube:N", ErrUsage)
+	if kind != "kube" && (f.image != "" || f.kubeconfig != "" || f.namespace != "" || f.pull != "") {
+		return fmt.Errorf("%w: --image, --kubeconfig, --namespace and --pull-policy are for --cluster kube:N", ErrUsage)
+	}
+	switch f.pull {
+	case "", "Never", "IfNotPresent", "Always":
+	default:
+		return fmt.Errorf("%w: --pull-policy %q: use Never, IfNotPresent or Always", ErrUsage, f.pull)
 	}
 	if err := checkIPBase(f.ipbase); err != nil {
 		return err
@@ -389,7 +395,11 @@ func runCluster(ctx context.Context, f *clusterFlags, args []string, stdout, std
 		if err := hymn.CheckTools("kubectl"); err != nil {
 			return err
 		}
-		tr = &cluster.Kubectl{Kubeconfig: f.kubeconfig, Namespace: f.namespace, Image: f.image, Stderr: stderr}
+		k := &cluster.Kubectl{Kubeconfig: f.kubeconfig, Namespace: f.namespace, Image: f.image, PullPolicy: f.pull, Stderr: stderr}
+		if err := k.Check(); err != nil {
+			return fmt.Errorf("%w: %v", ErrUsage, err)
+		}
+		tr = k
 	default:
 		if err := hymn.CheckRoot(); err != nil {
 			return err

@@ -54,6 +54,8 @@ func TestClusterBadInput(t *testing.T) {
 		{[]string{"cluster", "run", "--topo", "linear,2", "--cluster", "k8s:2"}, "use local:N"},
 		{[]string{"cluster", "run", "--topo", "linear,2", "--cluster", "kube:2"}, "needs --image"},
 		{[]string{"cluster", "run", "--topo", "linear,2", "--image", "x"}, "are for --cluster kube:N"},
+		{[]string{"cluster", "run", "--topo", "linear,2", "--cluster", "kube:2", "--image", "x", "--pull-policy", "Sometimes"}, `--pull-policy "Sometimes"`},
+		{[]string{"cluster", "run", "--topo", "linear,2", "--cluster", "kube:2", "--image", "x", "--namespace", "Bad_NS"}, `namespace "Bad_NS"`},
 		{[]string{"cluster", "run", "--topo", "linear,2", "--cluster", "local:0"}, "N must be a number from 1 to 64"},
 		{[]string{"cluster", "run", "--topo", "linear,2", "--cluster", "local:x"}, "N must be a number"},
 		{[]string{"cluster", "run", "--topo", "linear,2", "--cluster", "local:99"}, "N must be a number from 1 to 64"},

@@ -77,7 +77,8 @@ func (k *Kubectl) namespace() string {
 	return k.Namespace
 }
 
-func (k *Kubectl) check() error {
+// Check validates the options, before anything is created.
+func (k *Kubectl) Check() error {
 	if k.Image == "" {
 		return errors.New("kubernetes transport: no worker image")
 	}
@@ -135,7 +136,7 @@ func (k *Kubectl) manifest(name string, spec []byte) ([]byte, error) {
 func (k *Kubectl) Launch(ctx context.Context, spec *Spec) (Conn, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if err := k.check(); err != nil {
+	if err := k.Check(); err != nil {
 		return nil, err
 	}
 	if k.run == "" {
