@@ -8,7 +8,6 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/hymn-net/hymn/internal/owner"
 	"github.com/hymn-net/hymn/links"
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 )
 
 // LocalMTU is the underlay MTU of local machines: 1500 inside the tunnels
@@ -27,7 +27,8 @@ const LocalMTU = 1500 + VXLANOverhead
 // its own: a network namespace with one interface (eth0, MTU 1550) on a
 // bridge in a hub namespace, address 10.251.0.<i+1>/24. The worker
 // process is Command (a hymn binary: "hymn worker") started with nsenter
-// in its machine, the spec in a file, the protocol on its stdin/stdout.
+// in its machine, the spec in a memory file (fd 3), the protocol on its
+// stdin/stdout.
 // Everything carries a run id of its own claimed with internal/owner, so
 // `hymn clean` removes the machines of a coordinator killed with -9
 // (whose workers tear down themselves when their stdin closes).
@@ -48,7 +49,6 @@ type Local struct {
 	mu      sync.Mutex
 	run     string
 	claimed bool
-	dir     string
 	hub     *netnsx.Named
 	nss     []*netnsx.Named
 	procs   []*localConn
@@ -67,9 +67,6 @@ func (l *Local) setup() error {
 	}
 	l.claimed = true
 	var err error
-	if l.dir, err = os.MkdirTemp("", "hymn-cluster-"); err != nil {
-		return err
-	}
 	if l.hub, err = netnsx.CreateNamed(owner.NamespaceName(l.run, "@hub")); err != nil {
 		return err
 	}
@@ -132,14 +129,18 @@ func (l *Local) Launch(ctx context.Context, spec *Spec) (Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	file := filepath.Join(l.dir, fmt.Sprintf("worker%d.json", i))
-	if err := os.WriteFile(file, data, 0o600); err != nil {
+	// The spec goes in a memory file handed down as fd 3: no file on
+	// disk that a killed coordinator would leave behind.
+	specFile, err := memFile(fmt.Sprintf("hymn-worker%d-spec", i), data)
+	if err != nil {
 		return nil, err
 	}
+	defer specFile.Close()
 	args := append([]string{"--net=/run/netns/" + m.Namespace(), "--"}, l.Command...)
-	args = append(args, "--spec", file, "--address", l.Address(i).String())
+	args = append(args, "--spec", "/dev/fd/3", "--address", l.Address(i).String())
 	args = append(args, l.Args...)
 	cmd := exec.Command("nsenter", args...)
+	cmd.ExtraFiles = []*os.File{specFile}
 	// Its own process group: a Ctrl-C at the coordinator's terminal is
 	// the coordinator's to handle, not every worker's at once.
 	// No Pdeathsig: it fires when the launching OS thread exits, which a
@@ -170,8 +171,8 @@ func (l *Local) Launch(ctx context.Context, spec *Spec) (Conn, error) {
 	return c, nil
 }
 
-// Close kills any worker still running and removes the machines, the hub,
-// the spec files and the run's record.
+// Close kills any worker still running and removes the machines, the hub
+// and the run's record.
 func (l *Local) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -189,10 +190,6 @@ func (l *Local) Close() error {
 	if l.hub != nil {
 		errs = append(errs, l.hub.Delete())
 		l.hub = nil
-	}
-	if l.dir != "" {
-		errs = append(errs, os.RemoveAll(l.dir))
-		l.dir = ""
 	}
 	if l.claimed {
 		errs = append(errs, owner.Release(l.run))
@@ -314,4 +311,19 @@ func indexByte(b []byte, c byte) int {
 		}
 	}
 	return -1
+}
+
+// memFile returns a memory-backed file (memfd) holding data, readable from
+// its start through /dev/fd/N by a child that inherits it.
+func memFile(name string, data []byte) (*os.File, error) {
+	fd, err := unix.MemfdCreate(name, 0)
+	if err != nil {
+		return nil, fmt.Errorf("memfd for %s: %w", name, err)
+	}
+	f := os.NewFile(uintptr(fd), name)
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
