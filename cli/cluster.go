@@ -308,7 +308,7 @@ stderr. Exit status 1 if a test fails, 2 for bad input.`,
 	fl.BoolVar(&f.jsonOut, "json", false, "print the results as one JSON object on stdout")
 	fl.DurationVar(&f.timeout, "timeout", 5*time.Minute, "how long building and linking every part may take")
 	fl.StringVar(&f.worker, "worker-binary", "", "local: the hymn binary the workers run (default: this one)")
-	fl.StringVar(&f.image, "image", "", "kube: the worker image (hymn as entrypoint; scripts/k8s-image.sh builds one)")
+	fl.StringVar(&f.image, "image", "", "kube: the worker image (hymn as entrypoint, with bash, ip and ping; scripts/oci-image.py makes one, as scripts/k8s-check.sh shows)")
 	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kube: kubectl's --kubeconfig")
 	fl.StringVar(&f.namespace, "namespace", "", "kube: the Kubernetes namespace of the worker pods (default: default)")
 	fl.StringVar(&f.pull, "pull-policy", "", "kube: the image pull policy: Never (default: an image imported into the node), IfNotPresent or Always (from a registry)")
@@ -347,7 +347,7 @@ func runCluster(ctx context.Context, f *clusterFlags, args []string, stdout, std
 		return err
 	}
 	if kind == "kube" && f.image == "" {
-		return fmt.Errorf("%w: --cluster kube:N needs --image (the worker image, see scripts/k8s-image.sh)", ErrUsage)
+		return fmt.Errorf("%w: --cluster kube:N needs --image (the worker image; scripts/k8s-check.sh shows how to make one)", ErrUsage)
 	}
 	if kind != "kube" && (f.image != "" || f.kubeconfig != "" || f.namespace != "" || f.pull != "") {
 		return fmt.Errorf("%w: --image, --kubeconfig, --namespace and --pull-policy are for --cluster kube:N", ErrUsage)
