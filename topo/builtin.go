@@ -251,3 +251,46 @@ func torus(x, y, n int, lim Limits) (*Topo, error) {
 	}
 	return t, t.Err()
 }
+
+// RoutedLine is CIMininet's line without switches: h1 … hn in a chain,
+// link k joining hk and h(k+1) on 10.0.k.0/24 (hk .1, h(k+1) .2), the
+// inner nodes routers, every node with static routes to every subnet. It
+// has no Mininet counterpart, so no --topo name; examples and benches
+// build on it and adjust node and link parameters afterwards.
+func RoutedLine(n int) (*Topo, error) {
+	if err := atLeast("routed line", "n", n, 2); err != nil {
+		return nil, err
+	}
+	if n > 254 {
+		return nil, fmt.Errorf("%w: topology routed line: n must be at most 254 (one 10.0.k.0/24 per link), got %d", ErrBadSpec, n)
+	}
+	t := New()
+	for k := 1; k <= n; k++ {
+		p := Params{}
+		if k == 1 {
+			p["ip"] = "10.0.1.1/24" // h1's only interface faces h2
+		} else {
+			p["ip"] = fmt.Sprintf("10.0.%d.2/24", k-1)
+		}
+		var routes []string
+		for j := 1; j < n; j++ {
+			switch {
+			case j < k-1: // subnets to the left: via the left neighbour
+				routes = append(routes, fmt.Sprintf("10.0.%d.0/24 via 10.0.%d.1", j, k-1))
+			case j > k: // subnets to the right: via the right neighbour
+				routes = append(routes, fmt.Sprintf("10.0.%d.0/24 via 10.0.%d.2", j, k))
+			}
+		}
+		p["routes"] = strings.Join(routes, ";")
+		name := fmt.Sprintf("h%d", k)
+		if k > 1 && k < n {
+			t.AddRouter(name, p)
+		} else {
+			t.AddHost(name, p)
+		}
+	}
+	for k := 1; k < n; k++ {
+		t.AddLink(fmt.Sprintf("h%d", k), fmt.Sprintf("h%d", k+1), Params{"ip1": fmt.Sprintf("10.0.%d.1/24", k)})
+	}
+	return t, t.Err()
+}

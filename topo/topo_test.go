@@ -299,3 +299,40 @@ func TestExplicitPortsAdvanceCounter(t *testing.T) {
 		t.Errorf("after an explicit port 5 the next automatic port is %d, want 6", l.Port2)
 	}
 }
+
+func TestRoutedLine(t *testing.T) {
+	for _, n := range []int{-1, 0, 1, 255} {
+		if _, err := RoutedLine(n); !errors.Is(err, ErrBadSpec) {
+			t.Errorf("RoutedLine(%d) = %v; want ErrBadSpec", n, err)
+		}
+	}
+	line, err := RoutedLine(7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(line.Links()); got != 6 {
+		t.Fatalf("%d links, want 6", got)
+	}
+	for i, node := range []string{"h1", "h2", "h4", "h7"} {
+		want := KindRouter
+		if i == 0 || i == 3 {
+			want = KindHost
+		}
+		if k := line.Node(node).Kind; k != want {
+			t.Errorf("%s is a %v, want %v", node, k, want)
+		}
+	}
+	// h4 (10.0.3.2 and 10.0.4.1) reaches 10.0.1/2 to the left via h3 and
+	// 10.0.5/6 to the right via h5.
+	want := "10.0.1.0/24 via 10.0.3.1;10.0.2.0/24 via 10.0.3.1;10.0.5.0/24 via 10.0.4.2;10.0.6.0/24 via 10.0.4.2"
+	if got := line.Node("h4").Params["routes"]; got != want {
+		t.Errorf("h4 routes %q, want %q", got, want)
+	}
+	plan, err := Resolve(line, AddressOptions{})
+	if err != nil {
+		t.Fatalf("the routed line does not resolve: %v", err)
+	}
+	if len(plan.Hosts()) != 7 {
+		t.Errorf("plan has %d hosts, want 7", len(plan.Hosts()))
+	}
+}

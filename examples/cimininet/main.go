@@ -61,45 +61,24 @@ var Variants = []Variant{
 	{Name: "ns-veth-emu", Nodes: hymn.BackendNetns, Links: hymn.LinksVeth, Emu: "delay 0"},
 }
 
-// Line returns the topology: link k joins hk and h(k+1) on 10.0.k.0/24,
-// hk being .1 and h(k+1) .2 on it; inner nodes are routers on backend
-// inner; emu, when set, goes on the middle link.
-func Line(n int, inner hymn.NodeBackend, emu string) *topo.Topo {
-	t := topo.New()
-	for k := 1; k <= n; k++ {
-		p := topo.Params{}
-		if k == 1 {
-			p["ip"] = "10.0.1.1/24"
-		} else {
-			p["ip"] = fmt.Sprintf("10.0.%d.2/24", k-1)
-		}
-		var routes []string
-		for j := 1; j < n; j++ {
-			switch {
-			case j < k-1:
-				routes = append(routes, fmt.Sprintf("10.0.%d.0/24 via 10.0.%d.1", j, k-1))
-			case j > k:
-				routes = append(routes, fmt.Sprintf("10.0.%d.0/24 via 10.0.%d.2", j, k))
-			}
-		}
-		p["routes"] = strings.Join(routes, ";")
-		name := fmt.Sprintf("h%d", k)
-		if k > 1 && k < n {
-			p["backend"] = inner.String()
-			t.AddRouter(name, p)
-		} else {
-			p["backend"] = hymn.BackendNetns.String() // generator and receiver share the host's clock
-			t.AddHost(name, p)
+// Line returns the topology (topo.RoutedLine): inner nodes are routers on
+// backend inner, the ends namespaces; emu, when set, goes on the middle
+// link.
+func Line(n int, inner hymn.NodeBackend, emu string) (*topo.Topo, error) {
+	t, err := topo.RoutedLine(n)
+	if err != nil {
+		return nil, err
+	}
+	for _, node := range t.Nodes() {
+		node.Params["backend"] = inner.String()
+		if node.Kind != topo.KindRouter {
+			node.Params["backend"] = hymn.BackendNetns.String() // generator and receiver share the host's clock
 		}
 	}
-	for k := 1; k < n; k++ {
-		lp := topo.Params{"ip1": fmt.Sprintf("10.0.%d.1/24", k)}
-		if emu != "" && k == n/2 {
-			lp["emu"] = emu
-		}
-		t.AddLink(fmt.Sprintf("h%d", k), fmt.Sprintf("h%d", k+1), lp)
+	if emu != "" {
+		t.Links()[n/2-1].Params["emu"] = emu
 	}
-	return t
+	return t, nil
 }
 
 // Options are the experiment's knobs.
@@ -130,7 +109,11 @@ func RunVariant(ctx context.Context, v Variant, o Options) (_ *measure.Report, e
 		n = Hosts
 	}
 	last := fmt.Sprintf("h%d", n)
-	net, err := hymn.New(Line(n, v.Nodes, v.Emu), hymn.Options{Log: o.Log, Nodes: v.Nodes, Links: v.Links})
+	line, err := Line(n, v.Nodes, v.Emu)
+	if err != nil {
+		return nil, err
+	}
+	net, err := hymn.New(line, hymn.Options{Log: o.Log, Nodes: v.Nodes, Links: v.Links})
 	if err != nil {
 		return nil, err
 	}

@@ -22,51 +22,6 @@ import (
 // Hosts is the length of the line.
 const Hosts = 7
 
-// Line returns the topology: link k joins hk and h(k+1) on 10.0.k.0/24,
-// hk being .1 and h(k+1) .2 on it.
-func Line(n int) *topo.Topo {
-	t := topo.New()
-	for k := 1; k <= n; k++ {
-		p := topo.Params{}
-		if k == 1 {
-			p["ip"] = "10.0.1.1/24" // h1's only interface faces h2
-		} else {
-			p["ip"] = fmt.Sprintf("10.0.%d.2/24", k-1)
-		}
-		var routes []string
-		for j := 1; j < n; j++ {
-			switch {
-			case j < k-1: // subnets to the left: via the left neighbour
-				routes = append(routes, fmt.Sprintf("10.0.%d.0/24 via 10.0.%d.1", j, k-1))
-			case j > k: // subnets to the right: via the right neighbour
-				routes = append(routes, fmt.Sprintf("10.0.%d.0/24 via 10.0.%d.2", j, k))
-			}
-		}
-		p["routes"] = join(routes)
-		name := fmt.Sprintf("h%d", k)
-		if k > 1 && k < n {
-			t.AddRouter(name, p)
-		} else {
-			t.AddHost(name, p)
-		}
-	}
-	for k := 1; k < n; k++ {
-		t.AddLink(fmt.Sprintf("h%d", k), fmt.Sprintf("h%d", k+1), topo.Params{"ip1": fmt.Sprintf("10.0.%d.1/24", k)})
-	}
-	return t
-}
-
-func join(parts []string) string {
-	out := ""
-	for i, p := range parts {
-		if i > 0 {
-			out += ";"
-		}
-		out += p
-	}
-	return out
-}
-
 func main() {
 	test := flag.String("test", "pingall", "test to run: pingall, pingallfull, iperf or none")
 	verbosity := flag.String("v", "info", "verbosity: debug, info, output, warning, error")
@@ -98,7 +53,12 @@ func main() {
 }
 
 func run(ctx context.Context, test string, opts hymn.Options) (err error) {
-	net, err := hymn.New(Line(Hosts), opts)
+	line, err := topo.RoutedLine(Hosts)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	net, err := hymn.New(line, opts)
 	if err != nil {
 		return err
 	}
