@@ -392,12 +392,14 @@ func runCluster(ctx context.Context, f *clusterFlags, args []string, stdout, std
 	var tr cluster.Transport
 	switch kind {
 	case "kube":
-		if err := hymn.CheckTools("kubectl"); err != nil {
-			return err
-		}
+		// Bad flag values are usage errors whatever the machine has, so
+		// they are checked before kubectl is looked for.
 		k := &cluster.Kubectl{Kubeconfig: f.kubeconfig, Namespace: f.namespace, Image: f.image, PullPolicy: f.pull, Stderr: stderr}
 		if err := k.Check(); err != nil {
 			return fmt.Errorf("%w: %v", ErrUsage, err)
+		}
+		if err := hymn.CheckTools("kubectl"); err != nil {
+			return err
 		}
 		tr = k
 	default:

@@ -19,7 +19,9 @@
 #   sudo scripts/k8s-check.sh down       only tear down (after an interrupted run)
 #
 # Needs the Debian packages etcd-server containerd runc
-# containernetworking-plugins (scripts/setup.sh installs them) and kubectl.
+# containernetworking-plugins (scripts/setup.sh installs them); kubectl is
+# built with the rest (Debian's is too old), so the machine's own, if any,
+# is not used.
 # Logs go to $LOGDIR (default /root/hymnlogs/k8s).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,6 +30,8 @@ K8S=${K8S:-/var/lib/hymn-k8s}
 P=$K8S/pki B=$K8S/bin
 LOGDIR=${LOGDIR:-/root/hymnlogs/k8s}
 VERSION=v1.37.2
+BINARIES="kube-apiserver kubelet kube-scheduler kube-controller-manager kubectl"
+export PATH=$B:$PATH
 mkdir -p "$LOGDIR"
 # The machine's address toward its default route: the node's InternalIP.
 NODE_IP=${NODE_IP:-$(ip -4 route get 1.1.1.1 2>/dev/null | sed -n 's/.* src \([0-9.]*\).*/\1/p')}
@@ -38,9 +42,9 @@ case "${1:-all}" in all|build|down) ;; *) echo "k8s-check: unknown step ${1} (us
 export PATH="$PATH:/usr/local/go/bin:/usr/sbin:/sbin"
 
 build() {
-  local have=1
-  for c in kube-apiserver kubelet kube-scheduler kube-controller-manager; do [ -x "$B/$c" ] || have=0; done
-  if [ $have = 1 ]; then echo "*** Kubernetes $VERSION binaries cached in $B"; return; fi
+  local missing=()
+  for c in $BINARIES; do [ -x "$B/$c" ] || missing+=("$c"); done
+  if [ ${#missing[@]} = 0 ]; then echo "*** Kubernetes $VERSION binaries cached in $B"; return; fi
   echo "*** Building Kubernetes $VERSION into $B (several minutes)"
   mkdir -p "$B" "$K8S/build"
   cd "$K8S/build"
@@ -52,11 +56,11 @@ build() {
     mount-utils pod-security-admission sample-apiserver streaming; do
     echo "replace k8s.io/$m => k8s.io/$m v0${VERSION#v1}" >>go.mod
   done
-  printf '//go:build tools\n\npackage tools\n\nimport (\n\t_ "k8s.io/kubernetes/cmd/kube-apiserver"\n\t_ "k8s.io/kubernetes/cmd/kube-controller-manager"\n\t_ "k8s.io/kubernetes/cmd/kube-scheduler"\n\t_ "k8s.io/kubernetes/cmd/kubelet"\n)\n' >tools.go
+  printf '//go:build tools\n\npackage tools\n\nimport (\n\t_ "k8s.io/kubernetes/cmd/kube-apiserver"\n\t_ "k8s.io/kubernetes/cmd/kube-controller-manager"\n\t_ "k8s.io/kubernetes/cmd/kube-scheduler"\n\t_ "k8s.io/kubernetes/cmd/kubelet"\n\t_ "k8s.io/kubernetes/cmd/kubectl"\n)\n' >tools.go
   go mod tidy
   local X=k8s.io/component-base/version
   local LD="-X $X.gitVersion=$VERSION -X $X.gitMajor=1 -X $X.gitMinor=37 -X $X.buildDate=$(date -u +%FT%TZ) -X k8s.io/client-go/pkg/version.gitVersion=$VERSION"
-  for c in kube-apiserver kubelet kube-scheduler kube-controller-manager; do
+  for c in "${missing[@]}"; do
     go build -ldflags "$LD" -o "$B/" k8s.io/kubernetes/cmd/$c
   done
   cd "$ROOT"

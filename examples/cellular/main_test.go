@@ -38,9 +38,22 @@ func TestTraceFile(t *testing.T) {
 func TestCellularFollowsTrace(t *testing.T) {
 	testenv.Root(t)
 	testenv.Tools(t, "iperf3")
-	res, err := Run(context.Background(), t.TempDir(), 20*time.Second, 250*time.Millisecond, mnlog.New(io.Discard, mnlog.Output))
-	if err != nil {
-		t.Fatal(err)
+	// A forwarder more than one sampling interval late means the machine
+	// stopped the forwarding thread (a shared VM was seen pausing threads
+	// for up to 2 s): the samples then say nothing about the emulator,
+	// so the period is measured once more, and the second run is judged
+	// whatever its lateness.
+	var res Result
+	for attempt := 1; ; attempt++ {
+		var err error
+		res, err = Run(context.Background(), t.TempDir(), 20*time.Second, 250*time.Millisecond, mnlog.New(io.Discard, mnlog.Output))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.MaxLate <= 250*time.Millisecond || attempt == 2 {
+			break
+		}
+		t.Logf("forwarder lateness %v: the machine stalled; measuring the period again", res.MaxLate)
 	}
 	t.Logf("iperf3: %s", res.Iperf.ServerText)
 	type acc struct{ got, cap float64 }
