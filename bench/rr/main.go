@@ -177,42 +177,19 @@ func loadavg() string {
 	return string(b)
 }
 
-// line is examples/cimininet's line (kept here so a benchmark does not
-// import an example), every link with the variant's delay.
-func line(n int, delay time.Duration) *topo.Topo {
-	t := topo.New()
-	for k := 1; k <= n; k++ {
-		p := topo.Params{}
-		if k == 1 {
-			p["ip"] = "10.0.1.1/24"
-		} else {
-			p["ip"] = fmt.Sprintf("10.0.%d.2/24", k-1)
-		}
-		var routes []string
-		for j := 1; j < n; j++ {
-			switch {
-			case j < k-1:
-				routes = append(routes, fmt.Sprintf("10.0.%d.0/24 via 10.0.%d.1", j, k-1))
-			case j > k:
-				routes = append(routes, fmt.Sprintf("10.0.%d.0/24 via 10.0.%d.2", j, k))
-			}
-		}
-		p["routes"] = strings.Join(routes, ";")
-		name := fmt.Sprintf("h%d", k)
-		if k > 1 && k < n {
-			t.AddRouter(name, p)
-		} else {
-			t.AddHost(name, p)
+// line is the routed line (topo.RoutedLine), every link with the
+// variant's delay.
+func line(n int, delay time.Duration) (*topo.Topo, error) {
+	t, err := topo.RoutedLine(n)
+	if err != nil {
+		return nil, err
+	}
+	if delay > 0 {
+		for _, l := range t.Links() {
+			l.Params["delay"] = delay.String()
 		}
 	}
-	for k := 1; k < n; k++ {
-		lp := topo.Params{"ip1": fmt.Sprintf("10.0.%d.1/24", k)}
-		if delay > 0 {
-			lp["delay"] = delay.String()
-		}
-		t.AddLink(fmt.Sprintf("h%d", k), fmt.Sprintf("h%d", k+1), lp)
-	}
-	return t
+	return t, nil
 }
 
 func (v *variant) start(ctx context.Context, hosts int) error {
@@ -220,7 +197,11 @@ func (v *variant) start(ctx context.Context, hosts int) error {
 	if v.links == hymn.LinksSRIOV {
 		opts.SRIOV = &sriov.Config{Simulate: sriov.SimAlways}
 	}
-	n, err := hymn.New(line(hosts, v.delay), opts)
+	t, err := line(hosts, v.delay)
+	if err != nil {
+		return err
+	}
+	n, err := hymn.New(t, opts)
 	if err != nil {
 		return err
 	}
