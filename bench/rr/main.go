@@ -31,15 +31,15 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"net/netip"
 	"os"
 	"os/signal"
 	"slices"
 	"strings"
 	"time"
-	"unsafe"
 
 	"github.com/hymn-net/hymn"
-	"github.com/hymn-net/hymn/internal/netnsx"
+	"github.com/hymn-net/hymn/internal/probe"
 	"github.com/hymn-net/hymn/sriov"
 	"github.com/hymn-net/hymn/topo"
 	"golang.org/x/sys/unix"
@@ -241,28 +241,12 @@ func (v *variant) close() {
 
 // listen opens a UDP socket in a node's namespace with kernel receive
 // stamps on.
-func listen(n *hymn.Network, node string) (c *net.UDPConn, err error) {
+func listen(n *hymn.Network, node string) (*net.UDPConn, error) {
 	nd, err := n.Node(node)
 	if err != nil {
 		return nil, err
 	}
-	err = netnsx.Do(nd.NsHandle(), func() error {
-		if c, err = net.ListenUDP("udp4", &net.UDPAddr{}); err != nil {
-			return err
-		}
-		raw, err := c.SyscallConn()
-		if err != nil {
-			return err
-		}
-		var serr error
-		if err := raw.Control(func(fd uintptr) {
-			serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1)
-		}); err != nil {
-			return err
-		}
-		return serr
-	})
-	return c, err
+	return probe.ListenStamped(nd.NsHandle(), netip.AddrPort{})
 }
 
 // echo sends every request back with the time it held it (its kernel
@@ -277,8 +261,8 @@ func echo(c *net.UDPConn) {
 		if k < 16 {
 			continue
 		}
-		rx, ok := kernelStamp(oob[:oobn])
-		if !ok {
+		rx := probe.KernelStamp(oob[:oobn])
+		if rx == 0 {
 			rx = time.Now().UnixNano()
 		}
 		binary.BigEndian.PutUint64(buf[8:], uint64(time.Now().UnixNano()-rx))
@@ -312,8 +296,8 @@ func (v *variant) request(gap time.Duration, record bool) {
 			continue // a late reply to an earlier request
 		}
 		app := time.Since(t0)
-		rx, ok := kernelStamp(oob[:oobn])
-		if !ok {
+		rx := probe.KernelStamp(oob[:oobn])
+		if rx == 0 {
 			rx = time.Now().UnixNano()
 		}
 		hold := int64(binary.BigEndian.Uint64(buf[8:]))
@@ -323,19 +307,4 @@ func (v *variant) request(gap time.Duration, record bool) {
 		}
 		return
 	}
-}
-
-// kernelStamp returns the SO_TIMESTAMPNS receive time (ns, wall clock).
-func kernelStamp(oob []byte) (int64, bool) {
-	msgs, err := unix.ParseSocketControlMessage(oob)
-	if err != nil {
-		return 0, false
-	}
-	for _, m := range msgs {
-		if m.Header.Level == unix.SOL_SOCKET && m.Header.Type == unix.SO_TIMESTAMPNS && len(m.Data) >= int(unsafe.Sizeof(unix.Timespec{})) {
-			ts := (*unix.Timespec)(unsafe.Pointer(&m.Data[0]))
-			return ts.Nano(), true
-		}
-	}
-	return 0, false
 }

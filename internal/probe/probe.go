@@ -89,8 +89,9 @@ func realTimeThread() {
 	unix.RawSyscall(unix.SYS_SCHED_SETSCHEDULER, 0, uintptr(unix.SCHED_FIFO), uintptr(unsafe.Pointer(&param)))
 }
 
-// kernelStamp extracts the SO_TIMESTAMPNS receive time, or 0.
-func kernelStamp(oob []byte) int64 {
+// KernelStamp extracts the SO_TIMESTAMPNS receive time (ns on the
+// CLOCK_REALTIME clock) from a datagram's control messages, or 0.
+func KernelStamp(oob []byte) int64 {
 	msgs, err := unix.ParseSocketControlMessage(oob)
 	if err != nil {
 		return 0
@@ -103,6 +104,41 @@ func kernelStamp(oob []byte) int64 {
 		}
 	}
 	return 0
+}
+
+// ListenStamped opens a UDP socket on addr (port 0: any) in namespace ns
+// (-1: the caller's) with kernel receive timestamps (SO_TIMESTAMPNS) on;
+// read them with ReadMsgUDP and KernelStamp.
+func ListenStamped(ns netns.NsHandle, addr netip.AddrPort) (*net.UDPConn, error) {
+	var c *net.UDPConn
+	err := inNS(ns, func() error {
+		network := "udp4"
+		if addr.Addr().Is6() {
+			network = "udp6"
+		}
+		var err error
+		if c, err = net.ListenUDP(network, net.UDPAddrFromAddrPort(addr)); err != nil {
+			return err
+		}
+		raw, err := c.SyscallConn()
+		if err != nil {
+			return err
+		}
+		var serr error
+		if err := raw.Control(func(fd uintptr) {
+			serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1)
+		}); err != nil {
+			return err
+		}
+		return serr
+	})
+	if err != nil {
+		if c != nil {
+			c.Close()
+		}
+		return nil, err
+	}
+	return c, nil
 }
 
 func inNS(ns netns.NsHandle, fn func() error) error {
@@ -132,22 +168,12 @@ func Run(ctx context.Context, c Config) (Result, error) {
 	if c.Dst.Port() == 0 {
 		c.Dst = netip.AddrPortFrom(c.Dst.Addr(), 9999)
 	}
-	var rx *net.UDPConn
-	err := inNS(c.Receiver, func() error {
-		var err error
-		rx, err = net.ListenUDP("udp", net.UDPAddrFromAddrPort(c.Dst))
-		return err
-	})
+	rx, err := ListenStamped(c.Receiver, c.Dst)
 	if err != nil {
 		return Result{}, fmt.Errorf("probe receiver on %s: %w", c.Dst, err)
 	}
 	defer rx.Close()
 	rx.SetReadBuffer(4 << 20)
-	if raw, err := rx.SyscallConn(); err == nil {
-		raw.Control(func(fd uintptr) {
-			unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1)
-		})
-	}
 	var tx *net.UDPConn
 	err = inNS(c.Sender, func() error {
 		var err error
@@ -187,7 +213,7 @@ func Run(ctx context.Context, c Config) (Result, error) {
 			}
 			rx.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
 			n, oobn, _, _, err := rx.ReadMsgUDP(buf, oob)
-			now := kernelStamp(oob[:oobn])
+			now := KernelStamp(oob[:oobn])
 			if now == 0 {
 				now = realtime()
 			}

@@ -9,17 +9,16 @@ import (
 	"io"
 	"math"
 	"net"
+	"net/netip"
 	"os"
 	"regexp"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/hymn-net/hymn"
-	"github.com/hymn-net/hymn/internal/netnsx"
-	"golang.org/x/sys/unix"
+	"github.com/hymn-net/hymn/internal/probe"
 )
 
 // Echo is one ping reply.
@@ -215,25 +214,8 @@ func UDPEcho(ctx context.Context, n *hymn.Network, src, dst string, count int, i
 	if err != nil {
 		return nil, err
 	}
-	listen := func(node hymn.Node) (c *net.UDPConn, err error) {
-		err = netnsx.Do(node.NsHandle(), func() error {
-			c, err = net.ListenUDP("udp4", &net.UDPAddr{})
-			if err != nil {
-				return err
-			}
-			raw, err := c.SyscallConn()
-			if err != nil {
-				return err
-			}
-			var serr error
-			if err := raw.Control(func(fd uintptr) {
-				serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1)
-			}); err != nil {
-				return err
-			}
-			return serr
-		})
-		return c, err
+	listen := func(node hymn.Node) (*net.UDPConn, error) {
+		return probe.ListenStamped(node.NsHandle(), netip.AddrPort{})
 	}
 	server, err := listen(dn)
 	if err != nil {
@@ -255,11 +237,11 @@ func UDPEcho(ctx context.Context, n *hymn.Network, src, dst string, count int, i
 			if k < 16 {
 				continue
 			}
-			rx, ok := kernelStamp(oob[:oobn])
-			if !ok {
-				rx = time.Now()
+			rx := probe.KernelStamp(oob[:oobn])
+			if rx == 0 {
+				rx = time.Now().UnixNano()
 			}
-			binary.BigEndian.PutUint64(buf[8:], uint64(time.Now().UnixNano()-rx.UnixNano()))
+			binary.BigEndian.PutUint64(buf[8:], uint64(time.Now().UnixNano()-rx))
 			server.WriteToUDP(buf[:k], from)
 		}
 	}()
@@ -280,9 +262,9 @@ func UDPEcho(ctx context.Context, n *hymn.Network, src, dst string, count int, i
 			if err != nil {
 				return
 			}
-			rx, ok := kernelStamp(oob[:oobn])
-			if !ok {
-				rx = time.Now()
+			rx := probe.KernelStamp(oob[:oobn])
+			if rx == 0 {
+				rx = time.Now().UnixNano()
 			}
 			if k < 16 {
 				continue
@@ -293,7 +275,7 @@ func UDPEcho(ctx context.Context, n *hymn.Network, src, dst string, count int, i
 			}
 			hold := time.Duration(binary.BigEndian.Uint64(buf[8:]))
 			t := time.Duration(sent[seq-1].Load())
-			rtt := time.Duration(rx.UnixNano()-sentWall[seq-1].Load()) - hold
+			rtt := time.Duration(rx-sentWall[seq-1].Load()) - hold
 			out = append(out, Echo{Seq: seq, Sent: t, RTT: rtt, Hold: hold})
 		}
 	}()
@@ -314,19 +296,4 @@ func UDPEcho(ctx context.Context, n *hymn.Network, src, dst string, count int, i
 	}
 	<-done
 	return out, ctx.Err()
-}
-
-// kernelStamp finds the SO_TIMESTAMPNS receive time in a control message.
-func kernelStamp(oob []byte) (time.Time, bool) {
-	msgs, err := unix.ParseSocketControlMessage(oob)
-	if err != nil {
-		return time.Time{}, false
-	}
-	for _, m := range msgs {
-		if m.Header.Level == unix.SOL_SOCKET && m.Header.Type == unix.SO_TIMESTAMPNS && len(m.Data) >= 16 {
-			ts := (*unix.Timespec)(unsafe.Pointer(&m.Data[0]))
-			return time.Unix(ts.Sec, ts.Nsec), true
-		}
-	}
-	return time.Time{}, false
 }
