@@ -306,39 +306,8 @@ func TestDPDKHardwareWithoutVFIO(t *testing.T) {
 	if _, err := os.Stat("/dev/vfio"); err == nil {
 		t.Skip("this machine has /dev/vfio: the failure this test needs does not happen")
 	}
-	tag := owner.NewRunID()[:4]
-	pfA, pfB := "pf"+tag+"a", "pf"+tag+"b"
-	vf := func(side string, i int) string { return "dv" + tag + side + fmt.Sprint(i) }
-	for i := 0; i < 2; i++ {
-		if err := netlink.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: vf("a", i)}, PeerName: vf("b", i)}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Cleanup(func() {
-		for i := 0; i < 2; i++ {
-			if l, err := netlink.LinkByName(vf("a", i)); err == nil {
-				netlink.LinkDel(l)
-			}
-		}
-	})
-	root := filepath.Join(t.TempDir(), "sys")
-	if err := sriov.WriteFakeTree(root, []sriov.FakePF{
-		{Name: pfA, TotalVFs: 8, NumVFs: 2, VFNames: []string{vf("a", 0), vf("a", 1)}},
-		{Name: pfB, TotalVFs: 8, NumVFs: 2, VFNames: []string{vf("b", 0), vf("b", 1)}}}); err != nil {
-		t.Fatal(err)
-	}
-	conf := sriov.NewMemConfigurator()
-	orig := sriov.VFState{SpoofChk: true, LinkState: sriov.LinkAuto}
-	for _, pf := range []string{pfA, pfB} {
-		for i := 0; i < 2; i++ {
-			conf.SetVF(pf, i, orig)
-		}
-	}
-	backend, cfg, err := ParseLinkBackend("sriov,sim=off,emulator=dpdk,vlans=700-799,sysfs=" + root + ",pairs=" + pfA + ":" + pfB)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Conf = conf
+	hw := newFakeSRIOVHardware(t, "dv", "emulator=dpdk,vlans=700-799")
+	pfA, pfB, vf, conf, backend, cfg := hw.pfA, hw.pfB, hw.vf, hw.conf, hw.backend, hw.cfg
 	top := topo.New()
 	top.AddHost("h1", nil)
 	top.AddHost("h2", nil)

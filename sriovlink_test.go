@@ -278,42 +278,60 @@ func TestSRIOVHardwarePath(t *testing.T) {
 	}
 }
 
-func testSRIOVHardwarePath(t *testing.T, top *topo.Topo) {
+// fakeSRIOVHardware is the hardware path's stand-in: two PFs with two VFs
+// each in a fake sysfs, VF i of one wired to VF i of the other by a veth
+// pair in the root namespace (removed at cleanup), VF settings in memory,
+// every VF starting as a driver leaves it. backend is the --links value
+// after "sriov,sim=off,"; the VF netdevs are named prefix+tag+side+i.
+type fakeSRIOVHardware struct {
+	pfA, pfB string
+	vf       func(side string, i int) string
+	conf     *sriov.MemConfigurator
+	backend  LinkBackend
+	cfg      sriov.Config
+}
+
+func newFakeSRIOVHardware(t *testing.T, prefix, backend string) *fakeSRIOVHardware {
+	t.Helper()
 	tag := owner.NewRunID()[:4]
-	pfA, pfB := "pf"+tag+"a", "pf"+tag+"b"
-	vf := func(side string, i int) string { return "hv" + tag + side + strconv.Itoa(i) }
+	h := &fakeSRIOVHardware{pfA: "pf" + tag + "a", pfB: "pf" + tag + "b",
+		vf: func(side string, i int) string { return prefix + tag + side + strconv.Itoa(i) }}
 	for i := 0; i < 2; i++ {
-		v := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: vf("a", i)}, PeerName: vf("b", i)}
-		if err := netlink.LinkAdd(v); err != nil {
+		if err := netlink.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: h.vf("a", i)}, PeerName: h.vf("b", i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	defer func() {
+	t.Cleanup(func() {
 		for i := 0; i < 2; i++ {
-			if l, err := netlink.LinkByName(vf("a", i)); err == nil {
+			if l, err := netlink.LinkByName(h.vf("a", i)); err == nil {
 				netlink.LinkDel(l)
 			}
 		}
-	}()
+	})
 	root := filepath.Join(t.TempDir(), "sys")
-	err := sriov.WriteFakeTree(root, []sriov.FakePF{
-		{Name: pfA, TotalVFs: 8, NumVFs: 2, VFNames: []string{vf("a", 0), vf("a", 1)}},
-		{Name: pfB, TotalVFs: 8, NumVFs: 2, VFNames: []string{vf("b", 0), vf("b", 1)}}})
-	if err != nil {
+	if err := sriov.WriteFakeTree(root, []sriov.FakePF{
+		{Name: h.pfA, TotalVFs: 8, NumVFs: 2, VFNames: []string{h.vf("a", 0), h.vf("a", 1)}},
+		{Name: h.pfB, TotalVFs: 8, NumVFs: 2, VFNames: []string{h.vf("b", 0), h.vf("b", 1)}}}); err != nil {
 		t.Fatal(err)
 	}
-	conf := sriov.NewMemConfigurator()
-	orig := sriov.VFState{SpoofChk: true, LinkState: sriov.LinkAuto}
-	for _, pf := range []string{pfA, pfB} {
+	h.conf = sriov.NewMemConfigurator()
+	for _, pf := range []string{h.pfA, h.pfB} {
 		for i := 0; i < 2; i++ {
-			conf.SetVF(pf, i, orig)
+			h.conf.SetVF(pf, i, sriov.VFState{SpoofChk: true, LinkState: sriov.LinkAuto})
 		}
 	}
-	backend, cfg, err := ParseLinkBackend("sriov,sim=off,vlans=700-799,sysfs=" + root + ",pairs=" + pfA + ":" + pfB)
+	var err error
+	h.backend, h.cfg, err = ParseLinkBackend("sriov,sim=off," + backend + ",sysfs=" + root + ",pairs=" + h.pfA + ":" + h.pfB)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Conf = conf
+	h.cfg.Conf = h.conf
+	return h
+}
+
+func testSRIOVHardwarePath(t *testing.T, top *topo.Topo) {
+	hw := newFakeSRIOVHardware(t, "hv", "vlans=700-799")
+	pfA, pfB, vf, conf, backend, cfg := hw.pfA, hw.pfB, hw.vf, hw.conf, hw.backend, hw.cfg
 	net, err := New(top, Options{Links: backend, SRIOV: &cfg})
 	if err != nil {
 		t.Fatal(err)
