@@ -79,10 +79,8 @@ func (n *Network) linkPorts(l *netLink) string {
 // VF links of a binary that has DPDK, at most dpdkMaxMTU.
 func (n *Network) checkLinkPorts(pls []*topo.PlannedLink) error {
 	var errs []error
-	if n.opts.SRIOV != nil {
-		if _, err := linkparams.ParsePorts(n.opts.SRIOV.Emulator); err != nil {
-			errs = append(errs, fmt.Errorf("%w: %w", ErrSRIOV, err))
-		}
+	if _, _, err := n.linksBackend(); err != nil {
+		errs = append(errs, err)
 	}
 	wantDPDK := false
 	for _, pl := range pls {
@@ -190,9 +188,8 @@ func dpdkVFAddrs(pairs []*sriov.Pair) ([2]string, error) {
 
 // dpdkPorts are a link's two open DPDK ports and what undoes them.
 type dpdkPorts struct {
-	ports   [2]*dpdk.Port
-	undo    []func() error // in the order done; run backwards
-	undoErr error
+	ports [2]*dpdk.Port
+	undo  []func() error // in the order done; run backwards
 }
 
 // release closes the ports and removes their devices, last made first.

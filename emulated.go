@@ -68,11 +68,6 @@ func (n *Network) emu() *helperNS {
 	return n.emuState.Load()
 }
 
-// linkNeedsEmulator is the hook createLink asks.
-func (n *Network) linkNeedsEmulator(pl *topo.PlannedLink) bool {
-	return linkparams.NeedsEmulator(pl.Params)
-}
-
 // helperNamespace returns the network's helper namespace, creating it on
 // first use. '@' cannot occur in a node name, so it never collides.
 func (e *helperNS) helperNamespace(run string) (*links.HelperNS, error) {

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hymn-net/hymn/linkparams"
 	"github.com/hymn-net/hymn/links"
 	"github.com/hymn-net/hymn/topo"
 )
@@ -54,7 +55,7 @@ func (n *Network) linkKind(l *netLink) linkImpl {
 	switch {
 	case n.linkIsSRIOV(l):
 		return &vfLink{}
-	case n.linkNeedsEmulator(l.plan):
+	case linkparams.NeedsEmulator(l.plan.Params):
 		return &emulatedVethLink{}
 	}
 	return &vethLink{}

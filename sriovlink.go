@@ -100,9 +100,13 @@ func (n *Network) linksBackend() (LinkBackend, sriov.Config, error) {
 	if n.opts.SRIOV != nil {
 		cfg = cfg.Merge(*n.opts.SRIOV)
 	}
-	if _, err := linkparams.ParsePorts(cfg.Emulator); err != nil {
+	// Normalised here, so "DPDK" from Go means what emulator=dpdk does
+	// on the command line.
+	ports, err := linkparams.ParsePorts(cfg.Emulator)
+	if err != nil {
 		return "", cfg, fmt.Errorf("%w: %w", ErrSRIOV, err)
 	}
+	cfg.Emulator = ports
 	return n.opts.Links, cfg, nil
 }
 

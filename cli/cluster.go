@@ -406,7 +406,7 @@ func runCluster(ctx context.Context, f *clusterFlags, args []string, stdout, std
 		if err := hymn.CheckRoot(); err != nil {
 			return err
 		}
-		if err := hymn.CheckTools("nsenter", "ip"); err != nil {
+		if err := hymn.CheckTools("ip"); err != nil {
 			return err
 		}
 		bin := f.worker

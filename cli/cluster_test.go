@@ -141,7 +141,7 @@ func TestClusterSplit(t *testing.T) {
 // The built binary end to end: linear,4 over two local workers, pingall
 // 12/12, JSON on stdout, nothing left.
 func TestClusterRunLocal(t *testing.T) {
-	testenv.RootAndTools(t, "ip", "ping", "nsenter")
+	testenv.RootAndTools(t, "ip", "ping")
 	bin := sharedBinary(t)
 	cmd := exec.Command(bin, "cluster", "run", "--topo", "linear,4", "--cluster", "local:2", "--test", "pingall+stats", "--json")
 	var stdout, stderr bytes.Buffer

@@ -96,7 +96,7 @@ func assertLocalGone(t *testing.T, l *Local, c *Cluster) {
 }
 
 func TestLocalCluster(t *testing.T) {
-	testenv.RootAndTools(t, "ip", "ping", "nsenter")
+	testenv.RootAndTools(t, "ip", "ping")
 	l := localTransport(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -159,7 +159,7 @@ func TestLocalCluster(t *testing.T) {
 // SIGTERM to a worker: it tears its part down and exits 0; the rest of
 // the cluster stops cleanly after.
 func TestWorkerSIGTERM(t *testing.T) {
-	testenv.RootAndTools(t, "ip", "nsenter")
+	testenv.RootAndTools(t, "ip")
 	l := localTransport(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -189,7 +189,7 @@ func TestWorkerSIGTERM(t *testing.T) {
 // Workers that never become ready, or die at once: Start fails with a
 // clear error and removes everything.
 func TestWorkerNeverReady(t *testing.T) {
-	testenv.RootAndTools(t, "ip", "nsenter", "sleep")
+	testenv.RootAndTools(t, "ip", "sleep")
 	for _, tc := range []struct {
 		name    string
 		command []string
@@ -467,7 +467,7 @@ links:
 // its namespaces stay, owned by a dead process, and hymn.Clean of its run
 // removes them all; the coordinator then stops the rest cleanly.
 func TestWorkerKill9Cleaned(t *testing.T) {
-	testenv.RootAndTools(t, "ip", "nsenter")
+	testenv.RootAndTools(t, "ip")
 	l := localTransport(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -14,10 +14,9 @@ import (
 
 // Transport starts workers somewhere and carries the protocol to them. The
 // coordinator knows nothing else about where workers run: Local runs them
-// as processes in namespaces of this machine; a Kubernetes transport
-// creates a pod per worker through the API server (the spec in a
-// ConfigMap, the protocol over the pod's attach stream or a port) and
-// deletes them on Close.
+// as processes in namespaces of this machine; Kubectl creates a
+// privileged pod per worker with kubectl (the spec in a ConfigMap, the
+// protocol over kubectl attach) and deletes them on Close.
 type Transport interface {
 	// Launch starts worker spec.Worker with its spec and returns the
 	// connection to it. The worker reports "ready" on it once built.

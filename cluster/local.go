@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -25,9 +27,9 @@ const LocalMTU = 1500 + VXLANOverhead
 
 // Local runs workers as processes on this machine, each in a "machine" of
 // its own: a network namespace with one interface (eth0, MTU 1550) on a
-// bridge in a hub namespace, address 10.251.0.<i+1>/24. The worker
-// process is Command (a hymn binary: "hymn worker") started with nsenter
-// in its machine, the spec in a memory file (fd 3), the protocol on its
+// bridge in a hub namespace, address 10.251.hi.lo/16 for worker i (see
+// Address). The worker process is Command (a hymn binary: "hymn worker")
+// started inside its machine (netnsx.Launch), the spec in a memory file (fd 3), the protocol on its
 // stdin/stdout.
 // Everything carries a run id of its own claimed with internal/owner, so
 // `hymn clean` removes the machines of a coordinator killed with -9
@@ -136,16 +138,17 @@ func (l *Local) Launch(ctx context.Context, spec *Spec) (Conn, error) {
 		return nil, err
 	}
 	defer specFile.Close()
-	args := append([]string{"--net=/run/netns/" + m.Namespace(), "--"}, l.Command...)
-	args = append(args, "--spec", "/dev/fd/3", "--address", l.Address(i).String())
+	if len(l.Command) == 0 {
+		return nil, fmt.Errorf("starting worker %d: no worker command", i)
+	}
+	args := append(slices.Clone(l.Command[1:]), "--spec", "/dev/fd/3", "--address", l.Address(i).String())
 	args = append(args, l.Args...)
-	cmd := exec.Command("nsenter", args...)
+	cmd := exec.Command(l.Command[0], args...)
 	cmd.ExtraFiles = []*os.File{specFile}
 	// Its own process group: a Ctrl-C at the coordinator's terminal is
 	// the coordinator's to handle, not every worker's at once.
-	// No Pdeathsig: it fires when the launching OS thread exits, which a
-	// thread locked into a namespace does; a worker whose coordinator dies
-	// sees its stdin close and tears down.
+	// No Pdeathsig: a worker whose coordinator dies sees its stdin close
+	// and tears its part down, which a SIGKILL would not let it do.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if l.Stderr != nil {
 		cmd.Stderr = &prefixWriter{w: l.Stderr, prefix: fmt.Sprintf("[worker %d] ", i)}
@@ -158,7 +161,9 @@ func (l *Local) Launch(ctx context.Context, spec *Spec) (Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
+	// Forked inside its machine, as a pod's process runs in the pod's
+	// network namespace.
+	if err := netnsx.Launch(m.NsHandle(), cmd.Start); err != nil {
 		return nil, fmt.Errorf("starting worker %d: %w", i, err)
 	}
 	grace := l.StopGrace
@@ -289,7 +294,7 @@ func (p *prefixWriter) Write(b []byte) (int, error) {
 				return 0, err
 			}
 		}
-		i := indexByte(b, '\n')
+		i := bytes.IndexByte(b, '\n')
 		if i < 0 {
 			p.mid = true
 			_, err := p.w.Write(b)
@@ -302,15 +307,6 @@ func (p *prefixWriter) Write(b []byte) (int, error) {
 		b = b[i+1:]
 	}
 	return n, nil
-}
-
-func indexByte(b []byte, c byte) int {
-	for i, x := range b {
-		if x == c {
-			return i
-		}
-	}
-	return -1
 }
 
 // memFile returns a memory-backed file (memfd) holding data, readable from

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -72,7 +73,7 @@ func (l *lineReader) next(v any) (err error, fatal bool) {
 		if len(line) == 0 {
 			continue
 		}
-		dec := json.NewDecoder(bytesReader(line))
+		dec := json.NewDecoder(bytes.NewReader(line))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(v); err != nil {
 			return fmt.Errorf("bad line %q: %v", clip(string(line), 120), err), false

@@ -216,7 +216,7 @@ func (s *Spec) resolvePlan() (*topo.Plan, error) {
 // between them. Cut links are left out (the VXLAN links replace them), so
 // a node's first interface here may not be its first in the plan: its
 // address then goes on explicitly, per link end. Routes are left out too
-// and applied once the cut links exist (RoutesOf), since they may name a
+// and applied once the cut links exist (Routes), since they may name a
 // cut link's interface or gateway.
 func (r *Resolved) Part() (*topo.Topo, error) {
 	s := r.Spec

@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,8 +13,6 @@ import (
 	"github.com/hymn-net/hymn/links"
 	"github.com/vishvananda/netlink"
 )
-
-func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
 
 // DefaultExecTimeout bounds an exec command without a timeout.
 const DefaultExecTimeout = 60 * time.Second
