@@ -103,9 +103,10 @@ func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, fmt.Errorf("vm %s: run directory: %w", r.Name, err)
 	}
 	n.ownRunDir = true
-	// The boot slot is held from QEMU's start until the agent answers (or
-	// the boot fails and the deferred Delete has ended QEMU: deferred
-	// calls run last-in first-out, so release runs after it).
+	// The boot slot is held from QEMU's start until the agent answers or
+	// the boot fails. On failure it is handed on just before the deferred
+	// Delete ends QEMU (deferred calls run last-in first-out): killing a
+	// guest costs the next boot nothing.
 	tSlot := time.Now()
 	if err := boots.acquire(ctx, func() {
 		r.logf("*** VM %s waits for a boot slot (%d VMs boot at a time)\n", r.Name, BootConcurrency())
