@@ -7,7 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -636,11 +635,8 @@ func (d *direction) run() {
 // the priority never leaks to other goroutines.
 func (d *direction) schedule() {
 	if d.realTime {
-		param := struct{ prio int32 }{1}
-		_, _, e := unix.RawSyscall(unix.SYS_SCHED_SETSCHEDULER, 0, uintptr(unix.SCHED_FIFO), uintptr(unsafe.Pointer(&param)))
-		if e == 0 {
-			return
-		}
+		RealTimeThread(d.nice)
+		return
 	}
 	if d.nice != 0 {
 		unix.Setpriority(unix.PRIO_PROCESS, 0, d.nice)

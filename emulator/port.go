@@ -2,6 +2,7 @@ package emulator
 
 import (
 	"errors"
+	"runtime"
 	"time"
 	"unsafe"
 
@@ -75,4 +76,23 @@ var ErrPortClosed = errors.New("port closed")
 func ThreadSleep(d time.Duration) {
 	ts := unix.NsecToTimespec(int64(d))
 	unix.RawSyscall(unix.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&ts)), 0, 0)
+}
+
+// RealTimeThread puts the calling goroutine's thread, which it locks and
+// which must be discarded afterwards (the goroutine ends without
+// UnlockOSThread, so the priority never reaches other goroutines), under
+// SCHED_FIFO at priority 1, the forwarders' class: a thread carrying
+// traffic that waits behind the traffic's own senders adds their time
+// slices to every frame. Without the privilege it falls back to nice
+// (0: leave it); it reports whether SCHED_FIFO took.
+func RealTimeThread(nice int) bool {
+	runtime.LockOSThread()
+	param := struct{ prio int32 }{1}
+	if _, _, e := unix.RawSyscall(unix.SYS_SCHED_SETSCHEDULER, 0, uintptr(unix.SCHED_FIFO), uintptr(unsafe.Pointer(&param))); e == 0 {
+		return true
+	}
+	if nice != 0 {
+		unix.Setpriority(unix.PRIO_PROCESS, 0, nice)
+	}
+	return false
 }

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/hymn-net/hymn/emulator"
 	"golang.org/x/sys/unix"
 )
 
@@ -52,7 +53,7 @@ func GeneratorRate(ctx context.Context, in RunFunc, dst netip.AddrPort, frame, b
 	}
 	ch := make(chan res, 1)
 	go func() {
-		realTimeThread()
+		emulator.RealTimeThread(0)
 		b := newBatch(batchSize, frame-frameHeaders, 0)
 		var sent uint64
 		start := monotonic()

@@ -109,13 +109,4 @@ func clockNs(id int32) int64 {
 func realtime() int64  { return clockNs(unix.CLOCK_REALTIME) }
 func monotonic() int64 { return clockNs(unix.CLOCK_MONOTONIC) }
 
-// realTimeThread locks the goroutine to its thread and, best effort, puts
-// the thread under SCHED_FIFO. The goroutine must end without unlocking so
-// the thread is discarded.
-func realTimeThread() {
-	runtime.LockOSThread()
-	param := struct{ prio int32 }{1}
-	unix.RawSyscall(unix.SYS_SCHED_SETSCHEDULER, 0, uintptr(unix.SCHED_FIFO), uintptr(unsafe.Pointer(&param)))
-}
-
 func lockThread() { runtime.LockOSThread() }

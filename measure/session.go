@@ -11,6 +11,7 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/hymn-net/hymn/emulator"
 	"golang.org/x/sys/unix"
 )
 
@@ -138,13 +139,13 @@ func (s *Session) Trial(ctx context.Context, rate float64, d time.Duration) (*Re
 	stop := make(chan int64, 1)
 	rxDone := make(chan error, 1)
 	go func() {
-		realTimeThread()
+		emulator.RealTimeThread(0)
 		rxDone <- rx.run(s.rx, stop)
 	}()
 	sdone := make(chan sendStats, 1)
 	go func() {
 		if !c.NoRealTime {
-			realTimeThread()
+			emulator.RealTimeThread(0)
 		} else {
 			// Locked, so nanosleep and the socket calls stay on one
 			// thread; the thread is discarded afterwards.

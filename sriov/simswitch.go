@@ -188,7 +188,10 @@ func (w *simSwitch) run() {
 	defer close(w.done)
 	// Locked and never unlocked: the thread's priority dies with it.
 	runtime.LockOSThread()
-	realTimeThread()
+	// Under SCHED_FIFO like the forwarders: a switch that waits for a
+	// CPU behind the traffic's own senders adds their time slices to
+	// every frame.
+	emulator.RealTimeThread(-10)
 	for !w.stop.Load() {
 		_, _, e := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(w.epfd), uintptr(unsafe.Pointer(&w.events[0])),
 			uintptr(len(w.events)), ^uintptr(0), 0, 0) // timeout -1: until a frame or stop
@@ -365,17 +368,5 @@ func (w *simSwitch) fromCable(p *simPort, n int) {
 func addNonZero(c *atomic.Uint64, n uint64) {
 	if n > 0 {
 		c.Add(n)
-	}
-}
-
-// realTimeThread puts the calling (locked) thread under SCHED_FIFO at
-// priority 1, as the emulator's forwarding threads are: a switch that
-// waits for a CPU behind the traffic's own senders adds their time slices
-// to every frame. Without the privilege it runs at nice -10 instead.
-func realTimeThread() {
-	param := struct{ prio int32 }{1}
-	_, _, e := unix.RawSyscall(unix.SYS_SCHED_SETSCHEDULER, 0, uintptr(unix.SCHED_FIFO), uintptr(unsafe.Pointer(&param)))
-	if e != 0 {
-		unix.Setpriority(unix.PRIO_PROCESS, 0, -10)
 	}
 }

@@ -13,9 +13,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"runtime"
 	"time"
-	"unsafe"
 
 	"github.com/hymn-net/hymn/emulator"
 	"github.com/hymn-net/hymn/internal/netnsx"
@@ -79,14 +77,6 @@ func realtime() int64 {
 	var ts unix.Timespec
 	unix.ClockGettime(unix.CLOCK_REALTIME, &ts)
 	return ts.Nano()
-}
-
-// realTimeThread puts the calling (locked) thread under SCHED_FIFO so
-// probes leave when they should on a busy machine. Best effort.
-func realTimeThread() {
-	runtime.LockOSThread()
-	param := struct{ prio int32 }{1}
-	unix.RawSyscall(unix.SYS_SCHED_SETSCHEDULER, 0, uintptr(unix.SCHED_FIFO), uintptr(unsafe.Pointer(&param)))
 }
 
 // KernelStamp extracts the SO_TIMESTAMPNS receive time (ns on the
@@ -289,7 +279,7 @@ func Run(ctx context.Context, c Config) (Result, error) {
 		// On its own real-time thread, discarded afterwards.
 		ch := make(chan sendResult, 1)
 		go func() {
-			realTimeThread()
+			emulator.RealTimeThread(0)
 			n, err := sendLoop(seq, d)
 			ch <- sendResult{n, err}
 		}()
