@@ -41,13 +41,11 @@ type placement struct {
 	buf      []byte
 	prev     []uint64
 	spare    []uint64
-	have     bool
 	last     int64 // time of the last check (forwarder clock)
 	moved    int64
 	frames   uint64 // frames forwarded at the last check
 	allowed  unix.CPUSet
 	disabled bool
-	moves    int
 }
 
 func (p *placement) init() {
@@ -85,9 +83,10 @@ func (p *placement) check(now int64, frames uint64) {
 	}
 	f := frames - p.frames
 	p.frames = frames
-	prev, had := p.prev, p.have
-	p.prev, p.spare, p.have = cur, prev, true
-	if !had || len(prev) != len(cur) || f < placeMinFrames || now-p.moved < int64(placeHold) {
+	// The first check has no previous counters (prev is nil).
+	prev := p.prev
+	p.prev, p.spare = cur, prev
+	if len(prev) != len(cur) || f < placeMinFrames || now-p.moved < int64(placeHold) {
 		return
 	}
 	my := getcpu()
@@ -105,7 +104,6 @@ func (p *placement) check(now int64, frames uint64) {
 	}
 	if unix.SchedSetaffinity(0, &set) == nil {
 		p.moved = now
-		p.moves++
 	}
 }
 

@@ -15,5 +15,5 @@ func ParseTime(field, s string) (time.Duration, error) { return parseTime(field,
 // spacer limit given in packets ("space 10mbit 100pkt").
 const WirePacket = wirePacket
 
-// WireBytes is the bytes packets full-size frames take on the wire.
+// WireBytes is the bytes that packets full-size frames take on the wire.
 func WireBytes(packets int) uint64 { return uint64(math.Round(float64(packets) * wirePacket)) }
