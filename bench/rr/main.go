@@ -222,7 +222,7 @@ func (v *variant) start(ctx context.Context, hosts int) error {
 		return err
 	}
 	v.to = &net.UDPAddr{IP: net.IP(ip.AsSlice()), Port: v.srv.LocalAddr().(*net.UDPAddr).Port}
-	go echo(v.srv)
+	go probe.Echo(v.srv)
 	return nil
 }
 
@@ -247,27 +247,6 @@ func listen(n *hymn.Network, node string) (*net.UDPConn, error) {
 		return nil, err
 	}
 	return probe.ListenStamped(nd.NsHandle(), netip.AddrPort{})
-}
-
-// echo sends every request back with the time it held it (its kernel
-// receive stamp to now) in bytes 8..16.
-func echo(c *net.UDPConn) {
-	buf, oob := make([]byte, 64), make([]byte, 128)
-	for {
-		k, oobn, _, from, err := c.ReadMsgUDP(buf, oob)
-		if err != nil {
-			return
-		}
-		if k < 16 {
-			continue
-		}
-		rx := probe.KernelStamp(oob[:oobn])
-		if rx == 0 {
-			rx = time.Now().UnixNano()
-		}
-		binary.BigEndian.PutUint64(buf[8:], uint64(time.Now().UnixNano()-rx))
-		c.WriteToUDP(buf[:k], from)
-	}
 }
 
 // request sends one request and waits up to a second for its reply.

@@ -313,3 +313,27 @@ func Run(ctx context.Context, c Config) (Result, error) {
 	r.SendRate = float64(sent) / (float64(elapsed) / 1e9)
 	return r, nil
 }
+
+// Echo is a request/response responder: it sends every datagram of at
+// least 16 bytes that c receives back to its sender with, in bytes 8..16
+// (big-endian ns), how long it held it (its kernel receive stamp to the
+// reply), so the client can take that out of its round-trip time. It
+// returns when c is closed.
+func Echo(c *net.UDPConn) {
+	buf, oob := make([]byte, 64), make([]byte, 128)
+	for {
+		k, oobn, _, from, err := c.ReadMsgUDP(buf, oob)
+		if err != nil {
+			return
+		}
+		if k < 16 {
+			continue
+		}
+		rx := KernelStamp(oob[:oobn])
+		if rx == 0 {
+			rx = time.Now().UnixNano()
+		}
+		binary.BigEndian.PutUint64(buf[8:], uint64(time.Now().UnixNano()-rx))
+		c.WriteToUDP(buf[:k], from)
+	}
+}

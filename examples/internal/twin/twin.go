@@ -227,24 +227,7 @@ func UDPEcho(ctx context.Context, n *hymn.Network, src, dst string, count int, i
 		return nil, err
 	}
 	defer client.Close()
-	go func() { // the responder: send every datagram back with its hold time
-		buf, oob := make([]byte, 64), make([]byte, 128)
-		for {
-			k, oobn, _, from, err := server.ReadMsgUDP(buf, oob)
-			if err != nil {
-				return
-			}
-			if k < 16 {
-				continue
-			}
-			rx := probe.KernelStamp(oob[:oobn])
-			if rx == 0 {
-				rx = time.Now().UnixNano()
-			}
-			binary.BigEndian.PutUint64(buf[8:], uint64(time.Now().UnixNano()-rx))
-			server.WriteToUDP(buf[:k], from)
-		}
-	}()
+	go probe.Echo(server) // sends every datagram back with its hold time
 	to := &net.UDPAddr{IP: net.IP(ip.AsSlice()), Port: server.LocalAddr().(*net.UDPAddr).Port}
 	// Send times twice: on the monotonic clock since zero (where the
 	// schedule's time runs) and on the wall clock, for the RTT against
