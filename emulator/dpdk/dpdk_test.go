@@ -192,10 +192,13 @@ func TestOpenErrors(t *testing.T) {
 // T1 ═wire═ E1 [forwarder, 2 ms delay] E2 ═wire═ T2. Every frame arrives,
 // in order, no earlier than the delay.
 // TestIdleLinkCPU: a forwarder on two polled ports with nothing to do
-// falls into deep idle, a wake-up per millisecond per direction. Polling
-// every IdleSleep (20 µs) cost 0.87–0.9 s of CPU per second; 2 × 1000
-// wake-ups at up to 50 µs each (a context switch on this VM costs 20–35
-// µs) allow 0.1 s.
+// falls into deep idle, a wake-up per millisecond per direction (polling
+// every IdleSleep, 20 µs, cost 0.87–0.9 s of CPU per second). What a
+// wake-up costs depends on the machine (about 50 µs on the development
+// VM), so the forwarder is held to the same process with two threads
+// doing nothing but 1 ms sleeps, measured just before: at most 1.5 times
+// that and 10 ms (the forwarder also polls its rings and checks its
+// queue on each wake-up).
 func TestIdleLinkCPU(t *testing.T) {
 	needEAL(t)
 	var ports []*Port
@@ -224,14 +227,32 @@ func TestIdleLinkCPU(t *testing.T) {
 		}
 	}()
 	time.Sleep(50 * time.Millisecond) // past DeepIdleAfter
-	var before, after syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &before)
-	time.Sleep(time.Second)
-	syscall.Getrusage(syscall.RUSAGE_SELF, &after)
-	cpu := time.Duration(after.Utime.Nano() + after.Stime.Nano() - before.Utime.Nano() - before.Stime.Nano())
-	t.Logf("CPU of an idle DPDK-port forwarder over 1 s: %v", cpu)
-	if cpu > 100*time.Millisecond {
-		t.Errorf("idle forwarder used %v of CPU in 1 s", cpu)
+	processCPU := func(during func()) time.Duration {
+		var before, after syscall.Rusage
+		syscall.Getrusage(syscall.RUSAGE_SELF, &before)
+		during()
+		syscall.Getrusage(syscall.RUSAGE_SELF, &after)
+		return time.Duration(after.Utime.Nano() + after.Stime.Nano() - before.Utime.Nano() - before.Stime.Nano())
+	}
+	cpu := processCPU(func() { time.Sleep(time.Second) })
+	fwd.Stop()
+	sleepers := processCPU(func() {
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				emulator.RealTimeThread(0)
+				for start := time.Now(); time.Since(start) < time.Second; {
+					emulator.ThreadSleep(time.Millisecond)
+				}
+			}()
+		}
+		wg.Wait()
+	})
+	t.Logf("CPU over 1 s: idle DPDK-port forwarder %v, two threads sleeping 1 ms at a time %v", cpu, sleepers)
+	if limit := sleepers*3/2 + 10*time.Millisecond; cpu > limit {
+		t.Errorf("idle forwarder used %v of CPU in 1 s; want at most %v (1.5 × two 1 ms sleepers + 10 ms)", cpu, limit)
 	}
 }
 
