@@ -175,13 +175,16 @@ func TestNotRoot(t *testing.T) {
 	}
 }
 
-// TestKillNineThenClean kills hymn in the middle of building linear,200 and
+// TestKillNineThenClean kills hymn in the middle of building linear,1000 and
 // checks that hymn clean removes everything and that a second clean finds
 // nothing of that run.
 func TestKillNineThenClean(t *testing.T) {
 	testenv.Root(t)
 	bin := buildHymn(t)
-	cmd := exec.Command(bin, "--topo", "linear,200", "--test", "build")
+	// linear,1000: a build of 2000 namespaces takes seconds, so the kill
+	// lands mid-build (linear,200 once built and tore down between two
+	// looks at its namespaces in a fresh-root run).
+	cmd := exec.Command(bin, "--topo", "linear,1000", "--test", "build")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -210,6 +213,11 @@ func TestKillNineThenClean(t *testing.T) {
 			break
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+	select {
+	case <-waited:
+		t.Fatal("hymn finished before the test could kill it mid-build")
+	default:
 	}
 	syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
 	<-waited
