@@ -3,7 +3,6 @@ package hymn
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math"
 	"net/netip"
 	"os"
@@ -187,70 +186,110 @@ func TestEmulatedDelayAccuracy(t *testing.T) {
 		{"fifo", topo.Params{"delay": "10ms", "jitter": "1ms", "seed": "7"}, false},
 		{"reorder", topo.Params{"delay": "10ms", "jitter": "1ms", "seed": "7", "reorder": "1"}, true},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			// The machine is shared (CI runs other packages' tests beside
-			// this one): a stall of a few tens of ms somewhere spoils the
-			// jitter of a whole run, so a failed measurement is repeated
-			// once before it counts.
-			var problems []string
-			for attempt := 1; attempt <= 2; attempt++ {
-				problems = measureAccuracy(t, tc.params, tc.reorder)
-				if len(problems) == 0 {
-					return
-				}
-				t.Logf("attempt %d: %s", attempt, strings.Join(problems, "; "))
-			}
-			for _, p := range problems {
-				t.Error(p)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { measureAccuracy(t, tc.params, tc.reorder) })
 	}
 }
 
-func measureAccuracy(t *testing.T, params topo.Params, reorder bool) (problems []string) {
+// accuracyWindows is how many one-second windows measureAccuracy probes.
+// One stall of the machine (the CI host took a vCPU away for 17 ms in a
+// run that failed this way) delays about 170 probes by up to 17 ms, which
+// alone adds 0.27 ms² to the variance of a 6-second run: +14 % on a 1 ms
+// jitter. Windows keep such a stall in the one window it hit, and the
+// verdict is the majority's.
+const accuracyWindows = 7
+
+// windowStats is one window's applied delay, from two cumulative emulator
+// snapshots: their count, sum and sum of squares are exact, so the
+// window's mean and population std are too.
+func windowStats(before, after emulator.HistogramSummary) (n uint64, meanMs, stdMs float64) {
+	moments := func(h emulator.HistogramSummary) (s1, s2 float64) {
+		m, sd := float64(h.Mean), float64(h.Std)
+		return float64(h.Count) * m, float64(h.Count) * (sd*sd + m*m)
+	}
+	b1, b2 := moments(before)
+	a1, a2 := moments(after)
+	n = after.Count - before.Count
+	if n == 0 {
+		return 0, 0, 0
+	}
+	mean := (a1 - b1) / float64(n)
+	return n, mean / 1e6, math.Sqrt(max(0, (a2-b2)/float64(n)-mean*mean)) / 1e6
+}
+
+func measureAccuracy(t *testing.T, params topo.Params, reorder bool) {
 	t.Helper()
 	n := pairNet(t, params)
-	defer n.Stop()
-	res := runProbe(t, n, 10000, 6*time.Second)
-	st, err := n.LinkStats("h1", "h2")
-	if err != nil {
-		t.Fatal(err)
+	ip, _ := n.IP("h2")
+	probeFor := func(d, warmup time.Duration) probe.Result {
+		res, err := probe.Run(context.Background(), probe.Config{
+			Sender: nsOf(t, n, "h1"), Receiver: nsOf(t, n, "h2"),
+			Dst: netip.AddrPortFrom(ip, 9999), Rate: 10000, Duration: d,
+			Drain: 300 * time.Millisecond, Warmup: warmup,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
 	}
-	emu := st.Forward.Emulator
-	fail := func(format string, a ...any) { problems = append(problems, fmt.Sprintf(format, a...)) }
-	t.Logf("probe: %v", res)
-	t.Logf("emulator h1>h2: applied delay mean %v std %v; lateness p50 %v p99 %v; reordered %d",
-		emu.Delay.Mean, emu.Delay.Std, emu.Lateness.P50, emu.Lateness.P99, emu.Reordered)
-	if res.Lost != 0 {
-		fail("%d probes lost", res.Lost)
+	emuStats := func() emulator.Stats {
+		st, err := n.LinkStats("h1", "h2")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Forward.Emulator
 	}
-	// Two comparisons. Realised vs applied (the delays the emulator drew
-	// for these very packets) isolates what the ports and the transmit
-	// clock add: that is the forwarder's accuracy, held to the 1 %
-	// (mean) and 5 % (jitter). Realised vs configured also contains the
-	// sampling noise of a correlated process (t_h 21 ms gives only a few
-	// hundred independent stretches in a few seconds, about ±1 % on the
-	// mean and ±4 % on the jitter at 1σ), so it gets a wider bound.
-	appliedMean, appliedStd := float64(emu.Delay.Mean)/1e6, float64(emu.Delay.Std)/1e6
-	t.Logf("realised vs applied: mean %+.3f ms (%+.2f%% of μ), jitter %+.2f%% of σ; realised vs configured: mean %+.2f%%, jitter %+.2f%%",
-		res.MeanMs-appliedMean, 100*(res.MeanMs-appliedMean)/10, 100*(res.JitterMs-appliedStd)/1,
-		100*(res.MeanMs-10)/10, 100*(res.JitterMs-1)/1)
-	if d := res.MeanMs - appliedMean; math.Abs(d) > 0.1 {
-		fail("realised mean %.4f ms vs applied %.4f ms: the forwarder adds %.3f ms (want within 0.1 ms, 1%% of 10 ms)", res.MeanMs, appliedMean, d)
+	// Warm the path (ARP) first; after that, nearly only probes cross the
+	// link, and each window's drain leaves the emulator empty, so a
+	// window's probes and the emulator's packets between two snapshots are
+	// the same packets.
+	probeFor(time.Millisecond, 200*time.Millisecond)
+	prev := emuStats()
+	first := prev
+	good := 0
+	var probeReordered uint64
+	for w := 1; w <= accuracyWindows; w++ {
+		res := probeFor(time.Second, -1)
+		cur := emuStats()
+		k, appliedMean, appliedStd := windowStats(prev.Delay, cur.Delay)
+		prev = cur
+		probeReordered += res.Reordered
+		// Realised vs applied (the delays the emulator drew for these very
+		// packets) isolates what the ports and the transmit clock add: that
+		// is the forwarder's accuracy, held to the 1 % (mean) and
+		// 5 % (jitter).
+		dMean, dJitter := res.MeanMs-appliedMean, res.JitterMs-appliedStd
+		// A few frames besides the probes may cross (neighbour
+		// discovery); ten in ten thousand cannot move the moments by more
+		// than a fraction of the bounds.
+		sameSet := k >= res.Received && k-res.Received <= 10
+		ok := res.Lost == 0 && sameSet && math.Abs(dMean) <= 0.1 && math.Abs(dJitter) <= 0.05
+		if ok {
+			good++
+		}
+		t.Logf("window %d: %v", w, res)
+		t.Logf("window %d: applied %d delays mean %.4f ms std %.4f ms; realised - applied: mean %+.3f ms (%+.2f%% of 10 ms), jitter %+.3f ms (%+.2f%% of 1 ms); within bounds %v",
+			w, k, appliedMean, appliedStd, dMean, 10*dMean, dJitter, 100*dJitter, ok)
 	}
-	if d := res.JitterMs - appliedStd; math.Abs(d) > 0.05 {
-		fail("realised jitter %.4f ms vs applied %.4f ms (want within 5%% of 1 ms)", res.JitterMs, appliedStd)
+	emu := prev
+	t.Logf("emulator h1>h2 over all windows: applied delay mean %v std %v; lateness p50 %v p99 %v max %v; reordered %d",
+		emu.Delay.Mean, emu.Delay.Std, emu.Lateness.P50, emu.Lateness.P99, emu.Lateness.Max, emu.Reordered)
+	if good <= accuracyWindows/2 {
+		t.Errorf("only %d of %d windows had the realised delay within 0.1 ms (mean) and 0.05 ms (jitter) of the applied one, with nothing lost", good, accuracyWindows)
 	}
-	if math.Abs(res.MeanMs-10) > 0.5 || math.Abs(res.JitterMs-1) > 0.2 {
-		fail("realised mean %.4f ms / jitter %.4f ms far from the configured 10 ms / 1 ms", res.MeanMs, res.JitterMs)
+	// The drawn delays against the configured ones: the sampling noise of
+	// a correlated process (t_h 21 ms gives only a few hundred independent
+	// stretches in 7 s, about ±1 % on the mean and ±4 % on the jitter at
+	// 1σ) gets a bound of 5σ and more.
+	_, mean, std := windowStats(first.Delay, emu.Delay)
+	if math.Abs(mean-10) > 0.5 || math.Abs(std-1) > 0.2 {
+		t.Errorf("applied delays mean %.4f ms / std %.4f ms far from the configured 10 ms / 1 ms", mean, std)
 	}
-	if !reorder && (res.Reordered != 0 || emu.Reordered != 0) {
-		fail("FIFO reordered: probe %d, emulator %d", res.Reordered, emu.Reordered)
+	if !reorder && (probeReordered != 0 || emu.Reordered != 0) {
+		t.Errorf("FIFO reordered: probe %d, emulator %d", probeReordered, emu.Reordered)
 	}
-	if reorder && (emu.Reordered == 0 || res.Reordered == 0) {
-		fail("reorder mode reported no reordering (probe %d, emulator %d)", res.Reordered, emu.Reordered)
+	if reorder && (emu.Reordered == 0 || probeReordered == 0) {
+		t.Errorf("reorder mode reported no reordering (probe %d, emulator %d)", probeReordered, emu.Reordered)
 	}
-	return problems
 }
 
 // TestEmulatedLiveChange raises the delay from 10 to 50 ms while probes

@@ -34,7 +34,8 @@ type Config struct {
 	// (default 1 s): it must exceed the largest delay on the path.
 	Drain time.Duration
 	// Warmup probes (sent first, before the measured ones) let ARP resolve
-	// and are not counted. Default 0.2 s worth.
+	// and are not counted. Default 0.2 s worth; negative: none, for runs
+	// that follow one another on a path that is already warm.
 	Warmup time.Duration
 }
 
@@ -286,8 +287,10 @@ func Run(ctx context.Context, c Config) (Result, error) {
 		r := <-ch
 		return r.n, r.err
 	}
-	if _, err := send(1<<63, c.Warmup); err != nil {
-		return Result{}, err
+	if c.Warmup > 0 {
+		if _, err := send(1<<63, c.Warmup); err != nil {
+			return Result{}, err
+		}
 	}
 	t0 := monotonic()
 	sent, err := send(0, c.Duration)
