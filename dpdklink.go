@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -105,10 +104,8 @@ func (n *Network) checkLinkPorts(pls []*topo.PlannedLink) error {
 			}
 		default:
 			wantDPDK = true
-			if v, ok := pl.Params["mtu"]; ok {
-				if mtu, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && mtu > dpdkMaxMTU {
-					errs = append(errs, fmt.Errorf("%w: link %s: mtu=%d: DPDK ports carry an MTU of at most %d (2 KiB mbufs); use emulator=afpacket for larger frames", ErrDPDK, pl, mtu, dpdkMaxMTU))
-				}
+			if mtu := pl.Params.MTU(); mtu > dpdkMaxMTU {
+				errs = append(errs, fmt.Errorf("%w: link %s: mtu=%d: DPDK ports carry an MTU of at most %d (2 KiB mbufs); use emulator=afpacket for larger frames", ErrDPDK, pl, mtu, dpdkMaxMTU))
 			}
 		}
 	}

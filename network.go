@@ -342,12 +342,9 @@ func (n *Network) guestOf(i *topo.Intf) nodes.GuestNode {
 // bare in its helper namespace: the guest's own interface gets the MAC and
 // the address when it is attached (GuestNode.AttachIntf).
 func (n *Network) linkEnd(l *topo.PlannedLink, i *topo.Intf) links.End {
-	e := links.End{NS: n.nodes[i.Node], Name: i.Name, MAC: i.MAC, IP: i.IP}
+	e := links.End{NS: n.nodes[i.Node], Name: i.Name, MAC: i.MAC, IP: i.IP, MTU: l.Params.MTU()}
 	if n.guestOf(i) != nil {
 		e.MAC, e.IP = nil, netip.Prefix{}
-	}
-	if mtu, ok := l.Params["mtu"]; ok {
-		fmt.Sscan(mtu, &e.MTU)
 	}
 	return e
 }

@@ -233,11 +233,7 @@ func (n *Network) initSRIOV(s *vfBackend) error {
 	}
 	mtu := 1500
 	for _, pl := range n.plan.Links {
-		var m int
-		if v, ok := pl.Params["mtu"]; ok {
-			fmt.Sscan(v, &m)
-		}
-		mtu = max(mtu, m)
+		mtu = max(mtu, pl.Params.MTU())
 	}
 	sim, err := sriov.NewSimNIC(sriov.SimConfig{Namespace: owner.NamespaceName(n.run, "sriov"), Dir: s.dir,
 		Cables: inv.Cables, VFs: vfs, MTU: mtu})

@@ -85,15 +85,6 @@ func checkCut(r *Resolved, c CutLink, opts hymn.Options) error {
 	return nil
 }
 
-// mtuOf returns a link's mtu parameter, 0 when unset.
-func mtuOf(l *topo.PlannedLink) int {
-	var m int
-	if v, ok := l.Params["mtu"]; ok {
-		fmt.Sscan(v, &m)
-	}
-	return m
-}
-
 // Link creates this worker's side of every cut link, peers[i] being
 // worker i's address, then applies the part's static routes (they may go
 // through a cut link). All or nothing: on failure the links made are
@@ -129,7 +120,7 @@ func (p *Part) Link(ctx context.Context, peers []netip.Addr) (err error) {
 		ends[i] = VXLANEnd{
 			Underlay: p.underlay, Remote: peers[c.Peer], Port: s.port(), VNI: c.VNI,
 			Alias: owner.LinkAlias(p.Net.RunID()),
-			End:   links.End{NS: node, Name: c.Local.Name, MAC: c.Local.MAC, IP: c.Local.IP, MTU: mtuOf(c.Link)},
+			End:   links.End{NS: node, Name: c.Local.Name, MAC: c.Local.MAC, IP: c.Local.IP, MTU: c.Link.Params.MTU()},
 		}
 		if _, err := ends[i].CheckUnderlay(); err != nil {
 			return fmt.Errorf("cut link %s: %w", c.Link, err)

@@ -63,6 +63,17 @@ func CheckLinkParams(p Params) error {
 	return errors.Join(errs...)
 }
 
+// MTU returns a link's mtu parameter in bytes, 0 when it is unset.
+// CheckLinkParams has refused a malformed one, so 0 is also what an
+// unchecked bad value gives.
+func (p Params) MTU() int {
+	n, err := strconv.Atoi(strings.TrimSpace(p["mtu"]))
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
 // checkNodeParams validates the node parameters hymn itself reads (the
 // backends check theirs: vm parameters in hymn.New). Unknown keys stay
 // allowed, as Mininet ignores them.

@@ -482,3 +482,17 @@ func TestCheckMemory(t *testing.T) {
 		})
 	}
 }
+
+func TestParamsMTU(t *testing.T) {
+	for _, tc := range []struct {
+		p    Params
+		want int
+	}{
+		{nil, 0}, {Params{}, 0}, {Params{"mtu": "9000"}, 9000}, {Params{"mtu": " 1400 "}, 1400},
+		{Params{"mtu": "big"}, 0}, {Params{"mtu": ""}, 0}, {Params{"mtu": "99999999999999999999"}, 0},
+	} {
+		if got := tc.p.MTU(); got != tc.want {
+			t.Errorf("%v.MTU() = %d, want %d", tc.p, got, tc.want)
+		}
+	}
+}
