@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"testing"
 	"time"
@@ -13,13 +14,14 @@ import (
 // TestSatelliteSteps compresses the 15 s handovers to 1 s and sends a UDP
 // echo every 50 ms for two periods. Every echo's RTT must be nearest to the
 // schedule's out-and-back delay (20+20, 20+40, 40+40 or 40+20 ms): the
-// levels are 20 ms apart, so within ±10 ms (a late forwarder or a slow
-// stack on a loaded machine adds to the RTT; -1 ms covers the forwarder's
-// conversion of kernel stamps, whose clock offset is read just after the
-// monotonic clock). Echoes whose path crosses a step within 2 ms are left
-// out (send and receive times are known to µs, but a late forwarder moves
-// a frame's departure). None is lost or reordered, and
-// every step was applied within 1 ms of its time.
+// levels are 20 ms apart, so within ±10 ms. A late forwarder or a slow
+// stack on a loaded machine adds to the RTT, so up to three echoes may be
+// later than that; -1 ms covers the forwarder's conversion of kernel
+// stamps, whose clock offset is read just after the monotonic clock.
+// Echoes whose path crosses a step within 2 ms are left out (send and
+// receive times are known to µs, but a late forwarder moves a frame's
+// departure). None is lost or reordered, and every step was applied within
+// 1 ms of its time.
 func TestSatelliteSteps(t *testing.T) {
 	testenv.Root(t)
 	const count = 80
@@ -42,6 +44,7 @@ func TestSatelliteSteps(t *testing.T) {
 	}
 	checked := map[time.Duration]int{}
 	slow := 0
+	var stalled []string
 	for i, e := range res.Echoes {
 		if e.Seq != i+1 {
 			t.Fatalf("echo %d came back as the %d-th", e.Seq, i+1)
@@ -52,15 +55,30 @@ func TestSatelliteSteps(t *testing.T) {
 		}
 		want := Expected(s, e.Sent, e.Hold)
 		d := e.RTT - want
-		if d < -time.Millisecond || d >= 10*time.Millisecond {
-			t.Errorf("echo %d sent at %v: RTT %v, the schedule says %v", e.Seq, e.Sent, e.RTT, want)
-		}
-		if d > 5*time.Millisecond {
+		switch {
+		case d < -time.Millisecond:
+			t.Errorf("echo %d sent at %v: RTT %v, earlier than the schedule's %v", e.Seq, e.Sent, e.RTT, want)
+		case d >= 10*time.Millisecond:
+			stalled = append(stalled, fmt.Sprintf("echo %d sent at %v: RTT %v, the schedule says %v", e.Seq, e.Sent, e.RTT, want))
+		case d > 5*time.Millisecond:
 			slow++
 		}
 		checked[want]++
 	}
-	t.Logf("echoes checked per predicted RTT: %v (%d more than 5 ms above); %d points applied, at most %v late", checked, slow, res.Applied, res.Late)
+	t.Logf("echoes checked per predicted RTT: %v (%d more than 5 ms above, %d more than 10 ms); %d points applied, at most %v late", checked, slow, len(stalled), res.Applied, res.Late)
+	// A stall of the machine (a shared host can take the VM away for
+	// 10-30 ms) makes the one echo in flight late by that much: with
+	// echoes 50 ms apart, one stall spoils one or two. A schedule that is
+	// wrong spoils every echo of a level: dozens.
+	if len(stalled) > 3 {
+		for _, m := range stalled {
+			t.Error(m)
+		}
+	} else {
+		for _, m := range stalled {
+			t.Log("late (a stall?): " + m)
+		}
+	}
 	if checked[40*time.Millisecond] < 20 || checked[80*time.Millisecond] < 20 {
 		t.Errorf("the run did not cover both delays: %v", checked)
 	}
