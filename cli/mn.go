@@ -32,22 +32,18 @@ func parseSwitchSpec(spec string, inNamespace bool, lg *mnlog.Logger) (switchCho
 	if err != nil {
 		return c, fmt.Errorf("%w: --switch: %v", ErrUsage, err)
 	}
-	options := "stp"
-	switch s.Name {
-	case "lxbr":
-		c.kind = hymn.SwitchLinuxBridge
-	case "ovsbr":
-		c.kind = hymn.SwitchOVSBridge
-	case "ovs", "ovsk", "default", "user":
-		c.kind, c.openFlow = hymn.SwitchOVS, true
-		options = "stp, failMode, protocols, datapath, dpid"
-		if s.Name == "user" {
-			lg.Warningf("*** --switch user: Mininet's UserSwitch runs here as Open vSwitch in userspace mode\n")
-		}
-	case "ivs":
+	if s.Name == "ivs" {
 		return c, fmt.Errorf("%w: --switch ivs: Indigo Virtual Switch is not available; use ovsk (Open vSwitch, OpenFlow), ovsbr or lxbr", ErrUsage)
-	default:
+	}
+	if c.kind, err = hymn.ParseSwitchKind(s.Name); err != nil || s.Name == "" {
 		return c, fmt.Errorf("%w: --switch %s: unknown switch; use lxbr, ovsbr, ovsk, ovs, user or default", ErrUsage, s.Name)
+	}
+	options := "stp"
+	if c.openFlow = c.kind == hymn.SwitchOVS; c.openFlow {
+		options = "stp, failMode, protocols, datapath, dpid"
+	}
+	if s.Name == "user" {
+		lg.Warningf("*** --switch user: Mininet's UserSwitch runs here as Open vSwitch in userspace mode\n")
 	}
 	if inNamespace {
 		if !c.openFlow {

@@ -1,8 +1,8 @@
 package nodes
 
 import (
-	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -82,7 +82,7 @@ func (n *NsNode) makeOVS(stp bool) (err error) {
 		"--unixctl="+filepath.Join(o.dir, "ovsdb-server.ctl"), "--log-file="+filepath.Join(o.dir, "ovsdb-server.log")); err != nil {
 		return err
 	}
-	if err := waitForFile(sock, 10*time.Second); err != nil {
+	if err := waitForSocket(sock, 10*time.Second); err != nil {
 		return fmt.Errorf("ovsdb-server: %w", err)
 	}
 	if err := o.vsctl("--no-wait", "init"); err != nil {
@@ -101,14 +101,19 @@ func (n *NsNode) makeOVS(stp bool) (err error) {
 	return o.vsctl(args...)
 }
 
-func waitForFile(path string, limit time.Duration) error {
+// waitForSocket waits until a Unix socket accepts connections. The file
+// appearing is not enough: ovsdb-server binds (the file appears) before it
+// listens, and a client in between is refused (seen under load).
+func waitForSocket(path string, limit time.Duration) error {
 	deadline := time.Now().Add(limit)
 	for {
-		if _, err := os.Stat(path); err == nil {
+		c, err := net.DialTimeout("unix", path, time.Second)
+		if err == nil {
+			c.Close()
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return errors.New(path + " did not appear")
+			return fmt.Errorf("%s accepts no connection after %v: %w", path, limit, err)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

@@ -81,7 +81,7 @@ func NewOVSNet(namespace, dir string, logf func(string, ...any)) (_ *OVSNet, err
 		"--unixctl="+filepath.Join(dir, "ovsdb-server.ctl"), "--log-file="+filepath.Join(dir, "ovsdb-server.log")); err != nil {
 		return nil, err
 	}
-	if err := waitForFile(sock, 10*time.Second); err != nil {
+	if err := waitForSocket(sock, 10*time.Second); err != nil {
 		return nil, fmt.Errorf("ovsdb-server: %w", err)
 	}
 	if err := o.start("ovs-vswitchd", "unix:"+sock, "--pidfile="+filepath.Join(dir, "ovs-vswitchd.pid"),
