@@ -228,6 +228,16 @@ func (n *Network) SetLink(node1, node2 string, dir Direction, ps ...linkparams.P
 	return n.changeLink(node1, node2, dir, func(c *emulator.Config) error { return linkparams.Apply(c, p) })
 }
 
+// linkDirections says which of a link's directions (a→b = 0, b→a = 1) a
+// caller means by dir, who named the link's ends in the link's own order
+// when fwd, else the other way round.
+func linkDirections(dir Direction, fwd bool) [2]bool {
+	if !fwd {
+		dir = dir.Reverse()
+	}
+	return [2]bool{dir.Includes(emulator.AtoB), dir.Includes(emulator.BtoA)}
+}
+
 // changeLink applies change to the emulator configurations of the
 // directions dir picks, validating both before either changes.
 func (n *Network) changeLink(node1, node2 string, dir Direction, change func(*emulator.Config) error) error {
@@ -250,12 +260,7 @@ func (n *Network) changeLink(node1, node2 string, dir Direction, change func(*em
 	} else {
 		cur[0], cur[1] = emulator.DefaultConfig(), emulator.DefaultConfig()
 	}
-	// Which link directions (a→b = 0, b→a = 1) the caller means.
-	touch := [2]bool{true, true}
-	if dir != BothDirections {
-		ab := (dir == Forward) == fwd
-		touch = [2]bool{ab, !ab}
-	}
+	touch := linkDirections(dir, fwd)
 	var next [2]emulator.Config
 	for i := range next {
 		next[i] = cur[i]

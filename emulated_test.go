@@ -678,3 +678,19 @@ func TestEmulatedJumboFrames(t *testing.T) {
 		t.Errorf("max_frame=9018 on an MTU 1500 link: %v", err)
 	}
 }
+
+func TestLinkDirections(t *testing.T) {
+	for _, tc := range []struct {
+		dir  Direction
+		fwd  bool
+		want [2]bool
+	}{
+		{Forward, true, [2]bool{true, false}}, {Reverse, true, [2]bool{false, true}},
+		{Forward, false, [2]bool{false, true}}, {Reverse, false, [2]bool{true, false}},
+		{BothDirections, true, [2]bool{true, true}}, {BothDirections, false, [2]bool{true, true}},
+	} {
+		if got := linkDirections(tc.dir, tc.fwd); got != tc.want {
+			t.Errorf("linkDirections(%v, fwd %v) = %v, want %v", tc.dir, tc.fwd, got, tc.want)
+		}
+	}
+}

@@ -197,11 +197,7 @@ func (n *Network) scheduleTarget(node1, node2 string, dir Direction, insert bool
 	if !dir.Valid() {
 		return nil, touch, fmt.Errorf("unknown direction %d", dir)
 	}
-	touch = [2]bool{true, true}
-	if dir != BothDirections {
-		ab := (dir == Forward) == fwd
-		touch = [2]bool{ab, !ab}
-	}
+	touch = linkDirections(dir, fwd)
 	e := n.emulatedLink(l)
 	if e == nil {
 		if !insert {
