@@ -54,13 +54,24 @@ func (p *placement) init() {
 		p.disabled = true
 		return
 	}
+}
+
+// open opens the counters on the first busy interval: most links of a
+// large topology never carry 20 kpps, and need neither the descriptor nor
+// the buffer (a line is about 120 bytes per CPU; read grows the buffer
+// on a machine with many).
+func (p *placement) open() bool {
+	if p.fd >= 0 {
+		return true
+	}
 	fd, err := unix.Open("/proc/net/softnet_stat", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		p.disabled = true
-		return
+		return false
 	}
 	p.fd = fd
-	p.buf = make([]byte, 64<<10)
+	p.buf = make([]byte, 4<<10)
+	return true
 }
 
 func (p *placement) close() {
@@ -77,16 +88,24 @@ func (p *placement) check(now int64, frames uint64) {
 		return
 	}
 	p.last = now
+	f := frames - p.frames
+	p.frames = frames
+	if f < placeMinFrames {
+		// Quiet: no reading, and the next busy interval starts afresh.
+		p.prev = nil
+		return
+	}
+	if !p.open() {
+		return
+	}
 	cur, ok := p.read()
 	if !ok {
 		return
 	}
-	f := frames - p.frames
-	p.frames = frames
-	// The first check has no previous counters (prev is nil).
+	// The first busy check has no previous counters (prev is nil).
 	prev := p.prev
 	p.prev, p.spare = cur, prev
-	if len(prev) != len(cur) || f < placeMinFrames || now-p.moved < int64(placeHold) {
+	if len(prev) != len(cur) || now-p.moved < int64(placeHold) {
 		return
 	}
 	my := getcpu()
@@ -119,6 +138,10 @@ func sharesWithSender(excess int64, frames uint64) bool {
 // the 13th column, where the kernel has it, is the CPU number.
 func (p *placement) read() ([]uint64, bool) {
 	n, err := unix.Pread(p.fd, p.buf, 0)
+	for err == nil && n == len(p.buf) && len(p.buf) < 1<<20 {
+		p.buf = make([]byte, 2*len(p.buf))
+		n, err = unix.Pread(p.fd, p.buf, 0)
+	}
 	if err != nil || n == 0 || n == len(p.buf) {
 		return nil, false
 	}

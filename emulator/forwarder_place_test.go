@@ -3,6 +3,7 @@ package emulator
 import (
 	"fmt"
 	"testing"
+	"time"
 )
 
 func TestParseSoftnet(t *testing.T) {
@@ -36,5 +37,32 @@ func TestSharesWithSender(t *testing.T) {
 				t.Errorf("got %v, want %v", got, c.want)
 			}
 		})
+	}
+}
+
+// TestPlacementOpensWhenBusy: a quiet forwarder holds no descriptor and no
+// buffer (a topology of thousands of links has thousands of them); the
+// first busy interval opens the counters and reads a baseline.
+func TestPlacementOpensWhenBusy(t *testing.T) {
+	var p placement
+	p.init()
+	defer p.close()
+	if p.disabled {
+		t.Skip("one CPU or no /proc/net/softnet_stat: placement is off")
+	}
+	now := int64(time.Second)
+	p.check(now, placeMinFrames-1)
+	if p.fd >= 0 || p.buf != nil || p.prev != nil {
+		t.Fatalf("quiet interval: fd %d, buffer %d B, prev %v", p.fd, len(p.buf), p.prev)
+	}
+	now += int64(placeInterval)
+	p.check(now, 3*placeMinFrames)
+	if p.fd < 0 || len(p.prev) == 0 {
+		t.Fatalf("busy interval: fd %d, prev %v", p.fd, p.prev)
+	}
+	now += int64(placeInterval)
+	p.check(now, 3*placeMinFrames+10)
+	if p.prev != nil {
+		t.Fatalf("quiet again: prev %v kept", p.prev)
 	}
 }
