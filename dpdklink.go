@@ -289,7 +289,7 @@ func (v *vfLink) startDPDKEmulator(n *Network, pl *topo.PlannedLink) (*links.Emu
 	}
 	var d *dpdkPorts
 	var err error
-	if v.s.sim != nil {
+	if !v.hardwareDPDK() {
 		d, err = openSimDPDK(v.helper, v.ports, mtu)
 	} else {
 		var addrs [2]string

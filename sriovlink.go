@@ -320,7 +320,7 @@ func (v *vfLink) create(n *Network, l *netLink) (err error) {
 	}
 	sl.took = make([]bool, len(sl.vfs))
 	for i, e := range sl.ends {
-		if v.dpdk && s.sim == nil && i > 0 && i < len(sl.ends)-1 {
+		if v.hardwareDPDK() && i > 0 && i < len(sl.ends)-1 {
 			// A hardware VF under DPDK leaves the kernel: its own
 			// poll-mode driver takes it through vfio-pci.
 			if err := v.bindVFIO(i); err != nil {
@@ -349,11 +349,16 @@ func (v *vfLink) create(n *Network, l *netLink) (err error) {
 // waitEnds are the VFs in the helper namespace of an emulated VF link
 // (none for hardware VFs under DPDK, which have no netdev).
 func (v *vfLink) waitEnds() []links.End {
-	if len(v.sl.ends) <= 2 || (v.dpdk && v.s.sim == nil) {
+	if len(v.sl.ends) <= 2 || v.hardwareDPDK() {
 		return nil
 	}
 	return v.sl.ends[1 : len(v.sl.ends)-1]
 }
+
+// hardwareDPDK: the link's emulator runs on DPDK ports over hardware VFs,
+// which leave the kernel for vfio-pci (the simulated NIC's VFs stay
+// netdevs, under DPDK's AF_PACKET devices).
+func (v *vfLink) hardwareDPDK() bool { return v.dpdk && v.s.sim == nil }
 
 // ready starts the emulator between the far VFs, now that they are up.
 func (v *vfLink) ready(n *Network, l *netLink) error {
