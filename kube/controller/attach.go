@@ -1,0 +1,78 @@
+package controller
+
+import (
+	"context"
+	"io"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/httpstream"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/remotecommand"
+)
+
+// NewAttacher returns an AttachFunc that attaches to the pod's worker
+// container through the API server (pods/attach: WebSocket, falling back
+// to SPDY), as kubectl attach -i does. The worker's stderr goes to log.
+func NewAttacher(cfg *rest.Config, log logr.Logger) (AttachFunc, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return func(_ context.Context, pod *corev1.Pod) (io.WriteCloser, io.ReadCloser, error) {
+		req := cs.CoreV1().RESTClient().Post().Namespace(pod.Namespace).Resource("pods").Name(pod.Name).
+			SubResource("attach").VersionedParams(&corev1.PodAttachOptions{
+			Container: workerContainer, Stdin: true, Stdout: true, Stderr: true,
+		}, scheme.ParameterCodec)
+		spdy, err := remotecommand.NewSPDYExecutor(cfg, "POST", req.URL())
+		if err != nil {
+			return nil, nil, err
+		}
+		ws, err := remotecommand.NewWebSocketExecutor(cfg, "GET", req.URL().String())
+		if err != nil {
+			return nil, nil, err
+		}
+		exec, err := remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
+			return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		inR, inW := io.Pipe()
+		outR, outW := io.Pipe()
+		// The stream outlives the caller's context (that bounds the
+		// launch): closing stdout cancels it.
+		sctx, cancel := context.WithCancel(context.Background())
+		plog := log.WithValues("pod", pod.Namespace+"/"+pod.Name)
+		go func() {
+			err := exec.StreamWithContext(sctx, remotecommand.StreamOptions{Stdin: inR, Stdout: outW, Stderr: logWriter{plog}})
+			if err == nil {
+				err = io.EOF
+			}
+			outW.CloseWithError(err)
+			inR.Close()
+			cancel()
+		}()
+		return inW, &cancelReader{PipeReader: outR, cancel: cancel}, nil
+	}, nil
+}
+
+type cancelReader struct {
+	*io.PipeReader
+	cancel context.CancelFunc
+}
+
+func (r *cancelReader) Close() error {
+	r.cancel()
+	return r.PipeReader.Close()
+}
+
+// logWriter logs a worker's stderr.
+type logWriter struct{ log logr.Logger }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.log.Info("worker stderr", "text", string(p))
+	return len(p), nil
+}
