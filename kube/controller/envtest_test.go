@@ -1,223 +1,49 @@
 package controller
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/hymn-net/hymn/cluster"
-	"github.com/hymn-net/hymn/internal/testenv"
 	"github.com/hymn-net/hymn/kube/api/v1alpha1"
-	"github.com/hymn-net/hymn/kube/config"
+	"github.com/hymn-net/hymn/kube/internal/kubetest"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	crconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
 
-// K8SBin is where scripts/envtest-assets.sh (and scripts/k8s-check.sh)
-// keep the built kube-apiserver and kubectl.
-const K8SBin = "/var/lib/hymn-k8s/bin"
+func TestMain(m *testing.M) { kubetest.Main(m) }
 
-// TestMain fails the run when a process the tests started (etcd,
-// kube-apiserver) outlives them.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if left := children(); len(left) > 0 {
-		fmt.Fprintf(os.Stderr, "processes left behind by the tests: %s\n", strings.Join(left, ", "))
-		code = 1
-	}
-	os.Exit(code)
-}
-
-// children lists this process's child processes by pid and name.
-func children() []string {
-	me := fmt.Sprint(os.Getpid())
-	var out []string
-	dirs, _ := os.ReadDir("/proc")
-	for _, d := range dirs {
-		stat, err := os.ReadFile(filepath.Join("/proc", d.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...
-		s := string(stat)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(s[i+1:])
-		if len(f) > 1 && f[1] == me && f[0] != "Z" {
-			out = append(out, d.Name()+" "+s[strings.IndexByte(s, '(')+1:i])
-		}
-	}
-	return out
-}
-
-// assets returns a KUBEBUILDER_ASSETS directory: the variable's, else one
-// made of symlinks to the built kube-apiserver and kubectl and the
-// machine's etcd; it skips (fails under HYMN_REQUIRE=all) without them.
-func assets(t *testing.T) string {
-	t.Helper()
-	if d := os.Getenv("KUBEBUILDER_ASSETS"); d != "" {
-		for _, b := range []string{"etcd", "kube-apiserver", "kubectl"} {
-			if _, err := os.Stat(filepath.Join(d, b)); err != nil {
-				testenv.Skip(t, fmt.Sprintf("KUBEBUILDER_ASSETS=%s has no %s (scripts/envtest-assets.sh makes the directory)", d, b))
-			}
-		}
-		return d
-	}
-	etcd, err := exec.LookPath("etcd")
-	if err != nil {
-		testenv.Skip(t, "envtest needs etcd: apt-get install etcd-server (scripts/setup.sh)")
-	}
-	d := t.TempDir()
-	for _, b := range []string{"kube-apiserver", "kubectl"} {
-		p := filepath.Join(K8SBin, b)
-		if _, err := os.Stat(p); err != nil {
-			testenv.Skip(t, fmt.Sprintf("envtest needs %s: build it with scripts/envtest-assets.sh (about 5 minutes the first time)", p))
-		}
-		if err := os.Symlink(p, filepath.Join(d, b)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.Symlink(etcd, filepath.Join(d, "etcd")); err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
-func testScheme(t *testing.T) *runtime.Scheme {
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
-	if err := v1alpha1.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
-// harness is a kube-apiserver with etcd, the CRD installed, and the
-// controller running as a user holding only the ClusterRole of
-// config/rbac.yaml, its workers in-process fakes.
+// harness is envtest with the controller running and fake workers.
 type harness struct {
+	*kubetest.Env
 	t       *testing.T
-	env     *envtest.Environment
-	c       client.Client // admin
+	c       client.Client
 	ns      string
-	workers *fakeWorkers
+	env     *envtest.Environment
+	workers *kubetest.FakeWorkers
 }
 
 func newHarness(t *testing.T, r *Reconciler) *harness {
 	t.Helper()
-	dir := assets(t)
-	env := &envtest.Environment{BinaryAssetsDirectory: dir}
-	t0 := time.Now()
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("starting envtest (assets %s): %v", dir, err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("stopping envtest: %v", err)
-		}
-	})
-	t.Logf("envtest up in %v", time.Since(t0).Round(time.Millisecond))
-	scheme := testScheme(t)
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := t.Context()
-	if err := config.Install(ctx, c, 30*time.Second, t.Logf); err != nil {
-		t.Fatal(err)
-	}
-	h := &harness{t: t, env: env, c: c, ns: "default", workers: &fakeWorkers{c: c, stops: map[string]int{}}}
-
-	// The controller runs as a user with only the ClusterRole.
-	user, err := env.AddUser(envtest.User{Name: "hymn-kube-controller"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	crb := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "hymn-kube-controller"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "hymn-kube-controller"},
-		Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: "hymn-kube-controller"}},
-	}
-	if err := c.Create(ctx, crb); err != nil {
-		t.Fatal(err)
-	}
-	log.SetLogger(zap.New(zap.WriteTo(testWriter{t}), zap.UseDevMode(true)))
-	skip := true
-	mgr, err := ctrl.NewManager(user.Config(), ctrl.Options{
-		Scheme:                 scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             crconfig.Controller{SkipNameValidation: &skip},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := kubetest.Start(t)
+	h := &harness{Env: e, t: t, c: e.Client, ns: e.NS, env: e.Env, workers: &kubetest.FakeWorkers{C: e.Client}}
 	if r.Attach == nil {
-		r.Attach = h.workers.attach
+		r.Attach = h.workers.Attach
 	}
-	if err := r.SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
-	mctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
+	e.RunController(r)
 	return h
 }
 
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
-
-// eventually polls cond every 100 ms until it holds or timeout passes.
 func (h *harness) eventually(timeout time.Duration, what string, cond func() (bool, string)) {
 	h.t.Helper()
-	deadline := time.Now().Add(timeout)
-	last := ""
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		last = state
-		if time.Now().After(deadline) {
-			h.t.Fatalf("after %v: %s; last state: %s", timeout, what, last)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	kubetest.Eventually(h.t, timeout, what, cond)
 }
 
 func (h *harness) create(name string, spec v1alpha1.TopologySpec) *v1alpha1.Topology {
@@ -249,94 +75,9 @@ func (h *harness) waitPhase(name string, phase v1alpha1.Phase, timeout time.Dura
 	return topo
 }
 
-func (h *harness) pods(topo *v1alpha1.Topology) []corev1.Pod {
-	h.t.Helper()
-	l := &corev1.PodList{}
-	if err := h.c.List(h.t.Context(), l, client.InNamespace(h.ns), client.MatchingLabels{LabelTopology: string(topo.UID)}); err != nil {
-		h.t.Fatal(err)
-	}
-	return l.Items
-}
+func (h *harness) pods(topo *v1alpha1.Topology) []corev1.Pod { return h.Pods(string(topo.UID)) }
 
-// run plays the kubelet: the pod runs, with an address.
-func (h *harness) run(p *corev1.Pod, ip string) {
-	h.t.Helper()
-	p.Status.Phase = corev1.PodRunning
-	p.Status.PodIP = ip
-	p.Status.PodIPs = []corev1.PodIP{{IP: ip}}
-	if err := h.c.Status().Update(h.t.Context(), p); err != nil {
-		h.t.Fatal(err)
-	}
-}
-
-// fakeWorkers plays `hymn worker` in each pod: it reads the pod's part from
-// its ConfigMap (as the real one reads /spec/spec.json) and answers the
-// protocol.
-type fakeWorkers struct {
-	c     client.Client
-	mu    sync.Mutex
-	stops map[string]int // pod name -> stop commands or stdin ends seen
-	// fatal, when set, is the error a worker reports instead of ready.
-	fatal string
-}
-
-func (f *fakeWorkers) stopped(pod string) int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.stops[pod]
-}
-
-func (f *fakeWorkers) attach(ctx context.Context, pod *corev1.Pod) (io.WriteCloser, io.ReadCloser, error) {
-	cm := &corev1.ConfigMap{}
-	if err := f.c.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: pod.Spec.Volumes[0].ConfigMap.Name}, cm); err != nil {
-		return nil, nil, err
-	}
-	spec, err := cluster.LoadSpec([]byte(cm.Data[specKey]))
-	if err != nil {
-		return nil, nil, err
-	}
-	var nodes []string
-	for n, w := range spec.Assign {
-		if w == spec.Worker {
-			nodes = append(nodes, n)
-		}
-	}
-	slices.Sort(nodes)
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	go func() {
-		defer outW.Close()
-		enc := json.NewEncoder(outW)
-		dec := json.NewDecoder(inR)
-		for {
-			var cmd cluster.Command
-			if err := dec.Decode(&cmd); err != nil {
-				f.mu.Lock()
-				f.stops[pod.Name]++
-				f.mu.Unlock()
-				return
-			}
-			switch cmd.Cmd {
-			case "ready":
-				if f.fatal != "" {
-					enc.Encode(cluster.Event{Event: "error", Worker: spec.Worker, Error: f.fatal, Fatal: true})
-					continue
-				}
-				enc.Encode(cluster.Event{Event: "ready", Worker: spec.Worker, Address: pod.Status.PodIP, Nodes: nodes, Millis: 5})
-			case "link":
-				enc.Encode(cluster.Event{Event: "linked", ID: cmd.ID, Worker: spec.Worker, Millis: 1})
-			case "stop":
-				enc.Encode(cluster.Event{Event: "stopped", Worker: spec.Worker})
-				f.mu.Lock()
-				f.stops[pod.Name]++
-				f.mu.Unlock()
-				inR.Close()
-				return
-			}
-		}
-	}()
-	return inW, outR, nil
-}
+func (h *harness) run(p *corev1.Pod, ip string) { h.RunPod(p, ip) }
 
 // A Topology becomes worker pods owned by it, each with its part; once the
 // pods run the workers are built and linked (Running, with the counts);
@@ -412,7 +153,7 @@ func TestTopologyLifecycle(t *testing.T) {
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})
 	for _, p := range pods {
-		if n := h.workers.stopped(p.Name); n == 0 {
+		if n := h.workers.Stopped(p.Name); n == 0 {
 			t.Errorf("worker %s was never stopped", p.Name)
 		}
 	}
@@ -537,7 +278,7 @@ func TestWorkerNeverReadyOrFatal(t *testing.T) {
 	})
 	t.Logf("Failed: %s", topo.Status.Message)
 
-	h.workers.fatal = "building h1: operation not permitted"
+	h.workers.Fatal = "building h1: operation not permitted"
 	r.PodTimeout = time.Minute
 	bad := h.create("fatal", v1alpha1.TopologySpec{Topology: "linear,2", Workers: 2})
 	var pods []corev1.Pod

@@ -1,0 +1,330 @@
+// Package kubetest starts what the kube module's tests need: a real
+// kube-apiserver with etcd (envtest) with the Topology CRD installed, the
+// controller running as a user that holds only config/rbac.yaml's
+// ClusterRole, and in-process fake workers that speak hymn worker's
+// protocol; plus the check that no test process outlives the tests.
+package kubetest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hymn-net/hymn/cluster"
+	"github.com/hymn-net/hymn/internal/testenv"
+	"github.com/hymn-net/hymn/kube/api/v1alpha1"
+	"github.com/hymn-net/hymn/kube/config"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crconfig "sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+)
+
+// K8SBin is where scripts/envtest-assets.sh (and scripts/k8s-check.sh)
+// keep the built kube-apiserver and kubectl.
+const K8SBin = "/var/lib/hymn-k8s/bin"
+
+// Main runs the tests and fails the run when a process they started (etcd,
+// kube-apiserver) outlives them.
+func Main(m *testing.M) {
+	code := m.Run()
+	if left := Children(); len(left) > 0 {
+		fmt.Fprintf(os.Stderr, "processes left behind by the tests: %s\n", strings.Join(left, ", "))
+		code = 1
+	}
+	os.Exit(code)
+}
+
+// Children lists this process's live child processes, "pid name".
+func Children() []string {
+	me := fmt.Sprint(os.Getpid())
+	var out []string
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		stat, err := os.ReadFile(filepath.Join("/proc", d.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...
+		s := string(stat)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(s[i+1:])
+		if len(f) > 1 && f[1] == me && f[0] != "Z" {
+			out = append(out, d.Name()+" "+s[strings.IndexByte(s, '(')+1:i])
+		}
+	}
+	return out
+}
+
+// Assets returns a KUBEBUILDER_ASSETS directory: the variable's, else one
+// of symlinks to the built kube-apiserver and kubectl and the machine's
+// etcd. It skips the test (fails it under HYMN_REQUIRE=all) without them.
+func Assets(t *testing.T) string {
+	t.Helper()
+	if d := os.Getenv("KUBEBUILDER_ASSETS"); d != "" {
+		for _, b := range []string{"etcd", "kube-apiserver", "kubectl"} {
+			if _, err := os.Stat(filepath.Join(d, b)); err != nil {
+				testenv.Skip(t, fmt.Sprintf("KUBEBUILDER_ASSETS=%s has no %s (scripts/envtest-assets.sh makes the directory)", d, b))
+			}
+		}
+		return d
+	}
+	etcd, err := exec.LookPath("etcd")
+	if err != nil {
+		testenv.Skip(t, "envtest needs etcd: apt-get install etcd-server (scripts/setup.sh)")
+	}
+	d := t.TempDir()
+	for _, b := range []string{"kube-apiserver", "kubectl"} {
+		p := filepath.Join(K8SBin, b)
+		if _, err := os.Stat(p); err != nil {
+			testenv.Skip(t, fmt.Sprintf("envtest needs %s: build it with scripts/envtest-assets.sh (about 5 minutes the first time)", p))
+		}
+		if err := os.Symlink(p, filepath.Join(d, b)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(etcd, filepath.Join(d, "etcd")); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// Scheme has the built-in types and Topology.
+func Scheme(t testing.TB) *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// Env is a running envtest with the CRD installed.
+type Env struct {
+	T      *testing.T
+	Env    *envtest.Environment
+	Config *rest.Config  // admin
+	Client client.Client // admin
+	NS     string
+}
+
+// Start starts kube-apiserver and etcd (stopped in t.Cleanup) and installs
+// the CRD and ClusterRole with config.Install.
+func Start(t *testing.T) *Env {
+	t.Helper()
+	dir := Assets(t)
+	env := &envtest.Environment{BinaryAssetsDirectory: dir}
+	t0 := time.Now()
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatalf("starting envtest (assets %s): %v", dir, err)
+	}
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Errorf("stopping envtest: %v", err)
+		}
+	})
+	t.Logf("envtest up in %v", time.Since(t0).Round(time.Millisecond))
+	c, err := client.New(cfg, client.Options{Scheme: Scheme(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := config.Install(t.Context(), c, 30*time.Second, t.Logf); err != nil {
+		t.Fatal(err)
+	}
+	return &Env{T: t, Env: env, Config: cfg, Client: c, NS: "default"}
+}
+
+// Reconciler is what RunController needs of the controller (an interface,
+// so this package does not import it).
+type Reconciler interface {
+	SetupWithManager(ctrl.Manager) error
+}
+
+// RunController runs a manager with r as a user bound only to the
+// controller's ClusterRole, until the test ends.
+func (e *Env) RunController(r Reconciler) {
+	t := e.T
+	t.Helper()
+	user, err := e.Env.AddUser(envtest.User{Name: "hymn-kube-controller"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crb := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "hymn-kube-controller"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "hymn-kube-controller"},
+		Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: "hymn-kube-controller"}},
+	}
+	if err := e.Client.Create(t.Context(), crb); err != nil {
+		t.Fatal(err)
+	}
+	log.SetLogger(zap.New(zap.WriteTo(testWriter{t}), zap.UseDevMode(true)))
+	skip := true
+	mgr, err := ctrl.NewManager(user.Config(), ctrl.Options{
+		Scheme:                 Scheme(t),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             crconfig.Controller{SkipNameValidation: &skip},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// Eventually polls cond every 100 ms until it holds, failing the test
+// after timeout with the last state cond described.
+func Eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: %s; last state: %s", timeout, what, state)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Pods lists a Topology's worker pods.
+func (e *Env) Pods(uid string) []corev1.Pod {
+	e.T.Helper()
+	l := &corev1.PodList{}
+	if err := e.Client.List(e.T.Context(), l, client.InNamespace(e.NS), client.MatchingLabels{"hymn.hymn-net.io/topology-uid": uid}); err != nil {
+		e.T.Fatal(err)
+	}
+	return l.Items
+}
+
+// RunPod plays the kubelet: the pod runs, with an address.
+func (e *Env) RunPod(p *corev1.Pod, ip string) {
+	e.T.Helper()
+	p.Status.Phase = corev1.PodRunning
+	p.Status.PodIP = ip
+	p.Status.PodIPs = []corev1.PodIP{{IP: ip}}
+	if err := e.Client.Status().Update(e.T.Context(), p); err != nil {
+		e.T.Fatal(err)
+	}
+}
+
+// FakeWorkers plays `hymn worker` in each pod: it reads the pod's part
+// from its ConfigMap (as the real one reads /spec/spec.json) and answers
+// the protocol.
+type FakeWorkers struct {
+	C     client.Client
+	mu    sync.Mutex
+	stops map[string]int // pod name -> stop commands or stdin ends seen
+	// Fatal, when set, is the error a worker reports instead of ready.
+	Fatal string
+}
+
+// Stopped counts the stops (a stop command or the end of stdin) a pod's
+// worker saw.
+func (f *FakeWorkers) Stopped(pod string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.stops[pod]
+}
+
+func (f *FakeWorkers) stopped(pod string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.stops == nil {
+		f.stops = map[string]int{}
+	}
+	f.stops[pod]++
+}
+
+// Attach is a controller.AttachFunc.
+func (f *FakeWorkers) Attach(ctx context.Context, pod *corev1.Pod) (io.WriteCloser, io.ReadCloser, error) {
+	cm := &corev1.ConfigMap{}
+	if err := f.C.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: pod.Spec.Volumes[0].ConfigMap.Name}, cm); err != nil {
+		return nil, nil, err
+	}
+	spec, err := cluster.LoadSpec([]byte(cm.Data["spec.json"]))
+	if err != nil {
+		return nil, nil, err
+	}
+	var nodes []string
+	for n, w := range spec.Assign {
+		if w == spec.Worker {
+			nodes = append(nodes, n)
+		}
+	}
+	slices.Sort(nodes)
+	fatal := f.Fatal
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	go func() {
+		defer outW.Close()
+		enc := json.NewEncoder(outW)
+		dec := json.NewDecoder(inR)
+		for {
+			var cmd cluster.Command
+			if err := dec.Decode(&cmd); err != nil {
+				f.stopped(pod.Name)
+				return
+			}
+			switch cmd.Cmd {
+			case "ready":
+				if fatal != "" {
+					enc.Encode(cluster.Event{Event: "error", Worker: spec.Worker, Error: fatal, Fatal: true})
+					continue
+				}
+				enc.Encode(cluster.Event{Event: "ready", Worker: spec.Worker, Address: pod.Status.PodIP, Nodes: nodes, Millis: 5})
+			case "link":
+				enc.Encode(cluster.Event{Event: "linked", ID: cmd.ID, Worker: spec.Worker, Millis: 1})
+			case "stop":
+				enc.Encode(cluster.Event{Event: "stopped", Worker: spec.Worker})
+				f.stopped(pod.Name)
+				inR.Close()
+				return
+			}
+		}
+	}()
+	return inW, outR, nil
+}
