@@ -29,6 +29,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crconfig "sigs.k8s.io/controller-runtime/pkg/config"
@@ -135,6 +137,16 @@ type Env struct {
 // the CRD and ClusterRole with config.Install.
 func Start(t *testing.T) *Env {
 	t.Helper()
+	e := StartBare(t)
+	if err := config.Install(t.Context(), e.Client, 30*time.Second, t.Logf); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// StartBare is Start without installing anything.
+func StartBare(t *testing.T) *Env {
+	t.Helper()
 	dir := Assets(t)
 	env := &envtest.Environment{BinaryAssetsDirectory: dir}
 	t0 := time.Now()
@@ -150,9 +162,6 @@ func Start(t *testing.T) *Env {
 	t.Logf("envtest up in %v", time.Since(t0).Round(time.Millisecond))
 	c, err := client.New(cfg, client.Options{Scheme: Scheme(t)})
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := config.Install(t.Context(), c, 30*time.Second, t.Logf); err != nil {
 		t.Fatal(err)
 	}
 	return &Env{T: t, Env: env, Config: cfg, Client: c, NS: "default"}
@@ -204,6 +213,23 @@ func (e *Env) RunController(r Reconciler) {
 			t.Errorf("manager: %v", err)
 		}
 	})
+}
+
+// Kubeconfig writes a kubeconfig file for the admin user and returns its
+// path.
+func (e *Env) Kubeconfig() string {
+	e.T.Helper()
+	c := e.Config
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: c.Host, CertificateAuthorityData: c.CAData}
+	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: c.CertData, ClientKeyData: c.KeyData, Token: c.BearerToken}
+	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "admin"}
+	kc.CurrentContext = "envtest"
+	path := filepath.Join(e.T.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		e.T.Fatal(err)
+	}
+	return path
 }
 
 type testWriter struct{ t *testing.T }
