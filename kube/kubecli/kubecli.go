@@ -8,6 +8,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -210,7 +211,6 @@ func newController(g *globals, stderr io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ctrl.SetLogger(zap.New(zap.WriteTo(stderr)))
 			// The CRD must be there: say so now rather than in the log.
 			c, err := client.New(cfg, client.Options{Scheme: scheme()})
 			if err != nil {
@@ -219,6 +219,7 @@ func newController(g *globals, stderr io.Writer) *cobra.Command {
 			if err := c.List(cmd.Context(), &v1alpha1.TopologyList{}, client.InNamespace(g.namespace), client.Limit(1)); err != nil {
 				return apiErr(cfg, err)
 			}
+			ctrl.SetLogger(zap.New(zap.WriteTo(&lockedWriter{w: stderr})))
 			mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 				Scheme:                 scheme(),
 				Metrics:                metricsserver.Options{BindAddress: metrics},
@@ -249,6 +250,19 @@ func newController(g *globals, stderr io.Writer) *cobra.Command {
 	f.StringVar(&probe, "health-probe-bind-address", "0", "where to serve /healthz (0: nowhere)")
 	f.BoolVar(&leader, "leader-elect", false, "elect a leader among several controllers (a Lease in the namespace)")
 	return cmd
+}
+
+// lockedWriter serialises the log's writes (zap does not for a plain
+// io.Writer).
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 func newInstall(g *globals, stdout io.Writer) *cobra.Command {

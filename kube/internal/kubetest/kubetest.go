@@ -190,7 +190,7 @@ func (e *Env) RunController(r Reconciler) {
 	if err := e.Client.Create(t.Context(), crb); err != nil {
 		t.Fatal(err)
 	}
-	log.SetLogger(zap.New(zap.WriteTo(testWriter{t}), zap.UseDevMode(true)))
+	logTo(t)
 	skip := true
 	mgr, err := ctrl.NewManager(user.Config(), ctrl.Options{
 		Scheme:                 Scheme(t),
@@ -232,10 +232,38 @@ func (e *Env) Kubeconfig() string {
 	return path
 }
 
-type testWriter struct{ t *testing.T }
+// The controllers' log goes to the test running one (t.Log: shown when it
+// fails or under -v). controller-runtime's logger is global, so it is set
+// once and forwards to the current test; a line logged after that test
+// ended is dropped (t.Log would panic).
+var (
+	logOnce sync.Once
+	logMu   sync.Mutex
+	logT    *testing.T
+)
 
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
+func logTo(t *testing.T) {
+	logOnce.Do(func() { log.SetLogger(zap.New(zap.WriteTo(testWriter{}), zap.UseDevMode(true))) })
+	logMu.Lock()
+	logT = t
+	logMu.Unlock()
+	t.Cleanup(func() {
+		logMu.Lock()
+		if logT == t {
+			logT = nil
+		}
+		logMu.Unlock()
+	})
+}
+
+type testWriter struct{}
+
+func (testWriter) Write(p []byte) (int, error) {
+	logMu.Lock()
+	defer logMu.Unlock()
+	if logT != nil {
+		logT.Log(strings.TrimRight(string(p), "\n"))
+	}
 	return len(p), nil
 }
 
