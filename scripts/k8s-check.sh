@@ -15,7 +15,10 @@
 # (sysctls, iptables chains, cgroups), and checks nothing is left.
 #
 #   sudo scripts/k8s-check.sh            build if needed, bring up, check, tear down
-#   sudo scripts/k8s-check.sh build      only build the Kubernetes binaries
+#   sudo scripts/k8s-check.sh build [BINARY...]
+#                                        only build the Kubernetes binaries
+#                                        (those named; default all five);
+#                                        scripts/envtest-assets.sh uses it
 #   sudo scripts/k8s-check.sh down       only tear down (after an interrupted run)
 #
 # Needs the Debian packages etcd-server containerd runc
@@ -37,13 +40,21 @@ mkdir -p "$LOGDIR"
 NODE_IP=${NODE_IP:-$(ip -4 route get 1.1.1.1 2>/dev/null | sed -n 's/.* src \([0-9.]*\).*/\1/p')}
 
 die() { echo "k8s-check: $*" >&2; exit 1; }
-[ "$(id -u)" -eq 0 ] || { echo "k8s-check: run as root" >&2; exit 2; }
-case "${1:-all}" in all|build|down) ;; *) echo "k8s-check: unknown step ${1} (use build, down or nothing)" >&2; exit 2;; esac
+# build needs only a writable $K8S; the cluster needs root.
+[ "$(id -u)" -eq 0 ] || [ "${1:-}" = build ] || { echo "k8s-check: run as root" >&2; exit 2; }
+case "${1:-all}" in all|down) ;; build) ;; *) echo "k8s-check: unknown step ${1} (use build, down or nothing)" >&2; exit 2;; esac
+[ "${1:-all}" = build ] || [ $# -le 1 ] || { echo "k8s-check: only build takes arguments" >&2; exit 2; }
 export PATH="$PATH:/usr/local/go/bin:/usr/sbin:/sbin"
 
+# build [BINARY...]: builds the named Kubernetes binaries (default: all of
+# $BINARIES) that $B lacks.
 build() {
-  local missing=()
-  for c in $BINARIES; do [ -x "$B/$c" ] || missing+=("$c"); done
+  local want=("$@") missing=()
+  [ ${#want[@]} -gt 0 ] || want=($BINARIES)
+  for c in "${want[@]}"; do
+    case " $BINARIES " in *" $c "*) ;; *) echo "k8s-check: unknown binary $c (one of: $BINARIES)" >&2; exit 2;; esac
+    [ -x "$B/$c" ] || missing+=("$c")
+  done
   if [ ${#missing[@]} = 0 ]; then echo "*** Kubernetes $VERSION binaries cached in $B"; return; fi
   echo "*** Building Kubernetes $VERSION into $B (several minutes)"
   mkdir -p "$B" "$K8S/build"
@@ -338,7 +349,7 @@ leftovers() {
 }
 
 case "${1:-all}" in
-  build) build; exit 0 ;;
+  build) shift; build "$@"; exit 0 ;;
   down) down; leftovers && echo "*** nothing left"; exit 0 ;;
 esac
 [ -n "$NODE_IP" ] || die "no IPv4 address toward a default route for the node (set NODE_IP)"
