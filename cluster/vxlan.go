@@ -202,12 +202,14 @@ func ReadCounters(ns links.Namespace, name string) (Counters, error) {
 //
 //	node ─veth─ [xNa  helper  xNb=VXLAN] ─ underlay ─ peer
 //
-// the emulator applies this side's sending direction (node to tunnel)
-// and passes what arrives from the tunnel untouched: the peer already
-// emulated it.
+// the emulator applies this side's sending direction (node to tunnel);
+// what arrives from the tunnel (the peer already emulated it) goes
+// straight to the node by an XDP redirect, or through the forwarder
+// untouched where XDP is missing.
 type emulatedVXLAN struct {
-	veth *links.Veth
-	el   *links.EmulatedLink
+	veth     *links.Veth
+	el       *links.EmulatedLink
+	inKernel bool // the tunnel's frames bypass the forwarder
 }
 
 func createEmulatedVXLAN(helper *links.HelperNS, idx int, v VXLANEnd, send, pass emulator.Config, attach func() error) (_ *emulatedVXLAN, err error) {
@@ -239,6 +241,11 @@ func createEmulatedVXLAN(helper *links.HelperNS, idx int, v VXLANEnd, send, pass
 	if e.el, err = links.EmulateBetween(helper, portA, portB, mtu, fc); err != nil {
 		return nil, err
 	}
+	// What arrives from the tunnel goes to the node in the kernel: the
+	// forwarder would pass it untouched anyway, at the price of a wake-up
+	// per frame (about 50 µs on a VM, 1 % of a 5 ms link). Where XDP is
+	// missing, the forwarder does it.
+	e.inKernel = links.RedirectXDP(helper, portB, portA) == nil
 	return e, nil
 }
 
