@@ -17,7 +17,9 @@
 // link with emulation parameters is emulated on the sending side of each
 // direction: the worker holding the link's first end runs a>b, the other
 // b>a, each with an emulator between the node's veth and the VXLAN device
-// in a helper namespace, and passes the received direction untouched.
+// in a helper namespace; the received direction goes from the VXLAN
+// device to the node's veth by an XDP redirect (links.RedirectXDP), in the
+// kernel, or through the forwarder untouched where XDP is missing.
 //
 // The worker (hymn worker, Worker) speaks JSON lines: it reports "ready"
 // once its part is built, is told its peers' addresses ("link"), reports
