@@ -33,15 +33,7 @@ func newOffloadNet(t *testing.T, offloads bool, cfg emulator.Config) *offloadNet
 	testenv.Root(t)
 	offloadSeq++
 	prefix := fmt.Sprintf("hymntest-off%d-%d", os.Getpid(), offloadSeq)
-	mk := func(s string) *netnsx.Named {
-		n, err := netnsx.CreateNamed(prefix + s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { n.Delete() })
-		return n
-	}
-	o := &offloadNet{a: mk("a"), b: mk("b")}
+	o := &offloadNet{a: testNamespace(t, prefix+"a"), b: testNamespace(t, prefix+"b")}
 	helper, err := CreateHelperNS(prefix + "e")
 	if err != nil {
 		t.Fatal(err)

@@ -11,20 +11,23 @@ import (
 	"github.com/hymn-net/hymn/internal/testenv"
 )
 
+// testNamespace creates a named namespace that t's cleanup deletes.
+func testNamespace(t *testing.T, name string) *netnsx.Named {
+	t.Helper()
+	n, err := netnsx.CreateNamed(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Delete() })
+	return n
+}
+
 // TestRedirectXDP: a ─ [xa  x  xb] ─ b with nothing joining xa and xb:
 // a cannot reach b until XDP programs redirect xa to xb and back.
 func TestRedirectXDP(t *testing.T) {
 	testenv.RootAndTools(t, "ip", "ping")
 	prefix := fmt.Sprintf("hymntest-xdp%d-", os.Getpid())
-	mk := func(s string) *netnsx.Named {
-		n, err := netnsx.CreateNamed(prefix + s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { n.Delete() })
-		return n
-	}
-	a, b, x := mk("a"), mk("b"), mk("x")
+	a, b, x := testNamespace(t, prefix+"a"), testNamespace(t, prefix+"b"), testNamespace(t, prefix+"x")
 	if _, err := CreateVeth(End{NS: a, Name: "a0", IP: netip.MustParsePrefix("10.202.0.1/24")}, End{NS: x, Name: "xa"}); err != nil {
 		t.Fatal(err)
 	}
