@@ -60,7 +60,11 @@ const (
 // Reconciler turns Topologies into running worker pods.
 type Reconciler struct {
 	Client client.Client
-	Scheme *runtime.Scheme
+	// APIReader reads the Topology itself, uncached: a stale copy (the
+	// cache lags the reconciler's own writes) would undo a decision, such
+	// as recreating the pods of a Topology that just failed.
+	APIReader client.Reader
+	Scheme    *runtime.Scheme
 	// Attach opens a worker pod's protocol streams (NewAttacher; tests
 	// use an in-process worker).
 	Attach AttachFunc
@@ -96,6 +100,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if r.Scheme == nil {
 		r.Scheme = mgr.GetScheme()
+	}
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
 	}
 	if r.Attach == nil {
 		a, err := NewAttacher(mgr.GetConfig(), mgr.GetLogger().WithName("attach"))
@@ -147,7 +154,7 @@ func or(d, def time.Duration) time.Duration {
 // Reconcile moves one Topology a step toward Running (or Failed).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	t := &v1alpha1.Topology{}
-	if err := r.Client.Get(ctx, req.NamespacedName, t); err != nil {
+	if err := r.APIReader.Get(ctx, req.NamespacedName, t); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.stopSession(req.NamespacedName, r.stopTimeout())
 			return ctrl.Result{}, nil
@@ -217,6 +224,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	ready, wait, failMsg := r.judgePods(t, pods, n)
+	if lg := log.FromContext(ctx).V(1); lg.Enabled() {
+		var states []string
+		for i, p := range pods {
+			if p == nil {
+				states = append(states, PodName(t, i)+"=unseen")
+			} else {
+				states = append(states, p.Name+"="+string(p.Status.Phase)+"/"+p.Status.PodIP+"@"+p.ResourceVersion)
+			}
+		}
+		lg.Info("worker pods", "phase", t.Status.Phase, "ready", ready, "pods", states, "fail", failMsg)
+	}
 	if failMsg != "" {
 		return ctrl.Result{}, r.fail(ctx, t, old, failMsg)
 	}
@@ -226,7 +244,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		t.Status.Message = fmt.Sprintf("%d of %d worker pods running", ready, n)
 		setCond(t, v1alpha1.ConditionWorkersReady, metav1.ConditionFalse, "PodsStarting", t.Status.Message)
 		setCond(t, v1alpha1.ConditionReady, metav1.ConditionFalse, "Building", t.Status.Message)
-		return ctrl.Result{RequeueAfter: wait}, r.writeStatus(ctx, t, old)
+		if err := r.writeStatus(ctx, t, old); err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	setCond(t, v1alpha1.ConditionWorkersReady, metav1.ConditionTrue, "PodsRunning", fmt.Sprintf("%d worker pods running", n))
 
@@ -504,19 +525,25 @@ func (r *Reconciler) stopSession(key types.NamespacedName, timeout time.Duration
 	}
 }
 
-// fail records phase Failed with msg and removes the workers.
+// fail records phase Failed with msg, then stops and removes the workers.
+// The record comes first: if writing it fails (a conflict), the next
+// reconcile finds the same failure again (the failed pod, the
+// coordinator's error) rather than a Topology without pods to recreate.
 func (r *Reconciler) fail(ctx context.Context, t *v1alpha1.Topology, old *v1alpha1.TopologyStatus, msg string) error {
-	key := types.NamespacedName{Namespace: t.Namespace, Name: t.Name}
-	go r.stopSession(key, 10*time.Second) // the pods go below in any case
 	t.Status.Phase = v1alpha1.PhaseFailed
 	t.Status.Message = clip(msg, 4000)
 	t.Status.ObservedGeneration = t.Generation
 	t.Status.WorkersReady, t.Status.NodesReady, t.Status.LinksUp = 0, 0, 0
+	if meta.FindStatusCondition(t.Status.Conditions, v1alpha1.ConditionWorkersReady) != nil {
+		setCond(t, v1alpha1.ConditionWorkersReady, metav1.ConditionFalse, "Removed", "the worker pods are removed")
+	}
 	setCond(t, v1alpha1.ConditionReady, metav1.ConditionFalse, "Failed", msg)
-	if err := r.removeWorkers(ctx, t); err != nil {
+	if err := r.writeStatus(ctx, t, old); err != nil {
 		return err
 	}
-	return r.writeStatus(ctx, t, old)
+	key := types.NamespacedName{Namespace: t.Namespace, Name: t.Name}
+	go r.stopSession(key, 10*time.Second) // the pods go below in any case
+	return r.removeWorkers(ctx, t)
 }
 
 // removeWorkers deletes the Topology's pods and ConfigMaps.
