@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/hymn-net/hymn/cluster"
 	corev1 "k8s.io/api/core/v1"
@@ -43,9 +45,31 @@ func (p *podTransport) Launch(ctx context.Context, spec *cluster.Spec) (cluster.
 	// The worker may have said "ready" before the stream existed (attach
 	// shows no earlier output): ask again.
 	if err := c.Send(cluster.Command{Cmd: "ready"}); err != nil {
-		return nil, fmt.Errorf("worker pod %s: %w", pod.Name, err)
+		// The stream is gone already: say why, not that a pipe closed.
+		select {
+		case <-c.done:
+		case <-time.After(5 * time.Second):
+		}
+		if se := c.streamErr(); se != nil {
+			err = se
+		}
+		c.close()
+		return nil, fmt.Errorf("attaching to worker pod %s: %w", pod.Name, err)
 	}
 	return c, nil
+}
+
+// streamErrors describes the streams that ended with an error, by pod.
+func (p *podTransport) streamErrors() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []string
+	for _, c := range p.conns {
+		if err := c.streamErr(); err != nil {
+			out = append(out, fmt.Sprintf("pod %s: %v", p.pods[c.worker].Name, err))
+		}
+	}
+	return strings.Join(out, "; ")
 }
 
 // Close ends every stream (the workers see their stdin end and tear down).
@@ -55,8 +79,7 @@ func (p *podTransport) Close() error {
 	for _, c := range p.conns {
 		c.close()
 	}
-	p.conns = nil
-	return nil
+	return nil // the conns stay, for streamErrors
 }
 
 // streamConn is cluster.Conn over a worker's stdin and stdout.
@@ -68,7 +91,8 @@ type streamConn struct {
 	done   chan struct{}
 	wmu    sync.Mutex
 	once   sync.Once
-	rerr   error
+	mu     sync.Mutex
+	rerr   error // the stream's error (attach failed, connection lost)
 }
 
 func newStreamConn(worker int, stdin io.WriteCloser, stdout io.ReadCloser) *streamConn {
@@ -95,7 +119,21 @@ func (c *streamConn) read() {
 		}
 		c.events <- e
 	}
+	c.mu.Lock()
 	c.rerr = sc.Err()
+	c.mu.Unlock()
+}
+
+// streamErr is why the stream ended, if it ended with an error.
+func (c *streamConn) streamErr() error {
+	select {
+	case <-c.done:
+	default:
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.rerr
 }
 
 func (c *streamConn) Send(cmd cluster.Command) error {

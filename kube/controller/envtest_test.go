@@ -251,7 +251,7 @@ func TestWorkerPodFails(t *testing.T) {
 		n := len(h.pods(topo))
 		return n == 0, fmt.Sprintf("%d pods", n)
 	})
-	t.Logf("Failed: %s", topo.Status.Message)
+	t.Logf("Failed: %q", topo.Status.Message)
 	if err := h.c.Delete(t.Context(), topo); err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +276,7 @@ func TestWorkerNeverReadyOrFatal(t *testing.T) {
 		n := len(h.pods(slow))
 		return n == 0, fmt.Sprintf("%d pods", n)
 	})
-	t.Logf("Failed: %s", topo.Status.Message)
+	t.Logf("Failed: %q", topo.Status.Message)
 
 	h.workers.Fatal = "building h1: operation not permitted"
 	r.PodTimeout = time.Minute
@@ -297,7 +297,7 @@ func TestWorkerNeverReadyOrFatal(t *testing.T) {
 		n := len(h.pods(bad))
 		return n == 0, fmt.Sprintf("%d pods", n)
 	})
-	t.Logf("Failed: %s", topo.Status.Message)
+	t.Logf("Failed: %q", topo.Status.Message)
 }
 
 // Deleting a Topology that is still building (no coordinator yet) removes
@@ -313,4 +313,32 @@ func TestDeleteWhileBuilding(t *testing.T) {
 		_, err := h.get("early")
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})
+}
+
+// With the real attacher (client-go remotecommand through pods/attach, as
+// the controller's ClusterRole allows it) and no kubelet behind the API
+// server, the attach fails: the Topology fails saying so, naming the pod,
+// and its pods go.
+func TestRealAttachWithoutKubelet(t *testing.T) {
+	e := kubetest.Start(t)
+	h := &harness{Env: e, t: t, c: e.Client, ns: e.NS, env: e.Env}
+	e.RunController(&Reconciler{PodTimeout: time.Minute, LinkTimeout: 20 * time.Second})
+	topo := h.create("attach", v1alpha1.TopologySpec{Topology: "linear,2", Workers: 2})
+	var pods []corev1.Pod
+	h.eventually(20*time.Second, "two worker pods", func() (bool, string) {
+		pods = h.pods(topo)
+		return len(pods) == 2, fmt.Sprintf("%d pods", len(pods))
+	})
+	for i := range pods {
+		h.run(&pods[i], fmt.Sprintf("10.244.0.%d", 30+i))
+	}
+	topo = h.waitPhase("attach", v1alpha1.PhaseFailed, 40*time.Second)
+	if !strings.Contains(topo.Status.Message, "pod attach-w") || !strings.Contains(topo.Status.Message, "does not have a host assigned") {
+		t.Fatalf("message %q", topo.Status.Message)
+	}
+	h.eventually(20*time.Second, "the pods removed", func() (bool, string) {
+		n := len(h.pods(topo))
+		return n == 0, fmt.Sprintf("%d pods", n)
+	})
+	t.Logf("Failed: %q", topo.Status.Message)
 }

@@ -211,7 +211,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		select {
 		case <-s.done:
 			if s.err != nil {
-				return ctrl.Result{}, r.fail(ctx, t, old, fmt.Sprintf("%v (worker i runs in pod %s)", s.err, PodName(t, 0)[:len(t.Name)]+"-w<i>"))
+				msg := s.err.Error()
+				if !strings.Contains(msg, "pod "+t.Name+"-w") {
+					msg += fmt.Sprintf(" (worker i runs in pod %s-w<i>)", t.Name)
+				}
+				return ctrl.Result{}, r.fail(ctx, t, old, msg)
 			}
 		default:
 		}
@@ -492,6 +496,11 @@ func (r *Reconciler) startSession(ctx context.Context, t *v1alpha1.Topology, pod
 	ping := &v1alpha1.Topology{ObjectMeta: metav1.ObjectMeta{Name: t.Name, Namespace: t.Namespace}}
 	go func() {
 		s.cl, s.err = cluster.Start(sctx, tr, topology, file, sp.IPBase, false, opts)
+		if s.err != nil {
+			if why := tr.streamErrors(); why != "" && !strings.Contains(s.err.Error(), strings.SplitN(why, "; ", 2)[0][strings.Index(why, ": ")+2:]) {
+				s.err = fmt.Errorf("%w (%s)", s.err, why)
+			}
+		}
 		close(s.done)
 		select {
 		case r.events <- event.GenericEvent{Object: ping}:
@@ -531,6 +540,7 @@ func (r *Reconciler) stopSession(key types.NamespacedName, timeout time.Duration
 // coordinator's error) rather than a Topology without pods to recreate.
 func (r *Reconciler) fail(ctx context.Context, t *v1alpha1.Topology, old *v1alpha1.TopologyStatus, msg string) error {
 	t.Status.Phase = v1alpha1.PhaseFailed
+	msg = strings.ReplaceAll(strings.TrimSpace(msg), "\n", "; ") // joined errors: one line for kubectl's column
 	t.Status.Message = clip(msg, 4000)
 	t.Status.ObservedGeneration = t.Generation
 	t.Status.WorkersReady, t.Status.NodesReady, t.Status.LinksUp = 0, 0, 0

@@ -109,12 +109,24 @@ func TestAgainstAPIServer(t *testing.T) {
 			t.Errorf("%v without the CRD: exit %d, %q", args, code, errs)
 		}
 	}
+	// A user without permissions: every command says RBAC.
+	nobody := e.User("nobody")
+	code, _, errs := run(t.Context(), "install", "--kubeconfig", nobody)
+	if code != 1 || !strings.Contains(errs, "not allowed (RBAC)") {
+		t.Errorf("install as a user without permissions: exit %d, %q", code, errs)
+	}
 	code, out, errs := run(t.Context(), "install", "--kubeconfig", kc)
 	if code != 0 || !strings.Contains(out, "created CustomResourceDefinition topologies.hymn.hymn-net.io") || !strings.Contains(out, "created ClusterRole hymn-kube-controller") {
 		t.Fatalf("install: exit %d, %q %q", code, out, errs)
 	}
 	if code, out, errs = run(t.Context(), "install", "--kubeconfig", kc); code != 0 || !strings.Contains(out, "updated CustomResourceDefinition") {
 		t.Fatalf("install again: exit %d, %q %q", code, out, errs)
+	}
+	for _, args := range [][]string{{"list"}, {"run", "--topo", "linear,2"}, {"delete", "x"}, {"controller"}} {
+		code, _, errs := run(t.Context(), append(args, "--kubeconfig", nobody)...)
+		if code != 1 || !strings.Contains(errs, "not allowed (RBAC)") {
+			t.Errorf("%v as a user without permissions: exit %d, %q", args, code, errs)
+		}
 	}
 	workers := &kubetest.FakeWorkers{C: e.Client}
 	e.RunController(&controller.Reconciler{Attach: workers.Attach, PodTimeout: time.Minute})

@@ -219,13 +219,30 @@ func (e *Env) RunController(r Reconciler) {
 // path.
 func (e *Env) Kubeconfig() string {
 	e.T.Helper()
-	c := e.Config
+	return e.KubeconfigFor(e.Config)
+}
+
+// User adds a user with no permissions at all (bind some to it) and
+// returns its kubeconfig file.
+func (e *Env) User(name string) string {
+	e.T.Helper()
+	u, err := e.Env.AddUser(envtest.User{Name: name}, nil)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	return e.KubeconfigFor(u.Config())
+}
+
+// KubeconfigFor writes a kubeconfig file for a REST config.
+func (e *Env) KubeconfigFor(c *rest.Config) string {
+	e.T.Helper()
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: c.Host, CertificateAuthorityData: c.CAData}
 	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: c.CertData, ClientKeyData: c.KeyData, Token: c.BearerToken}
 	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "admin"}
 	kc.CurrentContext = "envtest"
 	path := filepath.Join(e.T.TempDir(), "kubeconfig")
+	e.T.Logf("kubeconfig %s for %s", path, c.Host)
 	if err := clientcmd.WriteToFile(*kc, path); err != nil {
 		e.T.Fatal(err)
 	}
