@@ -13,6 +13,7 @@ import (
 	"github.com/hymn-net/hymn/kube/controller"
 	"github.com/hymn-net/hymn/kube/internal/kubetest"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -182,6 +183,20 @@ func TestAgainstAPIServer(t *testing.T) {
 	code, out, errs = run(t.Context(), "run", "--kubeconfig", kc, f, "--workers", "1")
 	if code != 0 || !strings.Contains(out, "*** Running: 3 nodes on 1 workers, 0 cut links up") {
 		t.Errorf("file run: exit %d, %q %q", code, out, errs)
+	}
+	// Interrupted while the pods do not run (namespace other has no
+	// kubelet here): exit 1, and the Topology is removed.
+	if err := e.Client.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "other"}}); err != nil {
+		t.Fatal(err)
+	}
+	ictx, icancel := context.WithCancel(t.Context())
+	time.AfterFunc(3*time.Second, icancel)
+	code, out, errs = run(ictx, "run", "--kubeconfig", kc, "-n", "other", "--topo", "linear,2", "--name", "stopped")
+	if code != 1 || !strings.Contains(errs, "interrupted") || !strings.Contains(out, "*** Building: 0 of 2 worker pods running") || !strings.Contains(out, "*** Removing topology stopped") {
+		t.Errorf("interrupted run: exit %d, %q %q", code, out, errs)
+	}
+	if code, out, _ = run(t.Context(), "list", "-A", "--kubeconfig", kc); code != 0 || !strings.Contains(out, "(none)") {
+		t.Errorf("list -A after the interrupted run: exit %d, %q", code, out)
 	}
 	code, _, errs = run(t.Context(), "delete", "nosuch", "--kubeconfig", kc)
 	if code != 1 || !strings.Contains(errs, `no Topology "nosuch" in namespace default`) {
