@@ -41,8 +41,19 @@ const K8SBin = "/var/lib/hymn-k8s/bin"
 
 // Main runs the tests and fails the run when a process they started (etcd,
 // kube-apiserver) outlives them.
+//
+// envtest claims its random ports with lock files under the user's cache
+// directory (kubebuilder-envtest/port-*) and never removes them: the tests
+// point XDG_CACHE_HOME at a directory of their own, removed at the end.
 func Main(m *testing.M) {
+	cache, err := os.MkdirTemp("", "hymn-kube-envtest-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Setenv("XDG_CACHE_HOME", cache)
 	code := m.Run()
+	os.RemoveAll(cache)
 	if left := Children(); len(left) > 0 {
 		fmt.Fprintf(os.Stderr, "processes left behind by the tests: %s\n", strings.Join(left, ", "))
 		code = 1
