@@ -353,6 +353,10 @@ func runMN(ctx context.Context, f *mnFlags, stdin *os.File, stdout, stderr io.Wr
 // (Mininet's "Caught exception" block): the command exits 1 quietly.
 var errReported = errors.New("reported")
 
+// errReportedUsage is errReported for a usage error (exit status 2), as
+// hymn-kube's under hymn run --kube.
+var errReportedUsage = errors.New("reported usage error")
+
 // mnRun is one run of the mn-style command: build, pre script, start,
 // tests or the shell, post script, stop.
 type mnRun struct {
@@ -472,6 +476,9 @@ func Execute(ctx context.Context, args []string, stdin *os.File, stdout, stderr 
 	}
 	if errors.Is(err, errReported) {
 		return 1
+	}
+	if errors.Is(err, errReportedUsage) {
+		return 2
 	}
 	msg := err.Error()
 	if errors.Is(err, ErrUsage) {

@@ -17,7 +17,7 @@ import (
 )
 
 func newRunCmd(stdin *os.File, stdout, stderr io.Writer) *cobra.Command {
-	f := &mnFlags{}
+	f, k := &mnFlags{}, &kubeFlags{}
 	cmd := &cobra.Command{
 		Use:   "run FILE [mn flags]",
 		Short: "Build the topology in a hymn YAML/JSON file (or a MiniEdit .mn file) and test it or open the shell",
@@ -25,15 +25,31 @@ func newRunCmd(stdin *os.File, stdout, stderr io.Writer) *cobra.Command {
 (schema/topology.schema.json, docs/topology-files.md) or a MiniEdit .mn file,
 then runs --test or opens the mininet> shell, exactly like hymn --custom FILE.
 
-  hymn run examples/line7.yaml --test pingall`,
+  hymn run examples/line7.yaml --test pingall
+
+With --kube the topology runs on a Kubernetes cluster instead: hymn hands
+over to hymn-kube run (docs/kube.md), which creates a Topology resource,
+follows the controller's progress until its workers have built it and
+linked it (or it failed), prints its status and removes it again (--hold:
+when interrupted).
+
+  hymn run examples/line7.yaml --kube --workers 2 --kubeconfig admin.kubeconfig`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			kargs, err := kubeArgs(cmd, k, args[0])
+			if err != nil {
+				return err
+			}
+			if kargs != nil {
+				return runKube(cmd.Context(), kargs, stdout, stderr)
+			}
 			f.file = args[0]
 			return runMN(cmd.Context(), f, stdin, stdout, stderr)
 		},
 	}
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return fmt.Errorf("%w: %v", ErrUsage, err) })
 	addMNFlags(cmd.Flags(), f)
+	addKubeFlags(cmd.Flags(), k)
 	return cmd
 }
 
