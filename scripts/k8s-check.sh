@@ -275,8 +275,58 @@ EOF
   echo "*** check done in $((SECONDS - t0)) s"
 }
 
+# The Kubernetes-native path: the Topology resource and its controller
+# (hymn-kube, module kube/), driven by hymn run --kube; then a held
+# Topology whose worker pod is deleted must turn Failed, naming the pod.
+controller_check() {
+  local kc="$P/admin.kubeconfig" t0=$SECONDS
+  echo "*** hymn-kube install, hymn-kube controller"
+  (cd kube && go build -o "$LOGDIR/hymn-kube" ./cmd/hymn-kube)
+  "$LOGDIR/hymn-kube" --kubeconfig "$kc" install
+  setsid "$LOGDIR/hymn-kube" --kubeconfig "$kc" controller --image localhost/hymn-worker:dev >"$LOGDIR/controller.log" 2>&1 &
+  echo $! >"$K8S/hymn-kube-controller.pid"
+  echo "*** hymn run two-sites.yaml --kube --workers 2 (hymn-kube next to hymn)"
+  "$LOGDIR/hymn" run "$LOGDIR/two-sites.yaml" --kube --workers 2 --kubeconfig "$kc" >"$LOGDIR/kube-run.out" 2>&1 || {
+    cat "$LOGDIR/kube-run.out"; tail -20 "$LOGDIR/controller.log"; die "hymn run --kube failed"; }
+  cat "$LOGDIR/kube-run.out"
+  grep -q "Running" "$LOGDIR/kube-run.out" || die "hymn run --kube never reported Running"
+  echo "*** A held Topology, then one of its worker pods deleted"
+  "$LOGDIR/hymn-kube" --kubeconfig "$kc" run --topo linear,4 --workers 2 --name held --hold >"$LOGDIR/held.out" 2>&1 &
+  local held=$!
+  local phase=""
+  for i in $(seq 120); do
+    phase=$(kubectl --kubeconfig "$kc" get topology held -o jsonpath='{.status.phase}' 2>/dev/null || true)
+    [ "$phase" = Running ] || [ "$phase" = Failed ] && break
+    sleep 0.5
+  done
+  kubectl --kubeconfig "$kc" get topologies
+  [ "$phase" = Running ] || { cat "$LOGDIR/held.out"; die "the held Topology is $phase, not Running"; }
+  local pod
+  pod=$(kubectl --kubeconfig "$kc" get pods -l hymn.hymn-net.io/worker=1 -o name | head -1)
+  kubectl --kubeconfig "$kc" delete "$pod" --wait=false >/dev/null
+  for i in $(seq 120); do
+    phase=$(kubectl --kubeconfig "$kc" get topology held -o jsonpath='{.status.phase}' 2>/dev/null || true)
+    [ "$phase" = Failed ] && break
+    sleep 0.5
+  done
+  echo "*** after deleting $pod: phase $phase: $(kubectl --kubeconfig "$kc" get topology held -o jsonpath='{.status.message}')"
+  [ "$phase" = Failed ] || die "deleting a worker pod left the Topology $phase"
+  kill -INT "$held"; wait "$held" || true
+  cat "$LOGDIR/held.out"
+  for i in $(seq 60); do
+    [ -z "$(kubectl --kubeconfig "$kc" get topologies,pods -o name 2>/dev/null)" ] && break; sleep 1
+  done
+  local left; left=$(kubectl --kubeconfig "$kc" get topologies,pods,configmaps -l app.kubernetes.io/name=hymn-worker -o name 2>/dev/null; kubectl --kubeconfig "$kc" get topologies -o name 2>/dev/null)
+  [ -z "$left" ] || die "left after the Topologies were removed: $left"
+  echo "*** controller check done in $((SECONDS - t0)) s"
+}
+
 down() {
   echo "*** Tearing down"
+  if [ -f "$K8S/hymn-kube-controller.pid" ]; then
+    kill -TERM "$(cat "$K8S/hymn-kube-controller.pid")" 2>/dev/null || true
+    rm -f "$K8S/hymn-kube-controller.pid"
+  fi
   if [ -f "$P/admin.kubeconfig" ] && [ -f "$K8S/kube-apiserver.pid" ]; then
     kubectl --kubeconfig "$P/admin.kubeconfig" delete pods,configmaps -l app.kubernetes.io/name=hymn-worker --wait=true --timeout=60s >/dev/null 2>&1 || true
     for i in $(seq 60); do
@@ -365,4 +415,5 @@ T0=$SECONDS
 up
 images
 check
+controller_check
 echo "*** total $((SECONDS - T0)) s from start to checked"
