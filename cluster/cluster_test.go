@@ -253,6 +253,11 @@ func TestWorkerProtocolBadInput(t *testing.T) {
 		{`{"cmd":"stats","id":6,"colour":"red"}`, `unknown field "colour"`},
 		{`{"cmd":"link","id":7,"peers":["10.0.0.300"]}`, `"10.0.0.300" is not an IP address`},
 		{`{"cmd":"stats"} {"cmd":"stats"}`, "more than one JSON value"},
+		{`{"cmd":"relink","id":11}`, "relink: no peer"},
+		{`{"cmd":"relink","id":12,"peer":0,"address":"nowhere"}`, `"nowhere" is not an IP address`},
+		{`{"cmd":"relink","id":13,"peer":5,"address":"10.0.0.1"}`, "worker 5 does not exist"},
+		{`{"cmd":"relink","id":14,"peer":-1,"address":"10.0.0.1"}`, "worker -1 does not exist"},
+		{`{"cmd":"relink","id":15,"peer":0,"address":"10.0.0.1"}`, "cannot relink to itself"},
 	} {
 		fmt.Fprintln(inW, tc.line)
 		e := next()
@@ -493,5 +498,145 @@ func TestWorkerKill9Cleaned(t *testing.T) {
 	hymntest.AssertRunGone(t, run)
 	if err := c.Stop(ctx); err == nil || !strings.Contains(err.Error(), "worker 0") {
 		t.Errorf("stop after a killed worker: %v (want worker 0's exit reported)", err)
+	}
+}
+
+// pingAll has every host ping every other, each ping run by its source's
+// worker.
+func pingAll(ctx context.Context, t *testing.T, c *Cluster) {
+	t.Helper()
+	plan, err := c.Specs[0].Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, src := range plan.Plan.Hosts() {
+		for _, dst := range plan.Plan.Hosts() {
+			if src == dst {
+				continue
+			}
+			e, err := c.Exec(ctx, src.Name, 10*time.Second, "ping", "-c1", "-W5", dst.IP.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if *e.Exit != 0 {
+				t.Errorf("%s -> %s: exit %d\n%s", src.Name, dst.Name, *e.Exit, e.Stdout)
+			}
+		}
+	}
+}
+
+// A worker killed with -9 (its run cleaned as hymn clean would) is
+// replaced: launched again on a new machine with a new address, its peer
+// re-creates its side of the cut link toward it, and every host reaches
+// every other again across the tunnel. The cut link may be emulated:
+// both sides' emulators are made again. Before that, bad replacements
+// fail clearly and leave the cluster able to try again.
+func TestReplaceWorker(t *testing.T) {
+	testenv.RootAndTools(t, "ip", "ping")
+	for _, tc := range []struct{ name, topology, file string }{
+		{"linear", "linear,4", ""},
+		{"emulated", "nodes: [h1, h2, {name: s1, kind: switch}, {name: s2, kind: switch}]\n" +
+			"links:\n  - endpoints: [h1, s1]\n  - endpoints: [h2, s2]\n  - endpoints: [s1, s2]\n    params: {delay: 1ms}\n", "r.yaml"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := localTransport(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+			defer cancel()
+			c, err := Start(ctx, l, tc.topology, tc.file, "", false, Options{Partition: partition.Options{Parts: 2}, Log: t.Logf})
+			if err != nil {
+				t.Fatal(err)
+			}
+			runs := []string{c.Ready[0].Run, c.Ready[1].Run}
+			t.Cleanup(func() {
+				c.Stop(context.Background())
+				assertLocalGone(t, l, c)
+				for _, run := range runs {
+					hymntest.AssertRunGone(t, run)
+				}
+			})
+			pingAll(ctx, t, c)
+
+			// Bad indexes.
+			for _, i := range []int{-1, 2, 1 << 30} {
+				if err := c.Replace(ctx, i); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("no worker %d (the cluster has workers 0-1)", i)) {
+					t.Errorf("Replace(%d): %v", i, err)
+				}
+			}
+
+			// Hostile relinks: refused before anything is deleted, and
+			// the worker goes on serving.
+			for _, tc := range []struct{ addr, want string }{
+				{"224.0.0.1", "is not a unicast address"},
+				{"127.0.0.1", "is not a unicast address"},
+				{"192.0.2.1", "no route to peer 192.0.2.1"},
+			} {
+				peer := 1
+				id := c.nextID()
+				c.mu[0].Lock()
+				err := c.conn(0).Send(Command{Cmd: "relink", ID: id, Peer: &peer, Address: tc.addr})
+				if err == nil {
+					_, err = c.await(ctx, 0, "relinked", id)
+				}
+				c.mu[0].Unlock()
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Errorf("relink to %s: %v, want %q", tc.addr, err, tc.want)
+				}
+			}
+			pingAll(ctx, t, c)
+
+			p := l.procs[1]
+			p.cmd.Process.Kill()
+			<-p.done
+			rep, err := hymn.Clean(ctx, hymn.CleanOptions{Runs: []string{runs[1]}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("clean: %+v", rep)
+			if _, err := c.Exec(ctx, c.Ready[1].Nodes[0], 5*time.Second, "true"); err == nil {
+				t.Fatal("exec on the killed worker worked")
+			}
+
+			// A worker that does not come up again: a clear error, and
+			// the cluster can be asked again.
+			good := l.Command
+			l.Command = []string{"false"}
+			err = c.Replace(ctx, 1)
+			if err == nil || !strings.Contains(err.Error(), "worker 1 exited before its ready event") {
+				t.Fatalf("Replace with a worker that exits: %v", err)
+			}
+			t.Logf("a worker that exits: %v", err)
+			if _, err := c.Exec(ctx, c.Ready[1].Nodes[0], 5*time.Second, "true"); err == nil {
+				t.Fatal("exec on the failed worker worked")
+			}
+			l.Command = good
+
+			t0 := time.Now()
+			if err := c.Replace(ctx, 1); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("replaced in %v", time.Since(t0).Round(time.Millisecond))
+			pingAll(ctx, t, c)
+			st, err := c.Stats(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, e := range st {
+				if len(e.Cut) != 1 || e.Cut[0].Tunnel.TxPackets == 0 || e.Cut[0].Tunnel.RxPackets == 0 {
+					t.Errorf("worker %d stats: %+v", i, e)
+				}
+				if want := c.Ready[1-i].Address; e.Cut[0].Remote.String() != want {
+					t.Errorf("worker %d's tunnel goes to %v, want %s", i, e.Cut[0].Remote, want)
+				}
+				if e.Cut[0].Emulated != (tc.file != "") {
+					t.Errorf("worker %d's cut link emulated: %v", i, e.Cut[0].Emulated)
+				}
+			}
+			if err := c.Stop(ctx); err != nil {
+				t.Error(err)
+			}
+			if err := c.Replace(ctx, 1); err == nil || !strings.Contains(err.Error(), "the cluster is stopped") {
+				t.Errorf("Replace after Stop: %v", err)
+			}
+		})
 	}
 }

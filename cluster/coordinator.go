@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -64,6 +65,13 @@ type Cluster struct {
 	mu    []sync.Mutex // one exchange per worker at a time
 	ids   int
 	idMu  sync.Mutex
+	// connsMu guards conns (Replace swaps one); life serialises Replace
+	// and Stop, so nothing is launched once the transport is closed.
+	connsMu      sync.Mutex
+	life         sync.Mutex
+	stopped      bool
+	readyTimeout time.Duration
+	logf         func(format string, a ...any)
 }
 
 // Start splits the topology, launches every worker, waits until all are
@@ -90,7 +98,7 @@ func Start(ctx context.Context, tr Transport, topology, file, ipbase string, aut
 	}
 	logf("*** Split over %d workers: %v nodes, %d cut links\n", n, res.Sizes(), res.CutSize())
 	c := &Cluster{Split: res, Specs: specs, tr: tr, conns: make([]Conn, n), mu: make([]sync.Mutex, n),
-		Ready: make([]Event, n), Linked: make([]Event, n)}
+		Ready: make([]Event, n), Linked: make([]Event, n), logf: logf}
 	defer func() {
 		if err != nil {
 			sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -102,6 +110,7 @@ func Start(ctx context.Context, tr Transport, topology, file, ipbase string, aut
 	if timeout <= 0 {
 		timeout = 5 * time.Minute
 	}
+	c.readyTimeout = timeout
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	t0 := time.Now()
@@ -156,6 +165,140 @@ func Start(ctx context.Context, tr Transport, topology, file, ipbase string, aut
 	return c, nil
 }
 
+func (c *Cluster) conn(i int) Conn {
+	c.connsMu.Lock()
+	defer c.connsMu.Unlock()
+	return c.conns[i]
+}
+
+// Replace runs worker i again in place of one that died or must go (its
+// pod was deleted, its machine killed): the old worker's connection is
+// stopped and forgotten, worker i is launched again through the transport
+// with the same spec, and once it reports "ready" it is told every
+// worker's address ("link") while every other worker re-creates its side
+// of the cut links shared with worker i toward the new address
+// ("relink"). It returns when every cut link is up again, or with an
+// error naming the worker that failed; a new worker that does not come up
+// or cannot link is stopped again. Its build and link are bounded by the
+// Options' ReadyTimeout as well as ctx.
+//
+// A part's network is torn down by its worker: one that was killed (-9,
+// a deleted pod's container) may leave its namespaces on the machine,
+// which hymn clean (or the pod's end) removes.
+func (c *Cluster) Replace(ctx context.Context, i int) (err error) {
+	if i < 0 || i >= len(c.Specs) {
+		return fmt.Errorf("replace: no worker %d (the cluster has workers 0-%d)", i, len(c.Specs)-1)
+	}
+	c.life.Lock()
+	defer c.life.Unlock()
+	if c.stopped {
+		return fmt.Errorf("replace worker %d: the cluster is stopped", i)
+	}
+	rctx, cancel := context.WithTimeout(ctx, c.readyTimeout)
+	defer cancel()
+	// Exchanges with worker i wait (and then see the new worker); the
+	// others go on until their relink.
+	c.mu[i].Lock()
+	defer c.mu[i].Unlock()
+	t0 := time.Now()
+	if old := c.conn(i); old != nil {
+		// A dead worker's connection ends at once; a live one is asked
+		// to tear down first. Its exit status is no news: it is being
+		// replaced.
+		sctx, scancel := context.WithTimeout(rctx, 30*time.Second)
+		old.Stop(sctx)
+		scancel()
+	}
+	conn, err := c.tr.Launch(rctx, c.Specs[i])
+	c.connsMu.Lock()
+	if err != nil {
+		c.conns[i] = goneConn(i) // the old one is forgotten either way
+	} else {
+		c.conns[i] = conn
+	}
+	c.connsMu.Unlock()
+	if err != nil {
+		return fmt.Errorf("replace: launching worker %d again: %w", i, err)
+	}
+	defer func() {
+		if err != nil && conn != nil {
+			sctx, scancel := context.WithTimeout(context.Background(), 30*time.Second)
+			conn.Stop(sctx)
+			scancel()
+		}
+	}()
+	ready, err := c.await(rctx, i, "ready", 0)
+	if err != nil {
+		return fmt.Errorf("replace: %w", err)
+	}
+	a, err := netip.ParseAddr(ready.Address)
+	if err != nil {
+		return fmt.Errorf("replace: worker %d reported address %q: %v", i, ready.Address, err)
+	}
+	c.logf("*** worker %d ready again at %s in %d ms: %s\n", i, a, ready.Millis, strings.Join(ready.Nodes, " "))
+	peers := make([]string, len(c.Specs))
+	for j, e := range c.Ready {
+		peers[j] = e.Address
+	}
+	peers[i] = a.String()
+	// The new worker links while the others relink: the tunnels of a
+	// cut link carry traffic once both sides exist.
+	t1 := time.Now()
+	errs := make([]error, len(c.Specs))
+	var linked Event
+	var wg sync.WaitGroup
+	for j := range c.Specs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cmd := Command{Cmd: "link", Peers: peers}
+			kind := "linked"
+			if j != i {
+				if !c.shares(i, j) {
+					return
+				}
+				c.mu[j].Lock()
+				defer c.mu[j].Unlock()
+				cmd = Command{Cmd: "relink", Peer: &i, Address: peers[i]}
+				kind = "relinked"
+			}
+			cmd.ID = c.nextID()
+			var e Event
+			if errs[j] = c.conn(j).Send(cmd); errs[j] == nil {
+				e, errs[j] = c.await(rctx, j, kind, cmd.ID)
+			}
+			if errs[j] != nil {
+				errs[j] = fmt.Errorf("replace worker %d: %s: %w", i, cmd.Cmd, errs[j])
+			} else if j == i {
+				linked = e
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	c.Ready[i], c.Linked[i] = ready, linked
+	c.logf("*** worker %d replaced: built in %v, its cut links up again in %v\n", i,
+		t1.Sub(t0).Round(time.Millisecond), time.Since(t1).Round(time.Millisecond))
+	return nil
+}
+
+// shares says whether worker j has a cut link to worker i (when unsure,
+// yes: a relink without such links changes nothing).
+func (c *Cluster) shares(i, j int) bool {
+	r, err := c.Specs[j].Resolve()
+	if err != nil {
+		return true
+	}
+	for _, cut := range r.Cut {
+		if cut.Peer == i {
+			return true
+		}
+	}
+	return false
+}
+
 func (c *Cluster) nextID() int {
 	c.idMu.Lock()
 	defer c.idMu.Unlock()
@@ -170,7 +313,7 @@ func (c *Cluster) await(ctx context.Context, i int, kind string, id int) (Event,
 		select {
 		case <-ctx.Done():
 			return Event{}, fmt.Errorf("worker %d: no %s event: %w", i, kind, ctx.Err())
-		case e, ok := <-c.conns[i].Events():
+		case e, ok := <-c.conn(i).Events():
 			if !ok {
 				return Event{}, fmt.Errorf("worker %d exited before its %s event", i, kind)
 			}
@@ -202,7 +345,7 @@ func (c *Cluster) Exec(ctx context.Context, node string, timeout time.Duration, 
 	c.mu[w].Lock()
 	defer c.mu[w].Unlock()
 	id := c.nextID()
-	if err := c.conns[w].Send(Command{Cmd: "exec", ID: id, Node: node, Argv: argv, Timeout: timeout.Seconds()}); err != nil {
+	if err := c.conn(w).Send(Command{Cmd: "exec", ID: id, Node: node, Argv: argv, Timeout: timeout.Seconds()}); err != nil {
 		return Event{}, fmt.Errorf("worker %d: %w", w, err)
 	}
 	return c.await(ctx, w, "exec", id)
@@ -214,7 +357,7 @@ func (c *Cluster) Stats(ctx context.Context) ([]Event, error) {
 	for i := range c.conns {
 		c.mu[i].Lock()
 		id := c.nextID()
-		err := c.conns[i].Send(Command{Cmd: "stats", ID: id})
+		err := c.conn(i).Send(Command{Cmd: "stats", ID: id})
 		if err == nil {
 			out[i], err = c.await(ctx, i, "stats", id)
 		}
@@ -229,9 +372,15 @@ func (c *Cluster) Stats(ctx context.Context) ([]Event, error) {
 // Stop stops every worker (they tear their parts down) and closes the
 // transport.
 func (c *Cluster) Stop(ctx context.Context) error {
-	errs := make([]error, len(c.conns))
+	c.life.Lock()
+	defer c.life.Unlock()
+	c.stopped = true
+	c.connsMu.Lock()
+	conns := slices.Clone(c.conns)
+	c.connsMu.Unlock()
+	errs := make([]error, len(conns))
 	var wg sync.WaitGroup
-	for i, conn := range c.conns {
+	for i, conn := range conns {
 		if conn == nil {
 			continue
 		}
@@ -246,3 +395,19 @@ func (c *Cluster) Stop(ctx context.Context) error {
 	wg.Wait()
 	return errors.Join(append(errs, c.tr.Close())...)
 }
+
+// goneConn stands for a worker that could not be launched again: every
+// exchange with it fails at once.
+type goneConn int
+
+func (g goneConn) Send(Command) error {
+	return fmt.Errorf("worker %d is gone (it could not be launched again)", int(g))
+}
+
+func (goneConn) Events() <-chan Event {
+	ch := make(chan Event)
+	close(ch)
+	return ch
+}
+
+func (goneConn) Stop(context.Context) error { return nil }

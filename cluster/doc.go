@@ -24,8 +24,14 @@
 // The worker (hymn worker, Worker) speaks JSON lines: it reports "ready"
 // once its part is built, is told its peers' addresses ("link"), reports
 // "linked" once its VXLAN links are up, answers "stats" and "exec" (a
-// command in one of its nodes), and on "stop", end of input or SIGTERM
-// tears everything down and reports "stopped". A coordinator (Run) drives
+// command in one of its nodes), re-creates its side of the cut links
+// shared with a replaced worker toward that worker's new address on
+// "relink" (reporting "relinked"), and on "stop", end of input or SIGTERM
+// tears everything down and reports "stopped". Cluster.Replace runs a
+// worker that died (a killed pod) again: same spec, new address; every
+// interface has a MAC derived from its name (unless the plan gives one),
+// so the new part's hosts keep theirs and their peers' neighbour tables
+// stay right. A coordinator (Run) drives
 // the workers through a Transport: Local runs them as processes in
 // separate network namespaces ("machines") on this host, joined by a
 // bridge; a Kubernetes transport (pods created through the API server,

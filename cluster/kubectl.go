@@ -44,7 +44,10 @@ type Kubectl struct {
 	mu    sync.Mutex
 	run   string
 	names []string // pods and configmaps made, by name
-	conns []*localConn
+	// launches counts each worker's launches: a worker launched again
+	// (Cluster.Replace) gets a pod of a new name, -r1, -r2...
+	launches map[int]int
+	conns    []*localConn
 }
 
 var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
@@ -143,6 +146,13 @@ func (k *Kubectl) Launch(ctx context.Context, spec *Spec) (Conn, error) {
 		k.run = owner.NewRunID()
 	}
 	name := fmt.Sprintf("hymn-%s-w%d", k.run, spec.Worker)
+	if k.launches == nil {
+		k.launches = map[int]int{}
+	}
+	if n := k.launches[spec.Worker]; n > 0 {
+		name += fmt.Sprintf("-r%d", n)
+	}
+	k.launches[spec.Worker]++
 	data, err := spec.JSON()
 	if err != nil {
 		return nil, err

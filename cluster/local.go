@@ -54,7 +54,24 @@ type Local struct {
 	hub     *netnsx.Named
 	nss     []*netnsx.Named
 	procs   []*localConn
+	// machines are each worker's current machine; relaunched counts the
+	// launches of a worker already launched (Cluster.Replace).
+	machines   map[int]*localMachine
+	relaunched int
 }
+
+// localMachine is one worker's machine: its namespace, its port on the
+// hub and its address.
+type localMachine struct {
+	ns   *netnsx.Named
+	port string
+	addr netip.Addr
+	proc *localConn
+}
+
+// maxRelaunch bounds the relaunches of one Local: each gets an address of
+// its own after every first launch's (Address(60001) on).
+const maxRelaunch = 65533 - 60001
 
 func (l *Local) setup() error {
 	if l.run != "" {
@@ -81,20 +98,50 @@ func (l *Local) setup() error {
 	})
 }
 
-// Address is worker i's machine address.
+// Address is worker i's machine address (at its first launch; a worker
+// launched again gets Address(60000+k) for the transport's k-th
+// relaunch).
 func (l *Local) Address(i int) netip.Addr {
 	return netip.AddrFrom4([4]byte{10, 251, byte((i + 1) >> 8), byte((i + 1) & 0xff)})
 }
 
-// machine creates worker i's namespace and plugs it into the hub.
-func (l *Local) machine(i int) (*netnsx.Named, error) {
-	m, err := netnsx.CreateNamed(owner.NamespaceName(l.run, fmt.Sprintf("@m%d", i)))
+// machine creates worker i's namespace and plugs it into the hub. A
+// worker launched again (Cluster.Replace) gets a new machine with a new
+// address, as a new pod would; the old machine goes first.
+func (l *Local) machine(i int) (*localMachine, error) {
+	name, port, addr := fmt.Sprintf("@m%d", i), fmt.Sprintf("m%d", i), l.Address(i)
+	if old := l.machines[i]; old != nil {
+		if old.proc != nil {
+			select {
+			case <-old.proc.done:
+			default:
+				return nil, fmt.Errorf("local transport: worker %d is still running; stop it before launching it again", i)
+			}
+		}
+		if l.relaunched >= maxRelaunch {
+			return nil, fmt.Errorf("local transport: more than %d relaunches", maxRelaunch)
+		}
+		l.relaunched++
+		name, port = fmt.Sprintf("@m%dr%d", i, l.relaunched), fmt.Sprintf("m%dr%d", i, l.relaunched)
+		addr = l.Address(60000 + l.relaunched)
+		err := errors.Join(DeleteIn(l.hub, old.port), old.ns.Delete())
+		l.nss = slices.DeleteFunc(l.nss, func(n *netnsx.Named) bool { return n == old.ns })
+		delete(l.machines, i)
+		if err != nil {
+			return nil, fmt.Errorf("local transport: removing worker %d's old machine: %w", i, err)
+		}
+	}
+	m, err := netnsx.CreateNamed(owner.NamespaceName(l.run, name))
 	if err != nil {
 		return nil, err
 	}
 	l.nss = append(l.nss, m)
-	port := fmt.Sprintf("m%d", i)
-	if _, err := links.CreateVeth(links.End{NS: m, Name: "eth0", IP: netip.PrefixFrom(l.Address(i), 16), MTU: LocalMTU},
+	lm := &localMachine{ns: m, port: port, addr: addr}
+	if l.machines == nil {
+		l.machines = map[int]*localMachine{}
+	}
+	l.machines[i] = lm
+	if _, err := links.CreateVeth(links.End{NS: m, Name: "eth0", IP: netip.PrefixFrom(addr, 16), MTU: LocalMTU},
 		links.End{NS: l.hub, Name: port, MTU: LocalMTU}); err != nil {
 		return nil, err
 	}
@@ -109,7 +156,7 @@ func (l *Local) machine(i int) (*netnsx.Named, error) {
 		}
 		return h.LinkSetMaster(p, br)
 	})
-	return m, err
+	return lm, err
 }
 
 // Launch creates the worker's machine and starts the worker in it.
@@ -141,7 +188,7 @@ func (l *Local) Launch(ctx context.Context, spec *Spec) (Conn, error) {
 	if len(l.Command) == 0 {
 		return nil, fmt.Errorf("starting worker %d: no worker command", i)
 	}
-	args := append(slices.Clone(l.Command[1:]), "--spec", "/dev/fd/3", "--address", l.Address(i).String())
+	args := append(slices.Clone(l.Command[1:]), "--spec", "/dev/fd/3", "--address", m.addr.String())
 	args = append(args, l.Args...)
 	cmd := exec.Command(l.Command[0], args...)
 	cmd.ExtraFiles = []*os.File{specFile}
@@ -163,7 +210,7 @@ func (l *Local) Launch(ctx context.Context, spec *Spec) (Conn, error) {
 	}
 	// Forked inside its machine, as a pod's process runs in the pod's
 	// network namespace.
-	if err := netnsx.Launch(m.NsHandle(), cmd.Start); err != nil {
+	if err := netnsx.Launch(m.ns.NsHandle(), cmd.Start); err != nil {
 		return nil, fmt.Errorf("starting worker %d: %w", i, err)
 	}
 	grace := l.StopGrace
@@ -173,6 +220,7 @@ func (l *Local) Launch(ctx context.Context, spec *Spec) (Conn, error) {
 	c := &localConn{cmd: cmd, stdin: stdin, events: make(chan Event, 16), done: make(chan struct{}), worker: i, grace: grace}
 	go c.read(stdout)
 	l.procs = append(l.procs, c)
+	m.proc = c
 	return c, nil
 }
 
@@ -184,14 +232,20 @@ func (l *Local) Close() error {
 	var errs []error
 	for _, c := range l.procs {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		errs = append(errs, c.Stop(ctx))
+		err := c.Stop(ctx)
 		cancel()
+		// A worker that was launched again (replaced) ended as it
+		// ended: that is no news now.
+		if m := l.machines[c.worker]; m == nil || m.proc == c {
+			errs = append(errs, err)
+		}
 	}
 	l.procs = nil
 	for _, m := range l.nss {
 		errs = append(errs, m.Delete())
 	}
 	l.nss = nil
+	l.machines = nil
 	if l.hub != nil {
 		errs = append(errs, l.hub.Delete())
 		l.hub = nil

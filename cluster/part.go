@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 
@@ -113,17 +114,8 @@ func (p *Part) Link(ctx context.Context, peers []netip.Addr) (err error) {
 	// device exists.
 	ends := make([]VXLANEnd, len(p.R.Cut))
 	for i, c := range p.R.Cut {
-		node, err := p.Net.Node(c.Local.Node)
-		if err != nil {
+		if ends[i], err = p.end(c, peers[c.Peer]); err != nil {
 			return err
-		}
-		ends[i] = VXLANEnd{
-			Underlay: p.underlay, Remote: peers[c.Peer], Port: s.port(), VNI: c.VNI,
-			Alias: owner.LinkAlias(p.Net.RunID()),
-			End:   links.End{NS: node, Name: c.Local.Name, MAC: c.Local.MAC, IP: c.Local.IP, MTU: c.Link.Params.MTU()},
-		}
-		if _, err := ends[i].CheckUnderlay(); err != nil {
-			return fmt.Errorf("cut link %s: %w", c.Link, err)
 		}
 	}
 	for i, c := range p.R.Cut {
@@ -133,6 +125,37 @@ func (p *Part) Link(ctx context.Context, peers []netip.Addr) (err error) {
 		}
 		p.linked = append(p.linked, side)
 	}
+	if err := p.routes(ctx); err != nil {
+		return err
+	}
+	for i, side := range p.linked {
+		if err := waitSide(ctx, side, ends[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// end describes this worker's side of cut link c toward remote, after
+// checking the underlay toward it.
+func (p *Part) end(c CutLink, remote netip.Addr) (VXLANEnd, error) {
+	node, err := p.Net.Node(c.Local.Node)
+	if err != nil {
+		return VXLANEnd{}, err
+	}
+	v := VXLANEnd{
+		Underlay: p.underlay, Remote: remote, Port: p.R.Spec.port(), VNI: c.VNI,
+		Alias: owner.LinkAlias(p.Net.RunID()),
+		End:   links.End{NS: node, Name: c.Local.Name, MAC: c.Local.MAC, IP: c.Local.IP, MTU: c.Link.Params.MTU()},
+	}
+	if _, err := v.CheckUnderlay(); err != nil {
+		return VXLANEnd{}, fmt.Errorf("cut link %s: %w", c.Link, err)
+	}
+	return v, nil
+}
+
+// routes applies the part's static routes (idempotent: ip route replace).
+func (p *Part) routes(ctx context.Context) error {
 	for _, pn := range p.R.LocalNodes() {
 		for _, spec := range Routes(pn) {
 			node, err := p.Net.Node(pn.Name)
@@ -148,18 +171,102 @@ func (p *Part) Link(ctx context.Context, peers []netip.Addr) (err error) {
 			}
 		}
 	}
-	for i, side := range p.linked {
-		// A VXLAN device has no carrier to report (its operational
-		// state stays "unknown"); an emulated side's veth end in the
-		// node does, and drops packets until it is up.
-		if side.emu == nil {
-			continue
-		}
-		if err := links.WaitOperUp(ctx, ends[i].End.NS, ends[i].End.Name); err != nil {
-			return fmt.Errorf("cut link %s: %w", side.CutLink, err)
-		}
+	return nil
+}
+
+// waitSide waits for an emulated side's veth end in the node to be up. A
+// VXLAN device has no carrier to report (its operational state stays
+// "unknown"); an emulated side's veth end in the node does, and drops
+// packets until it is up.
+func waitSide(ctx context.Context, side *cutSide, v VXLANEnd) error {
+	if side.emu == nil {
+		return nil
+	}
+	if err := links.WaitOperUp(ctx, v.End.NS, v.End.Name); err != nil {
+		return fmt.Errorf("cut link %s: %w", side.CutLink, err)
 	}
 	return nil
+}
+
+// Relink re-creates this worker's side of every cut link shared with
+// worker peer, toward the peer's new address (a replaced worker): same
+// VNI, interface name, MAC, address and MTU, emulated sides with their
+// emulator again. The other cut links are not touched. It returns the
+// re-created sides' counters. The new address and the underlay toward it
+// are checked before anything is deleted; a side that cannot be created
+// again is left out (the error names it) and the others go on.
+func (p *Part) Relink(ctx context.Context, peer int, addr netip.Addr) ([]CutStats, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.R.Spec
+	switch {
+	case peer < 0 || peer >= s.Workers:
+		return nil, fmt.Errorf("worker %d does not exist (%d workers)", peer, s.Workers)
+	case peer == s.Worker:
+		return nil, fmt.Errorf("worker %d cannot relink to itself", peer)
+	case !addr.IsValid() || addr.IsUnspecified() || addr.IsMulticast() || addr.IsLoopback():
+		return nil, fmt.Errorf("worker %d's address %v is not a unicast address", peer, addr)
+	case len(p.linked) != len(p.R.Cut):
+		return nil, errors.New("cut links are not up yet (link first)")
+	}
+	var idx []int
+	ends := map[int]VXLANEnd{}
+	for i, side := range p.linked {
+		if side.Peer != peer {
+			continue
+		}
+		v, err := p.end(side.CutLink, addr)
+		if err != nil {
+			return nil, err
+		}
+		idx, ends[i] = append(idx, i), v
+	}
+	var errs []error
+	var made []*cutSide
+	for _, i := range idx {
+		old := p.linked[i]
+		var err error
+		if old.emu != nil {
+			err = old.emu.delete(p.helper, old.dev)
+		} else {
+			err = DeleteIn(old.ns, old.dev)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("cut link %s: deleting the old side: %w", old.CutLink, err))
+			continue
+		}
+		p.linked[i] = nil
+		side, err := p.createSide(old.CutLink, ends[i])
+		if err != nil {
+			errs = append(errs, fmt.Errorf("cut link %s: %w", old.CutLink, err))
+			continue
+		}
+		p.linked[i] = side
+		made = append(made, side)
+	}
+	// A side that could not be made again is gone: keep the list to the
+	// sides that exist (Stats, Stop).
+	p.linked = slices.DeleteFunc(p.linked, func(s *cutSide) bool { return s == nil })
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	// Deleting a device took the routes through it.
+	if err := p.routes(ctx); err != nil {
+		return nil, err
+	}
+	out := make([]CutStats, 0, len(made))
+	for _, side := range made {
+		v := ends[slices.Index(p.linked, side)]
+		if err := waitSide(ctx, side, v); err != nil {
+			return nil, err
+		}
+		st, err := side.stats()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, st)
+	}
+	return out, nil
 }
 
 func (p *Part) createSide(c CutLink, v VXLANEnd) (*cutSide, error) {
@@ -225,13 +332,21 @@ func (p *Part) Stats() ([]CutStats, error) {
 	defer p.mu.Unlock()
 	out := make([]CutStats, 0, len(p.linked))
 	for _, side := range p.linked {
-		c, err := ReadCounters(side.ns, side.dev)
+		st, err := side.stats()
 		if err != nil {
-			return nil, fmt.Errorf("cut link %s: %w", side.CutLink, err)
+			return nil, err
 		}
-		out = append(out, CutStats{Link: side.Link.String(), VNI: side.VNI, Peer: side.Peer, Remote: side.remote, Emulated: side.emu != nil, Tunnel: c})
+		out = append(out, st)
 	}
 	return out, nil
+}
+
+func (side *cutSide) stats() (CutStats, error) {
+	c, err := ReadCounters(side.ns, side.dev)
+	if err != nil {
+		return CutStats{}, fmt.Errorf("cut link %s: %w", side.CutLink, err)
+	}
+	return CutStats{Link: side.Link.String(), VNI: side.VNI, Peer: side.Peer, Remote: side.remote, Emulated: side.emu != nil, Tunnel: c}, nil
 }
 
 func (p *Part) unlinkLocked() error {

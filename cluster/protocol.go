@@ -12,10 +12,14 @@ import (
 
 // Command is a line from the coordinator to a worker.
 type Command struct {
-	Cmd string `json:"cmd"` // link, stats, exec, ready (say it again), stop
+	Cmd string `json:"cmd"` // link, relink, stats, exec, ready (say it again), stop
 	ID  int    `json:"id,omitempty"`
 	// link: every worker's address, by worker number.
 	Peers []string `json:"peers,omitempty"`
+	// relink: the worker that was replaced and its new address; the cut
+	// links shared with it are re-created toward that address.
+	Peer    *int   `json:"peer,omitempty"`
+	Address string `json:"address,omitempty"`
 	// exec: the node and the program with its arguments (no shell).
 	Node string   `json:"node,omitempty"`
 	Argv []string `json:"argv,omitempty"`
@@ -25,7 +29,7 @@ type Command struct {
 
 // Event is a line from a worker to the coordinator.
 type Event struct {
-	Event  string `json:"event"` // ready, linked, stats, exec, error, stopped
+	Event  string `json:"event"` // ready, linked, relinked, stats, exec, error, stopped
 	ID     int    `json:"id,omitempty"`
 	Worker int    `json:"worker"`
 	// ready: the worker's address (where its tunnels end), its network's
@@ -34,7 +38,8 @@ type Event struct {
 	Run     string   `json:"run,omitempty"`
 	Nodes   []string `json:"nodes,omitempty"`
 	Links   int      `json:"links,omitempty"`
-	// linked, stats: the cut links with their tunnels' counters.
+	// linked, relinked, stats: the cut links with their tunnels'
+	// counters (relinked: only the re-created ones).
 	Cut []CutStats `json:"cut,omitempty"`
 	// exec: the exit status and output (each at most MaxOutput bytes).
 	Exit   *int   `json:"exit,omitempty"`

@@ -2,9 +2,11 @@ package cluster
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -118,6 +120,7 @@ func (s *Spec) Resolve() (*Resolved, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: topology: %w", ErrBadSpec, err)
 	}
+	stableMACs(plan)
 	var errs []error
 	counts := make([]int, s.Workers)
 	for _, pn := range plan.Nodes {
@@ -309,3 +312,26 @@ func (c CutLink) String() string {
 
 // JSON returns the spec as a worker reads it.
 func (s *Spec) JSON() ([]byte, error) { return json.MarshalIndent(s, "", "  ") }
+
+// stableMACs gives every interface the plan left to the kernel a MAC of
+// its own derived from its node's and its own name (locally administered,
+// unicast). Every worker derives the same, and a worker launched again
+// (Cluster.Replace) or a cut link's side made again (Part.Relink) comes
+// back with the MACs it had: its peers' neighbour tables and bridges stay
+// right, as they would not with new random MACs.
+func stableMACs(plan *topo.Plan) {
+	for _, pn := range plan.Nodes {
+		for _, i := range pn.Intfs {
+			if i.MAC != nil {
+				continue
+			}
+			h := sha256.Sum256([]byte("hymn-cluster-mac\x00" + pn.Name + "\x00" + i.Name))
+			mac := net.HardwareAddr(h[:6])
+			mac[0] = mac[0]&^0x01 | 0x02
+			i.MAC = mac
+		}
+		if d := pn.DefaultIntf(); d != nil && !pn.IsSwitch() && pn.MAC == nil {
+			pn.MAC = d.MAC
+		}
+	}
+}

@@ -165,6 +165,25 @@ func serve(ctx context.Context, part *Part, me int, c Command, w *lineWriter) er
 			return err
 		}
 		reply(Event{Event: "linked", Cut: st, Millis: time.Since(t).Milliseconds()})
+	case "relink":
+		if c.Peer == nil {
+			bad("relink: no peer (the worker that was replaced)")
+			return nil
+		}
+		a, err := netip.ParseAddr(c.Address)
+		if err != nil {
+			bad("relink: worker %d: %q is not an IP address", *c.Peer, clip(c.Address, 60))
+			return nil
+		}
+		t := time.Now()
+		st, err := part.Relink(ctx, *c.Peer, a)
+		if err != nil {
+			// The part runs on; the coordinator decides what a missing
+			// cut link means.
+			bad("relink: %v", err)
+			return nil
+		}
+		reply(Event{Event: "relinked", Cut: st, Millis: time.Since(t).Milliseconds()})
 	case "stats":
 		st, err := part.Stats()
 		if err != nil {
@@ -199,7 +218,7 @@ func serve(ctx context.Context, part *Part, me int, c Command, w *lineWriter) er
 		code := res.ExitCode
 		reply(Event{Event: "exec", Exit: &code, Stdout: clipBytes(res.Stdout, MaxOutput), Stderr: clipBytes(res.Stderr, MaxOutput)})
 	default:
-		bad("unknown command %q (use link, stats, exec, ready, stop)", clip(c.Cmd, 40))
+		bad("unknown command %q (use link, relink, stats, exec, ready, stop)", clip(c.Cmd, 40))
 	}
 	return nil
 }
