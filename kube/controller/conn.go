@@ -20,20 +20,34 @@ import (
 type AttachFunc func(ctx context.Context, pod *corev1.Pod) (stdin io.WriteCloser, stdout io.ReadCloser, err error)
 
 // podTransport is a cluster.Transport over pods the controller already
-// made: Launch attaches to worker i's pod.
+// made: Launch attaches to worker i's pod (a worker launched again by
+// cluster.Replace, to the pod setPod gave it).
 type podTransport struct {
-	pods   []*corev1.Pod // by worker number
 	attach AttachFunc
 
 	mu    sync.Mutex
+	pods  []*corev1.Pod // by worker number
 	conns []*streamConn
+	names []string // each conn's pod, by conn
+}
+
+// setPod makes pod worker i's, for its next launch.
+func (p *podTransport) setPod(i int, pod *corev1.Pod) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if i >= 0 && i < len(p.pods) {
+		p.pods[i] = pod
+	}
 }
 
 func (p *podTransport) Launch(ctx context.Context, spec *cluster.Spec) (cluster.Conn, error) {
-	if spec.Worker < 0 || spec.Worker >= len(p.pods) {
+	p.mu.Lock()
+	if spec.Worker < 0 || spec.Worker >= len(p.pods) || p.pods[spec.Worker] == nil {
+		p.mu.Unlock()
 		return nil, fmt.Errorf("no pod for worker %d", spec.Worker)
 	}
 	pod := p.pods[spec.Worker]
+	p.mu.Unlock()
 	in, out, err := p.attach(ctx, pod)
 	if err != nil {
 		return nil, fmt.Errorf("attaching to worker pod %s: %w", pod.Name, err)
@@ -41,6 +55,7 @@ func (p *podTransport) Launch(ctx context.Context, spec *cluster.Spec) (cluster.
 	c := newStreamConn(spec.Worker, in, out)
 	p.mu.Lock()
 	p.conns = append(p.conns, c)
+	p.names = append(p.names, pod.Name)
 	p.mu.Unlock()
 	// The worker may have said "ready" before the stream existed (attach
 	// shows no earlier output): ask again.
@@ -64,9 +79,9 @@ func (p *podTransport) streamErrors() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var out []string
-	for _, c := range p.conns {
+	for i, c := range p.conns {
 		if err := c.streamErr(); err != nil {
-			out = append(out, fmt.Sprintf("pod %s: %v", p.pods[c.worker].Name, err))
+			out = append(out, fmt.Sprintf("pod %s: %v", p.names[i], err))
 		}
 	}
 	return strings.Join(out, "; ")

@@ -12,8 +12,10 @@ import (
 	"github.com/hymn-net/hymn/kube/api/v1alpha1"
 	"github.com/hymn-net/hymn/kube/internal/kubetest"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
@@ -278,7 +280,7 @@ func TestWorkerNeverReadyOrFatal(t *testing.T) {
 	})
 	t.Logf("Failed: %q", topo.Status.Message)
 
-	h.workers.Fatal = "building h1: operation not permitted"
+	h.workers.SetFatal("building h1: operation not permitted")
 	r.PodTimeout = time.Minute
 	bad := h.create("fatal", v1alpha1.TopologySpec{Topology: "linear,2", Workers: 2})
 	var pods []corev1.Pod
@@ -341,4 +343,185 @@ func TestRealAttachWithoutKubelet(t *testing.T) {
 		return n == 0, fmt.Sprintf("%d pods", n)
 	})
 	t.Logf("Failed: %q", topo.Status.Message)
+}
+
+// waitNewPod waits for worker pod name to exist again with another UID
+// than old, and plays the kubelet: it runs with ip.
+func (h *harness) waitNewPod(topo *v1alpha1.Topology, name string, old types.UID, ip string) *corev1.Pod {
+	h.t.Helper()
+	var p *corev1.Pod
+	h.eventually(20*time.Second, "a new pod "+name, func() (bool, string) {
+		for _, q := range h.pods(topo) {
+			if q.Name == name && q.UID != old && q.DeletionTimestamp.IsZero() {
+				p = &q
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%d pods", len(h.pods(topo)))
+	})
+	h.run(p, ip)
+	return p
+}
+
+// A worker pod of a running Topology that is deleted, or fails, is
+// replaced: a new pod of the same name, its part built again and its cut
+// links relinked (Restoring, then Running with status.restarts counted
+// and the Restored condition saying what happened); a loss beyond the
+// restart budget fails the Topology naming the pod.
+func TestWorkerPodRestored(t *testing.T) {
+	h := newHarness(t, &Reconciler{PodTimeout: time.Minute, MaxRestarts: 2})
+	topo := h.create("held", v1alpha1.TopologySpec{Topology: "linear,4", Workers: 2})
+	var pods []corev1.Pod
+	h.eventually(20*time.Second, "two worker pods", func() (bool, string) {
+		pods = h.pods(topo)
+		return len(pods) == 2, fmt.Sprintf("%d pods", len(pods))
+	})
+	for i := range pods {
+		h.run(&pods[i], fmt.Sprintf("10.244.0.%d", 10+i))
+	}
+	topo = h.waitPhase("held", v1alpha1.PhaseRunning, 20*time.Second)
+	byName := map[string]corev1.Pod{}
+	for _, p := range h.pods(topo) {
+		byName[p.Name] = p
+	}
+
+	// Deleted.
+	w1 := byName["held-w1"]
+	if err := h.c.Delete(t.Context(), &w1); err != nil {
+		t.Fatal(err)
+	}
+	h.waitPhase("held", v1alpha1.PhaseRestoring, 20*time.Second)
+	h.waitNewPod(topo, "held-w1", w1.UID, "10.244.0.21")
+	topo = h.waitRestarts("held", 1)
+	c := findCond(topo, v1alpha1.ConditionRestored)
+	if c == nil || c.Status != metav1.ConditionTrue || c.Message != "worker 1 restored (pod held-w1 was deleted)" {
+		t.Fatalf("restored condition %+v", c)
+	}
+	if s := topo.Status; s.WorkersReady != 2 || s.NodesReady != 8 || s.LinksUp != 1 || !strings.Contains(s.Message, "worker 1 restored") {
+		t.Fatalf("running again: %+v", s)
+	}
+	if h.workers.Stopped("held-w1") == 0 {
+		t.Error("the lost worker's stream was never stopped")
+	}
+	if r := h.workers.Relinks("held-w0"); !slices.Equal(r, []string{"1@10.244.0.21"}) {
+		t.Errorf("worker 0 was told to relink %v, want worker 1 at its new pod's address", r)
+	}
+	t.Logf("restored: %s", topo.Status.Message)
+	h.eventually(20*time.Second, "the WorkerLost and WorkerRestored events", func() (bool, string) {
+		l := &eventsv1.EventList{}
+		if err := h.c.List(t.Context(), l, client.InNamespace(h.ns)); err != nil {
+			return false, err.Error()
+		}
+		var seen []string
+		for _, e := range l.Items {
+			if e.Regarding.UID == topo.UID {
+				seen = append(seen, e.Type+"/"+e.Reason+": "+e.Note)
+			}
+		}
+		return slices.Contains(seen, "Normal/WorkerRestored: worker 1 restored (pod held-w1 was deleted)") &&
+			slices.Contains(seen, "Warning/WorkerLost: worker 1 lost (pod held-w1 was deleted): restoring it"), fmt.Sprint(seen)
+	})
+
+	// Failed (its container exited): the pod is deleted, then replaced.
+	w0 := byName["held-w0"]
+	w0.Status.Phase = corev1.PodFailed
+	w0.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "worker", State: corev1.ContainerState{
+		Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled"}}}}
+	if err := h.c.Status().Update(t.Context(), &w0); err != nil {
+		t.Fatal(err)
+	}
+	h.waitNewPod(topo, "held-w0", w0.UID, "10.244.0.20")
+	topo = h.waitRestarts("held", 2)
+	if c := findCond(topo, v1alpha1.ConditionRestored); c == nil || !strings.Contains(c.Message, "worker 0 restored (pod held-w0 failed: container worker exited with code 137 (OOMKilled))") {
+		t.Fatalf("restored condition %+v", c)
+	}
+	t.Logf("restored: %s", topo.Status.Message)
+
+	// Beyond the budget (2 within the window): Failed, naming the pod.
+	for _, p := range h.pods(topo) {
+		if p.Name == "held-w1" {
+			if err := h.c.Delete(t.Context(), &p); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	topo = h.waitPhase("held", v1alpha1.PhaseFailed, 20*time.Second)
+	if m := topo.Status.Message; !strings.Contains(m, "worker 1 lost: pod held-w1 was deleted") || !strings.Contains(m, "restored 2 times within 10m0s") {
+		t.Fatalf("message %q", m)
+	}
+	h.eventually(20*time.Second, "the pods removed", func() (bool, string) {
+		n := len(h.pods(topo))
+		return n == 0, fmt.Sprintf("%d pods", n)
+	})
+	t.Logf("Failed: %q", topo.Status.Message)
+}
+
+// A worker whose part fails to build again fails the Topology with its
+// error, naming the worker and why it was lost.
+func TestWorkerRestoreFails(t *testing.T) {
+	h := newHarness(t, &Reconciler{PodTimeout: time.Minute})
+	topo := h.create("again", v1alpha1.TopologySpec{Topology: "linear,4", Workers: 2})
+	var pods []corev1.Pod
+	h.eventually(20*time.Second, "two worker pods", func() (bool, string) {
+		pods = h.pods(topo)
+		return len(pods) == 2, fmt.Sprintf("%d pods", len(pods))
+	})
+	for i := range pods {
+		h.run(&pods[i], fmt.Sprintf("10.244.0.%d", 40+i))
+	}
+	topo = h.waitPhase("again", v1alpha1.PhaseRunning, 20*time.Second)
+	h.workers.SetFatal("building h3: operation not permitted")
+	old := pods[1]
+	if err := h.c.Delete(t.Context(), &old); err != nil {
+		t.Fatal(err)
+	}
+	h.waitNewPod(topo, old.Name, old.UID, "10.244.0.51")
+	topo = h.waitPhase("again", v1alpha1.PhaseFailed, 20*time.Second)
+	want := fmt.Sprintf("worker %s could not be restored (pod %s was deleted)", old.Labels[LabelWorker], old.Name)
+	if m := topo.Status.Message; !strings.Contains(m, want) || !strings.Contains(m, "operation not permitted") {
+		t.Fatalf("message %q, want %q and the worker's error", m, want)
+	}
+	h.eventually(20*time.Second, "the pods removed", func() (bool, string) {
+		n := len(h.pods(topo))
+		return n == 0, fmt.Sprintf("%d pods", n)
+	})
+	t.Logf("Failed: %q", topo.Status.Message)
+}
+
+// With restoring off (MaxRestarts < 0) a lost worker pod fails the
+// Topology as before.
+func TestWorkerRestoreOff(t *testing.T) {
+	h := newHarness(t, &Reconciler{PodTimeout: time.Minute, MaxRestarts: -1})
+	topo := h.create("off", v1alpha1.TopologySpec{Topology: "linear,2", Workers: 2})
+	var pods []corev1.Pod
+	h.eventually(20*time.Second, "two worker pods", func() (bool, string) {
+		pods = h.pods(topo)
+		return len(pods) == 2, fmt.Sprintf("%d pods", len(pods))
+	})
+	for i := range pods {
+		h.run(&pods[i], fmt.Sprintf("10.244.0.%d", 60+i))
+	}
+	h.waitPhase("off", v1alpha1.PhaseRunning, 20*time.Second)
+	if err := h.c.Delete(t.Context(), &pods[0]); err != nil {
+		t.Fatal(err)
+	}
+	topo = h.waitPhase("off", v1alpha1.PhaseFailed, 20*time.Second)
+	if m := topo.Status.Message; !strings.Contains(m, "pod "+pods[0].Name+" was deleted") || !strings.Contains(m, "restoring workers is off") {
+		t.Fatalf("message %q", m)
+	}
+}
+
+// waitRestarts waits until the Topology runs again with that many
+// restarts.
+func (h *harness) waitRestarts(name string, n int32) *v1alpha1.Topology {
+	h.t.Helper()
+	var topo *v1alpha1.Topology
+	h.eventually(20*time.Second, fmt.Sprintf("topology %s Running with %d restarts", name, n), func() (bool, string) {
+		var err error
+		if topo, err = h.get(name); err != nil {
+			return false, err.Error()
+		}
+		return topo.Status.Phase == v1alpha1.PhaseRunning && topo.Status.Restarts == n, fmt.Sprintf("%+v", topo.Status)
+	})
+	return topo
 }

@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -56,6 +57,10 @@ const (
 	DefaultPodTimeout  = 2 * time.Minute
 	DefaultLinkTimeout = 5 * time.Minute
 	DefaultStopTimeout = 45 * time.Second
+	// A Topology whose workers were restored DefaultMaxRestarts times
+	// within DefaultRestartWindow fails at the next loss instead.
+	DefaultMaxRestarts   = 3
+	DefaultRestartWindow = 10 * time.Minute
 )
 
 // Reconciler turns Topologies into running worker pods.
@@ -77,6 +82,15 @@ type Reconciler struct {
 	// LinkTimeout the build and linking of the parts once they all run;
 	// StopTimeout the workers' teardown on deletion.
 	PodTimeout, LinkTimeout, StopTimeout time.Duration
+	// A worker pod of a running Topology that fails or is deleted is
+	// replaced (a new pod, the part built again, its cut links relinked)
+	// at most MaxRestarts times within RestartWindow; the next loss fails
+	// the Topology. MaxRestarts < 0: never restore.
+	MaxRestarts   int
+	RestartWindow time.Duration
+	// Recorder receives the Topology's events (worker lost, restored);
+	// nil: the manager's (SetupWithManager).
+	Recorder events.EventRecorder
 
 	mu       sync.Mutex
 	sessions map[types.NamespacedName]*session
@@ -87,9 +101,23 @@ type Reconciler struct {
 // session is the coordinator of one Topology's workers.
 type session struct {
 	uid    types.UID
+	ctx    context.Context // ends with the session
 	cancel context.CancelFunc
 	done   chan struct{} // closed when Start returned
 	cl     *cluster.Cluster
+	err    error
+	tr     *podTransport
+	// Only Reconcile (one at a time per Topology) touches these.
+	restarts []time.Time // when workers were restored, for the budget
+	restore  *restoration
+}
+
+// restoration is the replacement of one lost worker pod, under way.
+type restoration struct {
+	worker int
+	why    string        // "pod x-w1 was deleted"
+	oldUID types.UID     // the lost pod, to tell the new one from it
+	done   chan struct{} // made when cluster.Replace starts; closed when it returns
 	err    error
 }
 
@@ -104,6 +132,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
+	}
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorder("hymn-kube")
 	}
 	if r.Attach == nil {
 		a, err := NewAttacher(mgr.GetConfig(), mgr.GetLogger().WithName("attach"))
@@ -148,6 +179,16 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 func (r *Reconciler) podTimeout() time.Duration  { return or(r.PodTimeout, DefaultPodTimeout) }
 func (r *Reconciler) linkTimeout() time.Duration { return or(r.LinkTimeout, DefaultLinkTimeout) }
 func (r *Reconciler) stopTimeout() time.Duration { return or(r.StopTimeout, DefaultStopTimeout) }
+func (r *Reconciler) restartWindow() time.Duration {
+	return or(r.RestartWindow, DefaultRestartWindow)
+}
+
+func (r *Reconciler) maxRestarts() int {
+	if r.MaxRestarts == 0 {
+		return DefaultMaxRestarts
+	}
+	return max(r.MaxRestarts, 0)
+}
 
 func or(d, def time.Duration) time.Duration {
 	if d <= 0 {
@@ -224,13 +265,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			}
 		default:
 		}
-	} else if t.Status.Phase == v1alpha1.PhaseLinking || t.Status.Phase == v1alpha1.PhaseRunning {
+	} else if t.Status.Phase == v1alpha1.PhaseLinking || t.Status.Phase == v1alpha1.PhaseRunning || t.Status.Phase == v1alpha1.PhaseRestoring {
 		return ctrl.Result{}, r.fail(ctx, t, old, "the controller lost its streams to the workers (it restarted); delete and recreate the Topology")
 	}
 
 	pods, err := r.ensureWorkers(ctx, t, specs)
 	if err != nil {
 		return ctrl.Result{}, err
+	}
+	if s := r.session(req.NamespacedName); s != nil && closed(s.done) && s.cl != nil {
+		// Started: keep it running, restoring a lost worker.
+		return r.maintain(ctx, t, old, s, specs, pods)
 	}
 	ready, wait, failMsg := r.judgePods(t, pods, n)
 	if lg := log.FromContext(ctx).V(1); lg.Enabled() {
@@ -269,23 +314,169 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		setCond(t, v1alpha1.ConditionReady, metav1.ConditionFalse, "Linking", t.Status.Message)
 		return ctrl.Result{}, r.writeStatus(ctx, t, old)
 	}
+	// Still linking: its end triggers a reconcile.
+	return ctrl.Result{}, r.writeStatus(ctx, t, old)
+}
+
+func closed(ch chan struct{}) bool {
 	select {
-	case <-s.done:
+	case <-ch:
+		return true
 	default:
-		return ctrl.Result{}, r.writeStatus(ctx, t, old) // still linking; its end triggers a reconcile
+		return false
+	}
+}
+
+// maintain keeps a started Topology running: every worker pod running is
+// Running; a worker pod that failed or was deleted is replaced — the old
+// pod deleted if still there, a new one created under its name, and once
+// it runs cluster.Replace builds its part and relinks the cut links —
+// Restoring meanwhile, Running again after, with status.restarts counted.
+// A part that fails to come back, or a loss beyond the restart budget,
+// fails the Topology.
+func (r *Reconciler) maintain(ctx context.Context, t *v1alpha1.Topology, old *v1alpha1.TopologyStatus, s *session, specs []*cluster.Spec, pods []*corev1.Pod) (ctrl.Result, error) {
+	n := len(specs)
+	if rs := s.restore; rs != nil && rs.done != nil {
+		if !closed(rs.done) {
+			return ctrl.Result{}, r.writeStatus(ctx, t, old) // its end triggers a reconcile
+		}
+		if rs.err != nil {
+			return ctrl.Result{}, r.fail(ctx, t, old, fmt.Sprintf("worker %d could not be restored (%s): %v", rs.worker, rs.why, rs.err))
+		}
+		s.restore = nil
+		s.restarts = append(s.restarts, time.Now())
+		t.Status.Restarts++
+		msg := fmt.Sprintf("worker %d restored (%s)", rs.worker, rs.why)
+		setCond(t, v1alpha1.ConditionRestored, metav1.ConditionTrue, "WorkerRestored", msg)
+		r.event(t, corev1.EventTypeNormal, "WorkerRestored", "Restore", msg)
+		log.FromContext(ctx).Info(msg)
+	}
+	if s.restore == nil {
+		for i, p := range pods {
+			why := lost(t, i, p)
+			if why == "" {
+				continue
+			}
+			recent := 0
+			for _, at := range s.restarts {
+				if time.Since(at) < r.restartWindow() {
+					recent++
+				}
+			}
+			if max := r.maxRestarts(); recent >= max {
+				msg := fmt.Sprintf("worker %d lost: %s", i, why)
+				if max == 0 {
+					msg += " (restoring workers is off)"
+				} else {
+					msg += fmt.Sprintf(" (restored %d times within %v already: giving up)", recent, r.restartWindow())
+				}
+				return ctrl.Result{}, r.fail(ctx, t, old, msg)
+			}
+			s.restore = &restoration{worker: i, why: why}
+			if p != nil {
+				s.restore.oldUID = p.UID
+			}
+			r.event(t, corev1.EventTypeWarning, "WorkerLost", "Restore", fmt.Sprintf("worker %d lost (%s): restoring it", i, why))
+			break
+		}
+	}
+	if rs := s.restore; rs != nil {
+		t.Status.Phase = v1alpha1.PhaseRestoring
+		t.Status.WorkersReady = int32(n - 1)
+		setCond(t, v1alpha1.ConditionReady, metav1.ConditionFalse, "Restoring", fmt.Sprintf("restoring worker %d (%s)", rs.worker, rs.why))
+		setCond(t, v1alpha1.ConditionWorkersReady, metav1.ConditionFalse, "Restoring", fmt.Sprintf("worker %d's pod is being replaced", rs.worker))
+		say := func(format string, a ...any) {
+			t.Status.Message = fmt.Sprintf("restoring worker %d (%s): ", rs.worker, rs.why) + fmt.Sprintf(format, a...)
+		}
+		name := PodName(t, rs.worker)
+		p := pods[rs.worker]
+		switch {
+		case p != nil && rs.oldUID != "" && p.UID == rs.oldUID:
+			// The lost pod first goes (its name is the new one's).
+			if p.DeletionTimestamp.IsZero() {
+				err := r.Client.Delete(ctx, p, client.Preconditions{UID: &rs.oldUID})
+				if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+					return ctrl.Result{}, err
+				}
+			}
+			say("waiting for pod %s to go", name)
+			return ctrl.Result{RequeueAfter: 2 * time.Second}, r.writeStatus(ctx, t, old)
+		case p == nil:
+			if err := r.createWorker(ctx, t, rs.worker, specs[rs.worker]); err != nil {
+				return ctrl.Result{}, err
+			}
+			say("pod %s created", name)
+			return ctrl.Result{RequeueAfter: r.podTimeout()}, r.writeStatus(ctx, t, old)
+		case !p.DeletionTimestamp.IsZero() || p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded:
+			return ctrl.Result{}, r.fail(ctx, t, old, fmt.Sprintf("worker %d could not be restored (%s): its new pod %s: %s", rs.worker, rs.why, p.Name, orDeleted(p)))
+		case p.Status.Phase != corev1.PodRunning || p.Status.PodIP == "":
+			d := p.CreationTimestamp.Add(r.podTimeout()).Sub(time.Now())
+			if d <= 0 {
+				return ctrl.Result{}, r.fail(ctx, t, old, fmt.Sprintf("worker %d could not be restored (%s): its new pod %s did not run within %v: %s", rs.worker, rs.why, p.Name, r.podTimeout(), podReason(p)))
+			}
+			say("waiting for pod %s to run", name)
+			return ctrl.Result{RequeueAfter: d + 100*time.Millisecond}, r.writeStatus(ctx, t, old)
+		}
+		// The new pod runs: build its part and relink.
+		s.tr.setPod(rs.worker, p.DeepCopy())
+		rs.done = make(chan struct{})
+		ping := &v1alpha1.Topology{ObjectMeta: metav1.ObjectMeta{Name: t.Name, Namespace: t.Namespace}}
+		go func() {
+			rs.err = s.cl.Replace(s.ctx, rs.worker)
+			close(rs.done)
+			select {
+			case r.events <- event.GenericEvent{Object: ping}:
+			case <-r.quit:
+			}
+		}()
+		say("pod %s runs at %s: building its part and relinking its cut links", name, p.Status.PodIP)
+		return ctrl.Result{}, r.writeStatus(ctx, t, old)
 	}
 	nodes := 0
 	for _, e := range s.cl.Ready {
 		nodes += len(e.Nodes)
 	}
 	t.Status.Phase = v1alpha1.PhaseRunning
+	t.Status.WorkersReady = int32(n)
 	t.Status.NodesReady = int32(nodes)
 	t.Status.LinksUp = int32(s.cl.Split.CutSize())
 	t.Status.Message = fmt.Sprintf("%d nodes on %d workers, %d cut links up (build %v, link %v)", nodes, n,
 		s.cl.Split.CutSize(), s.cl.BuildTime.Round(time.Millisecond), s.cl.LinkTime.Round(time.Millisecond))
+	if c := meta.FindStatusCondition(t.Status.Conditions, v1alpha1.ConditionRestored); c != nil {
+		t.Status.Message += "; " + c.Message
+	}
+	setCond(t, v1alpha1.ConditionWorkersReady, metav1.ConditionTrue, "PodsRunning", fmt.Sprintf("%d worker pods running", n))
 	setCond(t, v1alpha1.ConditionLinked, metav1.ConditionTrue, "Linked", fmt.Sprintf("%d cut links up", t.Status.LinksUp))
 	setCond(t, v1alpha1.ConditionReady, metav1.ConditionTrue, "Running", t.Status.Message)
 	return ctrl.Result{}, r.writeStatus(ctx, t, old)
+}
+
+// lost says why worker i's pod is lost ("" if it is not): gone, being
+// deleted, or ended.
+func lost(t *v1alpha1.Topology, i int, p *corev1.Pod) string {
+	switch {
+	case p == nil:
+		return fmt.Sprintf("pod %s was deleted", PodName(t, i))
+	case !p.DeletionTimestamp.IsZero():
+		return fmt.Sprintf("pod %s was deleted", p.Name)
+	case p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded:
+		return fmt.Sprintf("pod %s %s: %s", p.Name, strings.ToLower(string(p.Status.Phase)), podReason(p))
+	}
+	return ""
+}
+
+func orDeleted(p *corev1.Pod) string {
+	if !p.DeletionTimestamp.IsZero() {
+		return "it is being deleted"
+	}
+	return strings.ToLower(string(p.Status.Phase)) + ": " + podReason(p)
+}
+
+// event records an event on the Topology, if there is a recorder.
+func (r *Reconciler) event(t *v1alpha1.Topology, typ, reason, action, msg string) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(t, nil, typ, reason, action, "%s", msg)
+	}
 }
 
 // validate checks the spec and splits the topology as the workers will.
@@ -353,8 +544,22 @@ func (r *Reconciler) ensureWorkers(ctx context.Context, t *v1alpha1.Topology, sp
 		}
 	}
 	if t.Status.Phase != v1alpha1.PhasePending && t.Status.Phase != v1alpha1.PhaseBuilding {
-		return pods, nil // made already; a missing one is judged, not recreated
+		return pods, nil // made already; a lost one is restored (maintain)
 	}
+	for i, s := range specs {
+		if pods[i] != nil {
+			continue
+		}
+		if err := r.createWorker(ctx, t, i, s); err != nil {
+			return nil, err
+		}
+	}
+	return pods, nil
+}
+
+// createWorker creates worker i's ConfigMap (its part) and pod; ones that
+// exist already are kept.
+func (r *Reconciler) createWorker(ctx context.Context, t *v1alpha1.Topology, i int, s *cluster.Spec) error {
 	pull := corev1.PullPolicy(t.Spec.ImagePullPolicy)
 	if pull == "" {
 		pull = r.PullPolicy
@@ -362,51 +567,46 @@ func (r *Reconciler) ensureWorkers(ctx context.Context, t *v1alpha1.Topology, sp
 	if pull == "" {
 		pull = DefaultPullPolicy
 	}
-	for i, s := range specs {
-		if pods[i] != nil {
-			continue
+	data, err := s.JSON()
+	if err != nil {
+		return err
+	}
+	name := PodName(t, i)
+	labels := map[string]string{LabelApp: AppWorker, LabelTopology: string(t.UID), LabelWorker: strconv.Itoa(i)}
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: t.Namespace, Labels: labels},
+		Data:       map[string]string{specKey: string(data)},
+	}
+	privileged, automount, grace := true, false, int64(30)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: t.Namespace, Labels: labels},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                 corev1.RestartPolicyNever,
+			TerminationGracePeriodSeconds: &grace,
+			AutomountServiceAccountToken:  &automount,
+			Containers: []corev1.Container{{
+				Name: workerContainer, Image: r.image(t), ImagePullPolicy: pull,
+				Args:  []string{"worker", "--spec", "/spec/" + specKey},
+				Stdin: true, StdinOnce: true,
+				// Namespaces, veth pairs, bridges, VXLAN devices and
+				// packet sockets need the pod privileged.
+				SecurityContext: &corev1.SecurityContext{Privileged: &privileged},
+				VolumeMounts:    []corev1.VolumeMount{{Name: "spec", MountPath: "/spec", ReadOnly: true}},
+			}},
+			Volumes: []corev1.Volume{{Name: "spec", VolumeSource: corev1.VolumeSource{
+				ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: name}},
+			}}},
+		},
+	}
+	for _, o := range []client.Object{cm, pod} {
+		if err := controllerutil.SetControllerReference(t, o, r.Scheme); err != nil {
+			return err
 		}
-		data, err := s.JSON()
-		if err != nil {
-			return nil, err
-		}
-		name := PodName(t, i)
-		labels := map[string]string{LabelApp: AppWorker, LabelTopology: string(t.UID), LabelWorker: strconv.Itoa(i)}
-		cm := &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: t.Namespace, Labels: labels},
-			Data:       map[string]string{specKey: string(data)},
-		}
-		privileged, automount, grace := true, false, int64(30)
-		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: t.Namespace, Labels: labels},
-			Spec: corev1.PodSpec{
-				RestartPolicy:                 corev1.RestartPolicyNever,
-				TerminationGracePeriodSeconds: &grace,
-				AutomountServiceAccountToken:  &automount,
-				Containers: []corev1.Container{{
-					Name: workerContainer, Image: r.image(t), ImagePullPolicy: pull,
-					Args:  []string{"worker", "--spec", "/spec/" + specKey},
-					Stdin: true, StdinOnce: true,
-					// Namespaces, veth pairs, bridges, VXLAN devices and
-					// packet sockets need the pod privileged.
-					SecurityContext: &corev1.SecurityContext{Privileged: &privileged},
-					VolumeMounts:    []corev1.VolumeMount{{Name: "spec", MountPath: "/spec", ReadOnly: true}},
-				}},
-				Volumes: []corev1.Volume{{Name: "spec", VolumeSource: corev1.VolumeSource{
-					ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: name}},
-				}}},
-			},
-		}
-		for _, o := range []client.Object{cm, pod} {
-			if err := controllerutil.SetControllerReference(t, o, r.Scheme); err != nil {
-				return nil, err
-			}
-			if err := r.Client.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
-				return nil, fmt.Errorf("creating %s: %w", name, err)
-			}
+		if err := r.Client.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating %s: %w", name, err)
 		}
 	}
-	return pods, nil
+	return nil
 }
 
 // judgePods counts the running worker pods; a failed pod, or one not
@@ -455,10 +655,10 @@ func podReason(p *corev1.Pod) string {
 		switch {
 		case cs.State.Terminated != nil:
 			x := cs.State.Terminated
-			parts = append(parts, fmt.Sprintf("container %s exited with code %d (%s) %s", cs.Name, x.ExitCode, x.Reason, strings.TrimSpace(x.Message)))
+			parts = append(parts, strings.TrimSpace(fmt.Sprintf("container %s exited with code %d (%s) %s", cs.Name, x.ExitCode, x.Reason, strings.TrimSpace(x.Message))))
 		case cs.State.Waiting != nil:
 			x := cs.State.Waiting
-			parts = append(parts, fmt.Sprintf("container %s waiting: %s %s", cs.Name, x.Reason, strings.TrimSpace(x.Message)))
+			parts = append(parts, strings.TrimSpace(fmt.Sprintf("container %s waiting: %s %s", cs.Name, x.Reason, strings.TrimSpace(x.Message))))
 		}
 	}
 	if p.Status.Reason != "" || p.Status.Message != "" {
@@ -482,12 +682,12 @@ func podReason(p *corev1.Pod) string {
 func (r *Reconciler) startSession(ctx context.Context, t *v1alpha1.Topology, pods []*corev1.Pod) {
 	key := types.NamespacedName{Namespace: t.Namespace, Name: t.Name}
 	sctx, cancel := context.WithCancel(context.Background())
-	s := &session{uid: t.UID, cancel: cancel, done: make(chan struct{})}
+	tr := &podTransport{pods: append([]*corev1.Pod(nil), pods...), attach: r.Attach}
+	s := &session{uid: t.UID, ctx: sctx, cancel: cancel, done: make(chan struct{}), tr: tr}
 	r.mu.Lock()
 	r.sessions[key] = s
 	r.mu.Unlock()
 	logger := log.FromContext(ctx).WithValues("topology", key.String())
-	tr := &podTransport{pods: append([]*corev1.Pod(nil), pods...), attach: r.Attach}
 	sp := t.Spec
 	topology, file := sp.Topology, ""
 	if sp.File != "" {

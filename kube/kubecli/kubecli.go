@@ -193,6 +193,7 @@ func newController(g *globals, stderr io.Writer) *cobra.Command {
 	r := &controller.Reconciler{}
 	var pull, metrics, probe string
 	var leader bool
+	var restarts int
 	cmd := &cobra.Command{
 		Use:   "controller [--kubeconfig F] [--image I]",
 		Short: "Run the Topology controller until interrupted",
@@ -206,6 +207,16 @@ func newController(g *globals, stderr io.Writer) *cobra.Command {
 			}
 			if r.PodTimeout <= 0 || r.LinkTimeout <= 0 {
 				return usage("--pod-timeout and --link-timeout must be positive")
+			}
+			switch {
+			case restarts < 0 || restarts > 1000:
+				return usage("--max-restarts %d: use 0 (never restore a lost worker) to 1000", restarts)
+			case r.RestartWindow <= 0:
+				return usage("--restart-window must be positive")
+			case restarts == 0:
+				r.MaxRestarts = -1
+			default:
+				r.MaxRestarts = restarts
 			}
 			cfg, err := g.restConfig()
 			if err != nil {
@@ -246,6 +257,8 @@ func newController(g *globals, stderr io.Writer) *cobra.Command {
 	f.StringVar(&pull, "pull-policy", string(controller.DefaultPullPolicy), "the worker pods' image pull policy when a Topology names none (Never: images imported into the nodes)")
 	f.DurationVar(&r.PodTimeout, "pod-timeout", controller.DefaultPodTimeout, "how long a worker pod may take to run")
 	f.DurationVar(&r.LinkTimeout, "link-timeout", controller.DefaultLinkTimeout, "how long building and linking the parts may take")
+	f.IntVar(&restarts, "max-restarts", controller.DefaultMaxRestarts, "how many lost worker pods of a running Topology are restored within --restart-window before the next loss fails it (0: none)")
+	f.DurationVar(&r.RestartWindow, "restart-window", controller.DefaultRestartWindow, "the window --max-restarts counts in")
 	f.StringVar(&metrics, "metrics-bind-address", "0", "where to serve metrics (0: nowhere)")
 	f.StringVar(&probe, "health-probe-bind-address", "0", "where to serve /healthz (0: nowhere)")
 	f.BoolVar(&leader, "leader-elect", false, "elect a leader among several controllers (a Lease in the namespace)")

@@ -55,6 +55,10 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"list", "-n", "Bad_NS", "--kubeconfig", empty}, "--namespace"},
 		{[]string{"controller", "--pull-policy", "Sometimes"}, "--pull-policy"},
 		{[]string{"controller", "--pod-timeout", "0s"}, "must be positive"},
+		{[]string{"controller", "--max-restarts", "-1"}, "--max-restarts -1"},
+		{[]string{"controller", "--max-restarts", "1001"}, "--max-restarts 1001"},
+		{[]string{"controller", "--max-restarts", "x"}, "invalid argument"},
+		{[]string{"controller", "--restart-window", "0s"}, "--restart-window must be positive"},
 	}
 	for _, c := range cases {
 		code, out, errs := run(t.Context(), c.args...)

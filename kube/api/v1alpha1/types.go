@@ -24,12 +24,14 @@ const (
 // Phase is where a Topology is in its life.
 type Phase string
 
-// The phases, in order; Failed and Terminating may follow any other.
+// The phases, in order; Failed and Terminating may follow any other, and
+// Restoring goes back to Running (or to Failed).
 const (
 	PhasePending     Phase = "Pending"     // accepted, nothing created yet
 	PhaseBuilding    Phase = "Building"    // worker pods created, parts being built
 	PhaseLinking     Phase = "Linking"     // every pod runs; the coordinator builds and links the parts
 	PhaseRunning     Phase = "Running"     // every part built, every cut link up
+	PhaseRestoring   Phase = "Restoring"   // a worker pod died; a new one is being made and linked in
 	PhaseFailed      Phase = "Failed"      // see status.message; the pods are removed
 	PhaseTerminating Phase = "Terminating" // deleted; the workers are being stopped
 )
@@ -39,6 +41,7 @@ const (
 	ConditionWorkersReady = "WorkersReady" // every worker pod runs and has an address
 	ConditionLinked       = "Linked"       // every part built and every cut link up
 	ConditionReady        = "Ready"        // the topology runs
+	ConditionRestored     = "Restored"     // the last worker restored (set once one was)
 )
 
 // TopologySpec is what to run: a topology (exactly one of Topology, File)
@@ -66,11 +69,14 @@ type TopologySpec struct {
 
 // TopologyStatus is what the controller saw last.
 type TopologyStatus struct {
-	Phase        Phase  `json:"phase,omitempty"`
-	WorkersReady int32  `json:"workersReady"`
-	NodesReady   int32  `json:"nodesReady"`
-	LinksUp      int32  `json:"linksUp"`
-	Message      string `json:"message,omitempty"`
+	Phase        Phase `json:"phase,omitempty"`
+	WorkersReady int32 `json:"workersReady"`
+	NodesReady   int32 `json:"nodesReady"`
+	LinksUp      int32 `json:"linksUp"`
+	// Restarts counts the workers restored after their pod failed or was
+	// deleted while the topology ran.
+	Restarts int32  `json:"restarts,omitempty"`
+	Message  string `json:"message,omitempty"`
 	// ObservedGeneration is the spec generation the status describes.
 	ObservedGeneration int64              `json:"observedGeneration,omitempty"`
 	Conditions         []metav1.Condition `json:"conditions,omitempty"`

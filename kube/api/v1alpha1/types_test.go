@@ -12,13 +12,16 @@ func TestDeepCopy(t *testing.T) {
 	in := &Topology{
 		ObjectMeta: metav1.ObjectMeta{Name: "x", Labels: map[string]string{"a": "b"}, Finalizers: []string{"f"}},
 		Spec:       TopologySpec{Topology: "linear,4", Workers: 3},
-		Status:     TopologyStatus{Phase: PhaseRunning, Conditions: []metav1.Condition{{Type: ConditionReady, Status: metav1.ConditionTrue}}},
+		Status:     TopologyStatus{Phase: PhaseRunning, Restarts: 2, Conditions: []metav1.Condition{{Type: ConditionReady, Status: metav1.ConditionTrue}}},
 	}
 	out := in.DeepCopyObject().(*Topology)
 	out.Labels["a"] = "c"
 	out.Finalizers[0] = "g"
 	out.Status.Conditions[0].Status = metav1.ConditionFalse
 	out.Spec.Workers = 5
+	if out.Status.Restarts != 2 {
+		t.Fatalf("restarts not copied: %+v", out.Status)
+	}
 	if in.Labels["a"] != "b" || in.Finalizers[0] != "f" || in.Status.Conditions[0].Status != metav1.ConditionTrue || in.Spec.Workers != 3 {
 		t.Fatalf("the copy shares state with the original: %+v", in)
 	}

@@ -335,8 +335,19 @@ type FakeWorkers struct {
 	C     client.Client
 	mu    sync.Mutex
 	stops map[string]int // pod name -> stop commands or stdin ends seen
-	// Fatal, when set, is the error a worker reports instead of ready.
+	// relinks are the relink commands each pod's worker got, as
+	// "worker@address".
+	relinks map[string][]string
+	// Fatal, when set, is the error a worker reports instead of ready
+	// (set it with SetFatal while a controller runs).
 	Fatal string
+}
+
+// SetFatal sets Fatal for the workers attached from now on.
+func (f *FakeWorkers) SetFatal(msg string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.Fatal = msg
 }
 
 // Stopped counts the stops (a stop command or the end of stdin) a pod's
@@ -356,6 +367,14 @@ func (f *FakeWorkers) stopped(pod string) {
 	f.stops[pod]++
 }
 
+// Relinks returns the relink commands a pod's worker got, each as
+// "worker@address" (the replaced worker and its new address).
+func (f *FakeWorkers) Relinks(pod string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.relinks[pod])
+}
+
 // Attach is a controller.AttachFunc.
 func (f *FakeWorkers) Attach(ctx context.Context, pod *corev1.Pod) (io.WriteCloser, io.ReadCloser, error) {
 	cm := &corev1.ConfigMap{}
@@ -373,7 +392,9 @@ func (f *FakeWorkers) Attach(ctx context.Context, pod *corev1.Pod) (io.WriteClos
 		}
 	}
 	slices.Sort(nodes)
+	f.mu.Lock()
 	fatal := f.Fatal
+	f.mu.Unlock()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	go func() {
@@ -395,6 +416,16 @@ func (f *FakeWorkers) Attach(ctx context.Context, pod *corev1.Pod) (io.WriteClos
 				enc.Encode(cluster.Event{Event: "ready", Worker: spec.Worker, Address: pod.Status.PodIP, Nodes: nodes, Millis: 5})
 			case "link":
 				enc.Encode(cluster.Event{Event: "linked", ID: cmd.ID, Worker: spec.Worker, Millis: 1})
+			case "relink":
+				f.mu.Lock()
+				if f.relinks == nil {
+					f.relinks = map[string][]string{}
+				}
+				f.relinks[pod.Name] = append(f.relinks[pod.Name], fmt.Sprintf("%d@%s", *cmd.Peer, cmd.Address))
+				f.mu.Unlock()
+				enc.Encode(cluster.Event{Event: "relinked", ID: cmd.ID, Worker: spec.Worker, Millis: 1})
+			default:
+				enc.Encode(cluster.Event{Event: "error", ID: cmd.ID, Worker: spec.Worker, Error: fmt.Sprintf("unknown command %q", cmd.Cmd)})
 			case "stop":
 				enc.Encode(cluster.Event{Event: "stopped", Worker: spec.Worker})
 				f.stopped(pod.Name)
