@@ -291,27 +291,40 @@ controller_check() {
     cat "$LOGDIR/kube-run.out"; tail -20 "$LOGDIR/controller.log"; die "hymn run --kube failed"; }
   cat "$LOGDIR/kube-run.out"
   grep -q "Running" "$LOGDIR/kube-run.out" || die "hymn run --kube never reported Running"
-  echo "*** A held Topology, then one of its worker pods deleted"
+  echo "*** A held Topology, then one of its worker pods deleted: the controller restores it"
   "$LOGDIR/hymn-kube" --kubeconfig "$kc" run --topo linear,4 --workers 2 --name held --hold >"$LOGDIR/held.out" 2>&1 &
   local held=$!
-  local phase=""
-  for i in $(seq 120); do
+  local phase="" restarts=""
+  topo_state() {
     phase=$(kubectl --kubeconfig "$kc" get topology held -o jsonpath='{.status.phase}' 2>/dev/null || true)
+    restarts=$(kubectl --kubeconfig "$kc" get topology held -o jsonpath='{.status.restarts}' 2>/dev/null || true)
+  }
+  for i in $(seq 120); do
+    topo_state
     [ "$phase" = Running ] || [ "$phase" = Failed ] && break
     sleep 0.5
   done
   kubectl --kubeconfig "$kc" get topologies
   [ "$phase" = Running ] || { cat "$LOGDIR/held.out"; die "the held Topology is $phase, not Running"; }
-  local pod
-  pod=$(kubectl --kubeconfig "$kc" get pods -l hymn.hymn-net.io/worker=1 -o name | head -1)
-  kubectl --kubeconfig "$kc" delete "$pod" --wait=false >/dev/null
-  for i in $(seq 120); do
-    phase=$(kubectl --kubeconfig "$kc" get topology held -o jsonpath='{.status.phase}' 2>/dev/null || true)
-    [ "$phase" = Failed ] && break
+  local old t1=$SECONDS
+  old=$(kubectl --kubeconfig "$kc" get pod held-w1 -o jsonpath='{.metadata.uid}')
+  kubectl --kubeconfig "$kc" delete pod held-w1 --wait=false >/dev/null
+  for i in $(seq 240); do
+    topo_state
+    { [ "$phase" = Running ] && [ "${restarts:-0}" -ge 1 ]; } || [ "$phase" = Failed ] && break
     sleep 0.5
   done
-  echo "*** after deleting $pod: phase $phase: $(kubectl --kubeconfig "$kc" get topology held -o jsonpath='{.status.message}')"
-  [ "$phase" = Failed ] || die "deleting a worker pod left the Topology $phase"
+  echo "*** after deleting pod held-w1: phase $phase, restarts ${restarts:-0}, in $((SECONDS - t1)) s: $(kubectl --kubeconfig "$kc" get topology held -o jsonpath='{.status.message}')"
+  [ "$phase" = Running ] && [ "${restarts:-0}" = 1 ] || { tail -20 "$LOGDIR/controller.log"; die "the worker was not restored"; }
+  [ "$(kubectl --kubeconfig "$kc" get pod held-w1 -o jsonpath='{.metadata.uid}')" != "$old" ] || die "held-w1 is still the old pod"
+  kubectl --kubeconfig "$kc" get events --field-selector involvedObject.name=held -o custom-columns=REASON:.reason,MESSAGE:.message --no-headers | grep -E "WorkerLost|WorkerRestored"
+  # The data path through the restored worker: h1 (worker 0) pings h4
+  # (worker 1, new pod) across the re-created cut link.
+  local ns
+  ns=$(kubectl --kubeconfig "$kc" exec held-w0 -- ip netns list | awk '$1 ~ /-h1$/ {print $1}')
+  [ -n "$ns" ] || die "no h1 namespace in held-w0"
+  kubectl --kubeconfig "$kc" exec held-w0 -- ip netns exec "$ns" ping -c 3 -W 2 10.0.0.4 | tail -2
+  kubectl --kubeconfig "$kc" exec held-w0 -- ip netns exec "$ns" ping -c 3 -W 2 10.0.0.4 >/dev/null || die "h1 cannot reach h4 on the restored worker"
   kill -INT "$held"; wait "$held" || true
   cat "$LOGDIR/held.out"
   for i in $(seq 60); do
