@@ -118,21 +118,7 @@ func TestLocalCluster(t *testing.T) {
 		}
 	}
 	// Every host pings every other, each ping run by its source's worker.
-	plan, _ := c.Specs[0].Resolve()
-	for _, src := range plan.Plan.Hosts() {
-		for _, dst := range plan.Plan.Hosts() {
-			if src == dst {
-				continue
-			}
-			e, err := c.Exec(ctx, src.Name, 5*time.Second, "ping", "-c1", "-W2", dst.IP.Addr().String())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if *e.Exit != 0 {
-				t.Errorf("%s -> %s: exit %d\n%s", src.Name, dst.Name, *e.Exit, e.Stdout)
-			}
-		}
-	}
+	pingAll(ctx, t, c)
 	st, err := c.Stats(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -79,6 +79,24 @@ func (h *harness) waitPhase(name string, phase v1alpha1.Phase, timeout time.Dura
 
 func (h *harness) pods(topo *v1alpha1.Topology) []corev1.Pod { return h.Pods(string(topo.UID)) }
 
+// waitPodsGone waits until none of topo's worker pods is left.
+func (h *harness) waitPodsGone(topo *v1alpha1.Topology) {
+	h.t.Helper()
+	h.eventually(20*time.Second, "the pods removed", func() (bool, string) {
+		n := len(h.pods(topo))
+		return n == 0, fmt.Sprintf("%d pods", n)
+	})
+}
+
+// waitGone waits until the Topology name no longer exists.
+func (h *harness) waitGone(name string) {
+	h.t.Helper()
+	h.eventually(20*time.Second, "the topology to go", func() (bool, string) {
+		_, err := h.get(name)
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+}
+
 func (h *harness) run(p *corev1.Pod, ip string) { h.RunPod(p, ip) }
 
 // A Topology becomes worker pods owned by it, each with its part; once the
@@ -150,10 +168,7 @@ func TestTopologyLifecycle(t *testing.T) {
 	if err := h.c.Delete(t.Context(), topo); err != nil {
 		t.Fatal(err)
 	}
-	h.eventually(20*time.Second, "the topology to go", func() (bool, string) {
-		_, err := h.get("line")
-		return apierrors.IsNotFound(err), fmt.Sprint(err)
-	})
+	h.waitGone("line")
 	for _, p := range pods {
 		if n := h.workers.Stopped(p.Name); n == 0 {
 			t.Errorf("worker %s was never stopped", p.Name)
@@ -249,18 +264,12 @@ func TestWorkerPodFails(t *testing.T) {
 	if !strings.Contains(topo.Status.Message, p.Name) || !strings.Contains(topo.Status.Message, "needs root") {
 		t.Fatalf("message %q does not name pod %s and its error", topo.Status.Message, p.Name)
 	}
-	h.eventually(20*time.Second, "the pods removed", func() (bool, string) {
-		n := len(h.pods(topo))
-		return n == 0, fmt.Sprintf("%d pods", n)
-	})
+	h.waitPodsGone(topo)
 	t.Logf("Failed: %q", topo.Status.Message)
 	if err := h.c.Delete(t.Context(), topo); err != nil {
 		t.Fatal(err)
 	}
-	h.eventually(20*time.Second, "the topology to go", func() (bool, string) {
-		_, err := h.get("fails")
-		return apierrors.IsNotFound(err), fmt.Sprint(err)
-	})
+	h.waitGone("fails")
 }
 
 // A worker pod that never runs fails the Topology after PodTimeout, and a
@@ -274,10 +283,7 @@ func TestWorkerNeverReadyOrFatal(t *testing.T) {
 	if !strings.Contains(topo.Status.Message, "slow-w") || !strings.Contains(topo.Status.Message, "did not run within 3s") {
 		t.Fatalf("message %q", topo.Status.Message)
 	}
-	h.eventually(20*time.Second, "the pods removed", func() (bool, string) {
-		n := len(h.pods(slow))
-		return n == 0, fmt.Sprintf("%d pods", n)
-	})
+	h.waitPodsGone(slow)
 	t.Logf("Failed: %q", topo.Status.Message)
 
 	h.workers.SetFatal("building h1: operation not permitted")
@@ -295,10 +301,7 @@ func TestWorkerNeverReadyOrFatal(t *testing.T) {
 	if !strings.Contains(topo.Status.Message, "operation not permitted") {
 		t.Fatalf("message %q", topo.Status.Message)
 	}
-	h.eventually(20*time.Second, "the pods removed", func() (bool, string) {
-		n := len(h.pods(bad))
-		return n == 0, fmt.Sprintf("%d pods", n)
-	})
+	h.waitPodsGone(bad)
 	t.Logf("Failed: %q", topo.Status.Message)
 }
 
@@ -311,10 +314,7 @@ func TestDeleteWhileBuilding(t *testing.T) {
 	if err := h.c.Delete(t.Context(), topo); err != nil {
 		t.Fatal(err)
 	}
-	h.eventually(20*time.Second, "the topology to go", func() (bool, string) {
-		_, err := h.get("early")
-		return apierrors.IsNotFound(err), fmt.Sprint(err)
-	})
+	h.waitGone("early")
 }
 
 // With the real attacher (client-go remotecommand through pods/attach, as
@@ -338,10 +338,7 @@ func TestRealAttachWithoutKubelet(t *testing.T) {
 	if !strings.Contains(topo.Status.Message, "pod attach-w") || !strings.Contains(topo.Status.Message, "does not have a host assigned") {
 		t.Fatalf("message %q", topo.Status.Message)
 	}
-	h.eventually(20*time.Second, "the pods removed", func() (bool, string) {
-		n := len(h.pods(topo))
-		return n == 0, fmt.Sprintf("%d pods", n)
-	})
+	h.waitPodsGone(topo)
 	t.Logf("Failed: %q", topo.Status.Message)
 }
 
@@ -449,10 +446,7 @@ func TestWorkerPodRestored(t *testing.T) {
 	if m := topo.Status.Message; !strings.Contains(m, "worker 1 lost: pod held-w1 was deleted") || !strings.Contains(m, "restored 2 times within 10m0s") {
 		t.Fatalf("message %q", m)
 	}
-	h.eventually(20*time.Second, "the pods removed", func() (bool, string) {
-		n := len(h.pods(topo))
-		return n == 0, fmt.Sprintf("%d pods", n)
-	})
+	h.waitPodsGone(topo)
 	t.Logf("Failed: %q", topo.Status.Message)
 }
 
@@ -481,10 +475,7 @@ func TestWorkerRestoreFails(t *testing.T) {
 	if m := topo.Status.Message; !strings.Contains(m, want) || !strings.Contains(m, "operation not permitted") {
 		t.Fatalf("message %q, want %q and the worker's error", m, want)
 	}
-	h.eventually(20*time.Second, "the pods removed", func() (bool, string) {
-		n := len(h.pods(topo))
-		return n == 0, fmt.Sprintf("%d pods", n)
-	})
+	h.waitPodsGone(topo)
 	t.Logf("Failed: %q", topo.Status.Message)
 }
 
