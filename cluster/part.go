@@ -323,7 +323,10 @@ type CutStats struct {
 	Peer     int        `json:"peer"`
 	Remote   netip.Addr `json:"remote"`
 	Emulated bool       `json:"emulated"`
-	Tunnel   Counters   `json:"tunnel"` // the VXLAN device: tx is toward the peer
+	// XDP: the peer's direction of an emulated cut link reaches the node
+	// by an XDP redirect in the kernel, not through the forwarder.
+	XDP    bool     `json:"xdp,omitempty"`
+	Tunnel Counters `json:"tunnel"` // the VXLAN device: tx is toward the peer
 }
 
 // Stats reads the counters of every cut link's tunnel.
@@ -346,7 +349,8 @@ func (side *cutSide) stats() (CutStats, error) {
 	if err != nil {
 		return CutStats{}, fmt.Errorf("cut link %s: %w", side.CutLink, err)
 	}
-	return CutStats{Link: side.Link.String(), VNI: side.VNI, Peer: side.Peer, Remote: side.remote, Emulated: side.emu != nil, Tunnel: c}, nil
+	return CutStats{Link: side.Link.String(), VNI: side.VNI, Peer: side.Peer, Remote: side.remote,
+		Emulated: side.emu != nil, XDP: side.emu != nil && side.emu.inKernel, Tunnel: c}, nil
 }
 
 func (p *Part) unlinkLocked() error {
