@@ -16,7 +16,8 @@ import (
 // schedule's out-and-back delay (20+20, 20+40, 40+40 or 40+20 ms): the
 // levels are 20 ms apart, so within ±10 ms. A late forwarder or a slow
 // stack on a loaded machine adds to the RTT, so up to three echoes may be
-// later than that; -1 ms covers the forwarder's conversion of kernel
+// later than that, or, within 30 ms of a step, earlier (delivered to the
+// forwarder after the step, they took its new delay); -1 ms covers the forwarder's conversion of kernel
 // stamps, whose clock offset is read just after the monotonic clock.
 // Echoes whose path crosses a step within 2 ms are left out (send and
 // receive times are known to µs, but a late forwarder moves a frame's
@@ -33,15 +34,18 @@ func TestSatelliteSteps(t *testing.T) {
 		t.Fatalf("%d of %d echoes came back", len(res.Echoes), count)
 	}
 	s := res.Schedule
-	nearStep := func(x time.Duration) bool {
+	// within reports whether x is less than w from a step (the period's
+	// end is one too).
+	within := func(x, w time.Duration) bool {
 		x %= s.Repeat
 		for _, p := range s.Points {
-			if d := x - p.At; d > -2*time.Millisecond && d < 2*time.Millisecond {
+			if d := x - p.At; d > -w && d < w {
 				return true
 			}
 		}
-		return x > s.Repeat-2*time.Millisecond
+		return x > s.Repeat-w
 	}
+	nearStep := func(x time.Duration) bool { return within(x, 2*time.Millisecond) }
 	checked := map[time.Duration]int{}
 	slow := 0
 	var stalled []string
@@ -56,6 +60,11 @@ func TestSatelliteSteps(t *testing.T) {
 		want := Expected(s, e.Sent, e.Hold)
 		d := e.RTT - want
 		switch {
+		case d < -time.Millisecond && (within(e.Sent, 30*time.Millisecond) || within(e.Sent+out+e.Hold, 30*time.Millisecond)):
+			// A frame the kernel stamped before a step but delivered to
+			// the forwarder's ring only after it (its softirq ran late)
+			// takes the new delay: the machine stalled across the step.
+			stalled = append(stalled, fmt.Sprintf("echo %d sent at %v: RTT %v, the schedule says %v, within 30 ms of a step", e.Seq, e.Sent, e.RTT, want))
 		case d < -time.Millisecond:
 			t.Errorf("echo %d sent at %v: RTT %v, earlier than the schedule's %v", e.Seq, e.Sent, e.RTT, want)
 		case d >= 10*time.Millisecond:
@@ -67,9 +76,10 @@ func TestSatelliteSteps(t *testing.T) {
 	}
 	t.Logf("echoes checked per predicted RTT: %v (%d more than 5 ms above, %d more than 10 ms); %d points applied, at most %v late", checked, slow, len(stalled), res.Applied, res.Late)
 	// A stall of the machine (a shared host can take the VM away for
-	// 10-30 ms) makes the one echo in flight late by that much: with
-	// echoes 50 ms apart, one stall spoils one or two. A schedule that is
-	// wrong spoils every echo of a level: dozens.
+	// 10-30 ms) makes the one echo in flight late by that much, or, across
+	// a step, gives it the step's other delay: with echoes 50 ms apart,
+	// one stall spoils one or two. A schedule that is wrong spoils every
+	// echo of a level: dozens.
 	if len(stalled) > 3 {
 		for _, m := range stalled {
 			t.Error(m)
