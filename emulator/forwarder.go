@@ -451,26 +451,6 @@ func newDirection(f *Forwarder, dir Direction, c Config, fc ForwarderConfig) (*d
 
 func (d *direction) now() int64 { return int64(time.Since(d.f.start)) }
 
-// clockOffset returns CLOCK_REALTIME minus the forwarder's clock, and the
-// forwarder's clock when it was read. The wall clock is read between two
-// readings of the forwarder's, and the offset taken against the second:
-// a stamp converted with it is never earlier than the frame's real
-// arrival, so a frame is never released early; it may be late by the
-// time between the readings, which a preemption there (tens of µs on a
-// loaded VM: a 5 ms link once delivered in 4.95 ms) would stretch, so a
-// wide pair is read again.
-func (d *direction) clockOffset() (offset, now int64) {
-	before := d.now()
-	for try := 0; ; try++ {
-		rt := realtimeNow()
-		now = d.now()
-		if now-before <= 2000 || try == 3 {
-			return rt - now, now
-		}
-		before = now
-	}
-}
-
 // realtimeNow reads CLOCK_REALTIME, the clock of kernel receive stamps,
 // through the vDSO (x/sys's ClockGettime is a real system call, 6× slower).
 func realtimeNow() int64 { return time.Now().UnixNano() }
@@ -716,11 +696,12 @@ func (d *direction) receive() int {
 	if n == 0 {
 		return 0
 	}
+	now := d.now()
 	// Kernel stamps are CLOCK_REALTIME; the forwarder runs on the
 	// monotonic clock. The offset between them, read now, converts one to
-	// the other (unless the wall clock is stepped, and then the sanity
-	// bounds below fall back to now).
-	offset, now := d.clockOffset()
+	// the other (to well under a microsecond unless the wall clock is
+	// stepped, and then the sanity bounds below fall back to now).
+	offset := realtimeNow() - now
 	d.dropped = d.dropped[:0]
 	d.mu.Lock()
 	for i := 0; i < n; {
