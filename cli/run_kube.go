@@ -41,17 +41,18 @@ func addKubeFlags(fl *pflag.FlagSet, k *kubeFlags) {
 
 // kubeArgs checks run --kube's flags and returns hymn-kube's command line.
 func kubeArgs(cmd *cobra.Command, k *kubeFlags, file string) ([]string, error) {
-	var stray []string
+	var stray, kubeOnly []string
 	cmd.Flags().Visit(func(f *pflag.Flag) {
-		if !kubeOwn[f.Name] {
+		switch {
+		case !kubeOwn[f.Name]:
 			stray = append(stray, "--"+f.Name)
+		case f.Name != "kube":
+			kubeOnly = append(kubeOnly, "--"+f.Name)
 		}
 	})
 	if !k.on {
-		for _, name := range []string{"kubeconfig", "namespace", "image", "workers", "hold"} {
-			if cmd.Flags().Changed(name) {
-				return nil, fmt.Errorf("%w: --%s is for --kube", ErrUsage, name)
-			}
+		if len(kubeOnly) > 0 {
+			return nil, fmt.Errorf("%w: %s is for --kube", ErrUsage, kubeOnly[0])
 		}
 		return nil, nil
 	}
