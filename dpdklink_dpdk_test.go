@@ -43,7 +43,8 @@ import (
 // port kinds' p99 at 80-90 ms in the same run, the rest as usual). Such a
 // stall is the machine's, not the emulator's, and it moves a mean by
 // percents: a thread that sleeps 1 ms at a time watches for it, and a
-// measurement during which it overslept by more than 5 ms is repeated
+// measurement during which it overslept by more than 5 ms, or in which a
+// probe took more than 5 ms beyond the median, is repeated
 // (at most five attempts, each of 1.5 s without and 1.5 s with delay, so
 // that one falls between stalls; the log says so). If the machine stalled every
 // time, the mean says nothing about the emulator, and the median is
@@ -197,13 +198,18 @@ func testPortsInTopology(t *testing.T, ports string) {
 		res = probe("5 ms on each of 3 links")
 		worst := stall()
 		// 5 ms: one such stall holds about five probes; a few of them
-		// move the mean by the whole 1 % (150 µs).
-		stalled = worst > 5*time.Millisecond
+		// move the mean by the whole 1 % (150 µs). The sleeper does not
+		// see every stall (fresh-root run 7: it overslept 4.2 ms while a
+		// probe took 16 ms more than the median and the forwarders'
+		// lateness p99 stayed at 0.2 ms), so a probe that far beyond
+		// its run's median counts as one too.
+		tail := max(base.Latency.Max-base.Latency.P50, res.Latency.Max-res.Latency.P50)
+		stalled = worst > 5*time.Millisecond || tail > 5000
 		if !stalled || attempt == 5 {
-			t.Logf("%s ports: longest oversleep of a 1 ms sleep during the measurements: %v", ports, worst)
+			t.Logf("%s ports: longest oversleep of a 1 ms sleep during the measurements: %v; longest probe beyond its median: %.0f µs", ports, worst, tail)
 			break
 		}
-		t.Logf("%s ports: the machine stalled (a 1 ms sleep overslept by %v) during attempt %d; measuring again", ports, worst, attempt)
+		t.Logf("%s ports: the machine stalled (a 1 ms sleep overslept by %v, a probe took %.0f µs beyond its median) during attempt %d; measuring again", ports, worst, tail, attempt)
 	}
 	want := float64(len(path)) * float64(delay/time.Microsecond)
 	added := res.Latency.Mean - base.Latency.Mean - want
