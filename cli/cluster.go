@@ -138,7 +138,7 @@ type clusterFlags struct {
 
 // newClusterCmd returns "hymn cluster": split a topology over workers
 // (split), or run it on them (run).
-func newClusterCmd(stdout, stderr io.Writer) *cobra.Command {
+func newClusterCmd(stdin *os.File, stdout, stderr io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cluster",
 		Short: "Run one topology across several workers, cut links as VXLAN tunnels",
@@ -165,7 +165,7 @@ in the topology file (placement:) pin nodes or keep groups together.`,
 		},
 	}
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return fmt.Errorf("%w: %v", ErrUsage, err) })
-	cmd.AddCommand(newClusterSplitCmd(stdout), newClusterRunCmd(stdout, stderr))
+	cmd.AddCommand(newClusterSplitCmd(stdout), newClusterRunCmd(stdin, stdout, stderr))
 	return cmd
 }
 
@@ -274,9 +274,9 @@ func parseWhere(s string) (string, int, error) {
 	return kind, k, nil
 }
 
-var clusterTests = []string{"pingall", "rtt", "stats", "none"}
+var clusterTests = []string{"pingall", "rtt", "stats", "cli", "none"}
 
-func newClusterRunCmd(stdout, stderr io.Writer) *cobra.Command {
+func newClusterRunCmd(stdin *os.File, stdout, stderr io.Writer) *cobra.Command {
 	f := &clusterFlags{}
 	cmd := &cobra.Command{
 		Use:   "run [FILE] [--topo SPEC] --cluster local:N [--test pingall+stats] [--json]",
@@ -289,14 +289,16 @@ and stops every worker, which tears its part down.
 Tests (--test, joined with '+'): pingall (every host pings every other, the
 command routed to the worker that holds the host), rtt (the first host pings
 every other 20 times, 50 ms apart: min, median and max RTT, so a delay on a
-cut link shows), stats (each worker's tunnel counters), none. --json prints one JSON object on stdout: the split,
+cut link shows), stats (each worker's tunnel counters), cli (the mininet>
+shell, after the other tests: node commands run by the worker holding the
+node; nodes, net, pingall, pingpair, sh, time, source), none. --json prints one JSON object on stdout: the split,
 each worker's build and link times, the test results; progress stays on
 stderr. Exit status 1 if a test fails, 2 for bad input.`,
 		Args:          usageArgs(cobra.MaximumNArgs(1)),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runCluster(cmd.Context(), f, args, stdout, stderr)
+			return runCluster(cmd.Context(), f, args, stdin, stdout, stderr)
 		},
 	}
 	addClusterTopoFlags(cmd, f)
@@ -304,7 +306,7 @@ stderr. Exit status 1 if a test fails, 2 for bad input.`,
 	fl.StringVar(&f.where, "cluster", "local:2", "where the workers run: local:N (processes in namespaces of this machine) or kube:N (privileged pods, through kubectl)")
 	fl.IntVar(&f.port, "port", cluster.DefaultPort, "VXLAN UDP port")
 	fl.IntVar(&f.vniBase, "vni-base", cluster.DefaultVNIBase, "VNI of the first link (link i uses vni-base+i)")
-	fl.StringArrayVar(&f.tests, "test", nil, "tests: pingall, rtt, stats, none (joined with '+' or repeated; default pingall)")
+	fl.StringArrayVar(&f.tests, "test", nil, "tests: pingall, rtt, stats, cli, none (joined with '+' or repeated; default pingall)")
 	fl.BoolVar(&f.jsonOut, "json", false, "print the results as one JSON object on stdout")
 	fl.DurationVar(&f.timeout, "timeout", 5*time.Minute, "how long building and linking every part may take")
 	fl.StringVar(&f.worker, "worker-binary", "", "local: the hymn binary the workers run (default: this one)")
@@ -322,22 +324,14 @@ type ClusterReport struct {
 	BuildMS   int64             `json:"build_ms"`
 	LinkMS    int64             `json:"link_ms"`
 	Ready     []cluster.Event   `json:"ready"`
-	PingAll   *ClusterPingAll   `json:"pingall,omitempty"`
+	PingAll   *RemotePingAll    `json:"pingall,omitempty"`
 	RTT       []ClusterRTT      `json:"rtt,omitempty"`
 	Stats     []cluster.Event   `json:"stats,omitempty"`
 	Elapsed   float64           `json:"elapsed_s"`
 	StopError string            `json:"stop_error,omitempty"`
 }
 
-// ClusterPingAll is pingall's result across workers.
-type ClusterPingAll struct {
-	Sent     int      `json:"sent"`
-	Received int      `json:"received"`
-	Dropped  float64  `json:"dropped_pct"`
-	Failed   []string `json:"failed,omitempty"` // "h1->h3"
-}
-
-func runCluster(ctx context.Context, f *clusterFlags, args []string, stdout, stderr io.Writer) error {
+func runCluster(ctx context.Context, f *clusterFlags, args []string, stdin *os.File, stdout, stderr io.Writer) error {
 	src, file, err := clusterTopology(f, args, "run")
 	if err != nil {
 		return err
@@ -449,6 +443,12 @@ func runCluster(ctx context.Context, f *clusterFlags, args []string, stdout, std
 			}
 		}
 	}
+	if tests["cli"] && ctx.Err() == nil {
+		if stdin == nil {
+			stdin = os.Stdin
+		}
+		RunRemoteShell(ctx, &clusterNet{c: c}, stdin, stderr, stderr)
+	}
 	logf("*** Stopping %d workers\n", n)
 	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	stopErr := c.Stop(sctx)
@@ -486,62 +486,80 @@ func contains(list []string, s string) bool {
 
 // clusterPingAll pings every host from every other, as Mininet's pingall
 // prints it, each ping run by the worker holding the source.
-func clusterPingAll(ctx context.Context, c *cluster.Cluster, logf func(string, ...any)) (*ClusterPingAll, error) {
-	plan, err := c.Specs[0].Resolve()
-	if err != nil {
-		return nil, err
+func clusterPingAll(ctx context.Context, c *cluster.Cluster, logf func(string, ...any)) (*RemotePingAll, error) {
+	r := &clusterNet{c: c}
+	plan := r.Plan()
+	if plan == nil {
+		return nil, r.planErr
 	}
-	hosts := plan.Plan.Hosts()
-	res := &ClusterPingAll{}
-	logf("*** Ping: testing ping reachability\n")
-	for _, src := range hosts {
-		line := src.Name + " -> "
-		for _, dst := range hosts {
-			if dst == src {
-				continue
-			}
-			if !dst.IP.IsValid() {
-				line += "X "
-				continue
-			}
-			res.Sent++
-			e, err := c.Exec(ctx, src.Name, 10*time.Second, "ping", "-c1", "-W1", dst.IP.Addr().String())
-			if err != nil {
-				return res, err
-			}
-			if e.Exit != nil && *e.Exit == 0 {
-				res.Received++
-				line += dst.Name + " "
-			} else {
-				res.Failed = append(res.Failed, src.Name+"->"+dst.Name)
-				line += "X "
-			}
+	res, err := pingMatrixRemote(ctx, plan.Hosts(), func(ctx context.Context, src, dst string) (bool, error) {
+		ip := plan.Node(dst).IP
+		if !ip.IsValid() {
+			return false, nil
 		}
-		logf("%s\n", strings.TrimSpace(line))
+		e, err := c.Exec(ctx, src, 10*time.Second, "ping", "-c1", "-W1", ip.Addr().String())
+		return err == nil && e.Exit != nil && *e.Exit == 0, err
+	}, logf)
+	if err == nil && res.Received != res.Sent {
+		err = fmt.Errorf("pingall: %d of %d pings failed", res.Sent-res.Received, res.Sent)
 	}
-	if res.Sent > 0 {
-		res.Dropped = 100 * float64(res.Sent-res.Received) / float64(res.Sent)
+	return res, err
+}
+
+// clusterNet is a running cluster as the mininet> shell sees it.
+type clusterNet struct {
+	c       *cluster.Cluster
+	plan    *topo.Plan
+	planErr error
+}
+
+func (n *clusterNet) Plan() *topo.Plan {
+	if n.plan == nil && n.planErr == nil {
+		r, err := n.c.Specs[0].Resolve()
+		if err != nil {
+			n.planErr = err
+			return nil
+		}
+		n.plan = r.Plan
 	}
-	logf("*** Results: %.0f%% dropped (%d/%d received)\n", res.Dropped, res.Received, res.Sent)
-	if res.Received != res.Sent {
-		return res, fmt.Errorf("pingall: %d of %d pings failed", res.Sent-res.Received, res.Sent)
+	return n.plan
+}
+
+// Run runs cmdline through the worker protocol's exec, which returns the
+// output at the end (at most cluster.MaxOutput bytes of each stream) and
+// stops the command after cluster.DefaultExecTimeout.
+func (n *clusterNet) Run(ctx context.Context, node, cmdline string, out io.Writer) (int, error) {
+	e, err := n.c.Exec(ctx, node, cluster.DefaultExecTimeout, "sh", "-c", cmdline)
+	if err != nil {
+		return -1, err
 	}
-	return res, nil
+	io.WriteString(out, e.Stdout)
+	io.WriteString(out, e.Stderr)
+	if e.Exit == nil {
+		return -1, errors.New("the worker reported no exit status")
+	}
+	return *e.Exit, nil
 }
 
 // ClusterRTT is one pair's round trips (rtt test), in milliseconds.
 type ClusterRTT struct {
-	From       string  `json:"from"`
-	To         string  `json:"to"`
-	Sent       int     `json:"sent"`
-	Received   int     `json:"received"`
-	Min        float64 `json:"min_ms"`
-	Median     float64 `json:"median_ms"`
-	Max        float64 `json:"max_ms"`
+	From     string  `json:"from"`
+	To       string  `json:"to"`
+	Sent     int     `json:"sent"`
+	Received int     `json:"received"`
+	Min      float64 `json:"min_ms"`
+	Median   float64 `json:"median_ms"`
+	Max      float64 `json:"max_ms"`
+	// Mean is ping's own average, to the µs (each reply's time it prints
+	// to 0.1 ms above 10 ms): what a 1 % check of a delay needs.
+	Mean       float64 `json:"mean_ms"`
 	SameWorker bool    `json:"same_worker"`
 }
 
-var pingTimeRE = regexp.MustCompile(`time=([0-9.]+) ms`)
+var (
+	pingTimeRE = regexp.MustCompile(`time=([0-9.]+) ms`)
+	pingAvgRE  = regexp.MustCompile(`= [0-9.]+/([0-9.]+)/[0-9.]+/[0-9.]+ ms`)
+)
 
 // clusterRTT pings every host from the first one, 20 times each, after one
 // ping that fills the ARP caches and the bridges' tables.
@@ -579,11 +597,14 @@ func clusterRTT(ctx context.Context, c *cluster.Cluster, logf func(string, ...an
 			sort.Float64s(rtts)
 			res.Min, res.Median, res.Max = rtts[0], rtts[len(rtts)/2], rtts[len(rtts)-1]
 		}
+		if m := pingAvgRE.FindStringSubmatch(e.Stdout); m != nil {
+			res.Mean, _ = strconv.ParseFloat(m[1], 64)
+		}
 		where := "across workers"
 		if res.SameWorker {
 			where = "same worker"
 		}
-		logf("%s -> %s (%s): %d/%d, rtt min %.3f median %.3f max %.3f ms\n", src.Name, dst.Name, where, res.Received, res.Sent, res.Min, res.Median, res.Max)
+		logf("%s -> %s (%s): %d/%d, rtt min %.3f median %.3f mean %.3f max %.3f ms\n", src.Name, dst.Name, where, res.Received, res.Sent, res.Min, res.Median, res.Mean, res.Max)
 		out = append(out, res)
 	}
 	return out, nil

@@ -169,3 +169,33 @@ func TestClusterRunLocal(t *testing.T) {
 		}
 	}
 }
+
+// The mininet> shell over a cluster (--test cli): node commands go to the
+// worker holding the node, names become addresses, what needs the network
+// in this process says so.
+func TestClusterShell(t *testing.T) {
+	testenv.RootAndTools(t, "ip", "ping")
+	bin := sharedBinary(t)
+	cmd := exec.Command(bin, "cluster", "run", "--topo", "linear,4", "--cluster", "local:2", "--test", "cli")
+	cmd.Stdin = strings.NewReader("nodes\nh4 ping -c1 -W2 h1\nh1 echo $((6*7)) on $(hostname -I)\npingpair\niperf\nh9 true\nh1\nexit\n")
+	out, err := cmd.CombinedOutput()
+	t.Logf("%s", out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"mininet> ",
+		"available nodes are: \nh1 h2 h3 h4 s1 s2 s3 s4\n",
+		"1 packets transmitted, 1 received",
+		"42 on 10.0.0.1",
+		"h1 -> h2 \nh2 -> h1 \n*** Results: 0% dropped (2/2 received)\n",
+		"*** iperf is not available here",
+		"*** Unknown command: h9 true",
+		"*** Please enter a command for node: h1 <cmd>",
+		"*** Stopping 2 workers",
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the shell's output lacks %q", want)
+		}
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
+	"syscall"
 
 	"github.com/hymn-net/hymn"
 	"github.com/spf13/cobra"
@@ -28,7 +30,11 @@ type kubeFlags struct {
 
 // kubeOwn are the flags run --kube passes on; every other run flag
 // describes a single-machine network and is refused with --kube.
-var kubeOwn = map[string]bool{"kube": true, "kubeconfig": true, "namespace": true, "image": true, "workers": true, "hold": true}
+var kubeOwn = map[string]bool{"kube": true, "kubeconfig": true, "namespace": true, "image": true, "workers": true, "hold": true, "test": true}
+
+// kubeTests are the --test values run --kube passes on, as hymn-kube run's
+// --test: without one, the mininet> shell (as hymn run FILE opens).
+var kubeTests = map[string]string{"pingall": "pingall", "pingpair": "pingpair", "none": "none", "build": "none"}
 
 func addKubeFlags(fl *pflag.FlagSet, k *kubeFlags) {
 	fl.BoolVar(&k.on, "kube", false, "run the topology on a Kubernetes cluster (a Topology resource, through hymn-kube; see docs/kube.md)")
@@ -46,7 +52,7 @@ func kubeArgs(cmd *cobra.Command, k *kubeFlags, file string) ([]string, error) {
 		switch {
 		case !kubeOwn[f.Name]:
 			stray = append(stray, "--"+f.Name)
-		case f.Name != "kube":
+		case f.Name != "kube" && f.Name != "test":
 			kubeOnly = append(kubeOnly, "--"+f.Name)
 		}
 	})
@@ -63,6 +69,16 @@ func kubeArgs(cmd *cobra.Command, k *kubeFlags, file string) ([]string, error) {
 		return nil, fmt.Errorf("%w: --workers %d: use 1 to 64", ErrUsage, k.workers)
 	}
 	args := []string{"run", file}
+	if cmd.Flags().Changed("test") {
+		tests, _ := cmd.Flags().GetStringArray("test")
+		if len(tests) != 1 || kubeTests[tests[0]] == "" {
+			return nil, fmt.Errorf("%w: --test %s: with --kube, one of pingall, pingpair, build or none (without --test: the mininet> shell)", ErrUsage, strings.Join(tests, "+"))
+		}
+		if k.hold {
+			return nil, fmt.Errorf("%w: --hold and --test: --hold keeps the topology running without a test or shell", ErrUsage)
+		}
+		args = append(args, "--test", kubeTests[tests[0]])
+	}
 	for _, kv := range [][2]string{{"kubeconfig", k.kubeconfig}, {"namespace", k.namespace}, {"image", k.image}} {
 		if kv[1] != "" {
 			args = append(args, "--"+kv[0], kv[1])
@@ -100,10 +116,15 @@ func runKube(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	c := exec.CommandContext(ctx, bin, args...)
 	c.Stdin, c.Stdout, c.Stderr = os.Stdin, stdout, stderr
-	// Ctrl-C reaches hymn-kube from the terminal (same process group); it
-	// removes its Topology before it exits, so hymn waits rather than
-	// killing it.
-	c.Cancel = func() error { return c.Process.Signal(os.Interrupt) }
+	// Ctrl-C on the terminal reaches hymn-kube too (same process group),
+	// and it is hymn-kube's to judge: interrupt a node command in its
+	// shell, or remove its Topology and exit. So hymn lets it pass (a
+	// command context nobody watches takes it); SIGTERM and SIGHUP end
+	// hymn's context and are passed on, and hymn waits for hymn-kube to
+	// remove what it made rather than killing it.
+	_, ignore := interrupterFrom(ctx).commandContext(ctx)
+	defer ignore()
+	c.Cancel = func() error { return c.Process.Signal(syscall.SIGTERM) }
 	err = c.Run()
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {

@@ -33,7 +33,10 @@ func TestRunKube(t *testing.T) {
 		}{
 			{[]string{"run", file, "--workers", "3"}, "--workers is for --kube"},
 			{[]string{"run", file, "--kubeconfig", "k"}, "--kubeconfig is for --kube"},
-			{[]string{"run", file, "--kube", "--test", "pingall"}, "--test: not with --kube"},
+			{[]string{"run", file, "--kube", "--test", "iperf"}, "--test iperf: with --kube, one of pingall"},
+			{[]string{"run", file, "--kube", "--test", "pingall+pingpair"}, "--test pingall+pingpair"},
+			{[]string{"run", file, "--kube", "--test", "none", "--hold"}, "--hold and --test"},
+			{[]string{"run", file, "--test", "none", "--switch", "ovsbr", "--kube"}, "--switch: not with --kube"},
 			{[]string{"run", file, "--kube", "--topo", "linear,3"}, "--topo: not with --kube"},
 			{[]string{"run", file, "--kube", "--workers", "0"}, "--workers 0: use 1 to 64"},
 			{[]string{"run", file, "--kube", "--workers", "65"}, "--workers 65"},
@@ -55,6 +58,15 @@ func TestRunKube(t *testing.T) {
 		want := strings.Join([]string{"run", file, "--kubeconfig", "/k", "--namespace", "lab", "--image", "localhost/hymn:1", "--workers", "3", "--hold"}, "\n") + "\n"
 		if string(got) != want {
 			t.Errorf("hymn-kube got %q, want %q", got, want)
+		}
+	})
+	t.Run("test passed on", func(t *testing.T) {
+		argsFile := fakeHymnKube(t, 0)
+		if code, stdout, stderr := run(t, "run", file, "--kube", "--test", "build"); code != 0 {
+			t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
+		}
+		if got, _ := os.ReadFile(argsFile); string(got) != "run\n"+file+"\n--test\nnone\n" {
+			t.Errorf("hymn-kube got %q; want --test none for build", got)
 		}
 	})
 	// hymn-kube's exit status comes through: 2 for its usage errors, 1

@@ -30,6 +30,7 @@ const Prompt = "mininet> "
 // prompt on stdout.
 type shell struct {
 	net    *hymn.Network
+	remote RemoteNetwork // instead of net: a network split over workers (remote_shell.go)
 	lg     *mnlog.Logger
 	stdout io.Writer
 	intr   *interrupter
@@ -320,8 +321,12 @@ func (s *shell) onecmd(ctx context.Context, line string) bool {
 	if !ok {
 		return false // Mininet does not repeat the last command
 	}
-	if c, ok := shellCommands[name]; ok {
+	if c, ok := s.commands()[name]; ok {
 		return c.run(s, ctx, args)
+	}
+	if s.remote != nil {
+		s.remoteOnecmd(ctx, name, args, line)
+		return false
 	}
 	if _, err := s.net.Node(name); err == nil {
 		if args == "" {
@@ -382,7 +387,7 @@ func (w logWriter) Write(p []byte) (int, error) {
 
 func (s *shell) doHelp(_ context.Context, args string) bool {
 	if args != "" {
-		c, ok := shellCommands[args]
+		c, ok := s.commands()[args]
 		if !ok {
 			s.outf("*** No help on %s\n", args)
 			return false
@@ -391,7 +396,7 @@ func (s *shell) doHelp(_ context.Context, args string) bool {
 		return false
 	}
 	var names []string
-	for n := range shellCommands {
+	for n := range s.commands() {
 		names = append(names, n)
 	}
 	sort.Strings(names)

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"io"
+	"net/url"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -26,17 +27,7 @@ func NewAttacher(cfg *rest.Config, log logr.Logger) (AttachFunc, error) {
 			SubResource("attach").VersionedParams(&corev1.PodAttachOptions{
 			Container: workerContainer, Stdin: true, Stdout: true, Stderr: true,
 		}, scheme.ParameterCodec)
-		spdy, err := remotecommand.NewSPDYExecutor(cfg, "POST", req.URL())
-		if err != nil {
-			return nil, nil, err
-		}
-		ws, err := remotecommand.NewWebSocketExecutor(cfg, "GET", req.URL().String())
-		if err != nil {
-			return nil, nil, err
-		}
-		exec, err := remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
-			return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
-		})
+		exec, err := StreamExecutor(cfg, req.URL())
 		if err != nil {
 			return nil, nil, err
 		}
@@ -75,4 +66,21 @@ type logWriter struct{ log logr.Logger }
 func (w logWriter) Write(p []byte) (int, error) {
 	w.log.Info("worker stderr", "text", string(p))
 	return len(p), nil
+}
+
+// StreamExecutor opens a pod's attach or exec stream at u as kubectl does:
+// WebSocket, falling back to SPDY where a proxy or an older API server
+// refuses the upgrade.
+func StreamExecutor(cfg *rest.Config, u *url.URL) (remotecommand.Executor, error) {
+	spdy, err := remotecommand.NewSPDYExecutor(cfg, "POST", u)
+	if err != nil {
+		return nil, err
+	}
+	ws, err := remotecommand.NewWebSocketExecutor(cfg, "GET", u.String())
+	if err != nil {
+		return nil, err
+	}
+	return remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
+		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
+	})
 }

@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/hymn-net/hymn/cli"
 	"github.com/hymn-net/hymn/kube/api/v1alpha1"
 	"github.com/hymn-net/hymn/kube/config"
 	"github.com/hymn-net/hymn/kube/controller"
@@ -49,8 +50,12 @@ type globals struct {
 }
 
 // Execute runs hymn-kube with args and returns the exit status.
-func Execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	root := newRoot(stdout, stderr)
+func Execute(ctx context.Context, args []string, stdin *os.File, stdout, stderr io.Writer) int {
+	// Ctrl-C interrupts a node command in run's shell, else ends ctx (run
+	// then removes its Topology).
+	ctx, stop := cli.WatchInterrupts(ctx)
+	defer stop()
+	root := newRoot(stdin, stdout, stderr)
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
@@ -72,7 +77,7 @@ func usage(format string, a ...any) error {
 	return fmt.Errorf("%w: %s", ErrUsage, fmt.Sprintf(format, a...))
 }
 
-func newRoot(stdout, stderr io.Writer) *cobra.Command {
+func newRoot(stdin *os.File, stdout, stderr io.Writer) *cobra.Command {
 	g := &globals{}
 	root := &cobra.Command{
 		Use:   "hymn-kube",
@@ -103,7 +108,7 @@ VXLAN tunnels, and reports the phase in the resource's status.
 	pf.StringVar(&g.kubeconfig, "kubeconfig", "", "the kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or the pod's service account)")
 	pf.StringVarP(&g.namespace, "namespace", "n", "default", "the namespace of the Topologies")
 	pf.DurationVar(&g.timeout, "request-timeout", 30*time.Second, "how long one API request may take")
-	for _, c := range []*cobra.Command{newController(g, stderr), newInstall(g, stdout), newList(g, stdout), newDelete(g, stdout), newRun(g, stdout)} {
+	for _, c := range []*cobra.Command{newController(g, stderr), newInstall(g, stdout), newList(g, stdout), newDelete(g, stdout), newRun(g, stdin, stdout, stderr)} {
 		c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usage("%v", err) })
 		root.AddCommand(c)
 	}

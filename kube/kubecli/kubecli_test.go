@@ -20,8 +20,25 @@ import (
 func TestMain(m *testing.M) { kubetest.Main(m) }
 
 func run(ctx context.Context, args ...string) (int, string, string) {
+	return runIn(ctx, nil, args...)
+}
+
+// runIn runs hymn-kube with stdin read from a file holding input.
+func runIn(ctx context.Context, input []string, args ...string) (int, string, string) {
+	var stdin *os.File
+	if input != nil {
+		f, err := os.CreateTemp("", "hymn-kube-stdin")
+		if err != nil {
+			panic(err)
+		}
+		defer os.Remove(f.Name())
+		defer f.Close()
+		f.WriteString(strings.Join(input, "\n") + "\n")
+		f.Seek(0, 0)
+		stdin = f
+	}
 	var out, errb bytes.Buffer
-	code := Execute(ctx, args, &out, &errb)
+	code := Execute(ctx, args, stdin, &out, &errb)
 	return code, out.String(), errb.String()
 }
 
@@ -46,6 +63,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "--topo", "linear,2", "--pull-policy", "Sometimes"}, "--pull-policy"},
 		{[]string{"run", "--topo", "linear,2", "--name", "Bad_Name"}, "--name"},
 		{[]string{"run", "--topo", "linear,2", "--timeout", "0s"}, "--timeout"},
+		{[]string{"run", "--topo", "linear,2", "--test", "iperf"}, `--test "iperf": use cli, pingall, pingpair, none`},
+		{[]string{"run", "--topo", "linear,2", "--test", "pingall", "--hold"}, "--hold and --test"},
 		{[]string{"run", filepath.Join(dir, "missing.yaml")}, "no such file"},
 		{[]string{"run", empty}, "is empty"},
 		{[]string{"run", "/dev/zero"}, "too large"},
@@ -158,12 +177,22 @@ func TestAgainstAPIServer(t *testing.T) {
 		}
 	}()
 	t0 := time.Now()
-	code, out, errs = run(t.Context(), "run", "--kubeconfig", kc, "--topo", "linear,4", "--workers", "2", "--name", "clirun")
+	// The shell: the plan comes from the workers' ConfigMaps; a node's
+	// command goes to its pod through pods/exec, which fails here (no
+	// kubelet) and says so, and the shell goes on.
+	code, out, errs = runIn(t.Context(), []string{"nodes", "net", "h4 echo hi", "iperf", "bogus", "exit"},
+		"run", "--kubeconfig", kc, "--topo", "linear,4", "--workers", "2", "--name", "clirun")
 	t.Logf("run in %v:\n%s%s", time.Since(t0).Round(time.Millisecond), out, errs)
 	for _, want := range []string{"*** Created topology default/clirun: linear,4 over 2 workers", "*** Building", "*** Running: 8 nodes on 2 workers, 1 cut links up",
-		"workers ready 2/2, nodes 8, cut links up 1", "Ready=True", "*** Removing topology clirun"} {
+		"workers ready 2/2, nodes 8, cut links up 1", "Ready=True", "mininet> ", "*** Removing topology clirun"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("run's output lacks %q", want)
+		}
+	}
+	for _, want := range []string{"available nodes are: \nh1 h2 h3 h4 s1 s2 s3 s4\n", "h1 h1-eth0:s1-eth1\n", "s2 lo:  s2-eth1:h2-eth0 s2-eth2:s1-eth2 s2-eth3:s3-eth2\n",
+		"*** Error: h4 on pod clirun-w1:", "*** iperf is not available here", "*** Unknown command: bogus"} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("the shell's output lacks %q", want)
 		}
 	}
 	if code != 0 {
@@ -184,7 +213,7 @@ func TestAgainstAPIServer(t *testing.T) {
 	// A topology file.
 	f := filepath.Join(t.TempDir(), "two.yaml")
 	os.WriteFile(f, []byte("nodes: [{name: h1}, {name: h2}, {name: s1, kind: switch}]\nlinks: [{endpoints: [h1, s1]}, {endpoints: [h2, s1]}]\n"), 0o644)
-	code, out, errs = run(t.Context(), "run", "--kubeconfig", kc, f, "--workers", "1")
+	code, out, errs = run(t.Context(), "run", "--kubeconfig", kc, f, "--workers", "1", "--test", "none")
 	if code != 0 || !strings.Contains(out, "*** Running: 3 nodes on 1 workers, 0 cut links up") {
 		t.Errorf("file run: exit %d, %q %q", code, out, errs)
 	}

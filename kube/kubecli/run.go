@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/hymn-net/hymn/cli"
 	"github.com/hymn-net/hymn/internal/fileio"
 	"github.com/hymn-net/hymn/kube/api/v1alpha1"
 	"github.com/spf13/cobra"
@@ -16,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -24,18 +28,33 @@ type runFlags struct {
 	workers                         int
 	timeout, stopWait               time.Duration
 	hold                            bool
+	test                            string
 }
 
-func newRun(g *globals, stdout io.Writer) *cobra.Command {
+// runTests are run's --test values: what to do once the Topology runs.
+var runTests = []string{"cli", "pingall", "pingpair", "none"}
+
+func newRun(g *globals, stdin *os.File, stdout, stderr io.Writer) *cobra.Command {
 	f := &runFlags{}
 	cmd := &cobra.Command{
-		Use:   "run (--topo SPEC | FILE) [--workers N] [--image I]",
-		Short: "Create a Topology, wait until it runs (or fails), then remove it",
+		Use:   "run (--topo SPEC | FILE) [--workers N] [--image I] [--test cli|pingall|pingpair|none | --hold]",
+		Short: "Create a Topology, wait until it runs, open the mininet> shell on it, then remove it",
 		Long: `hymn-kube run creates a Topology resource from a topology spec string (--topo
 linear,4) or a hymn topology file, prints the controller's progress until the
-topology is Running or Failed, prints its status, and removes the resource
-again: at once, or with --hold when interrupted (Ctrl-C). It needs the
-controller (hymn-kube controller) running against the same cluster.`,
+topology is Running or Failed, prints its status, and then (--test):
+
+  cli       the mininet> shell (the default), reading commands from stdin until
+            exit or EOF: nodes, net, pingall, pingpair, sh, time, source, and
+            "<node> <cmd>" (node names become addresses, as in Mininet), run
+            in the worker pod that holds the node through pods/exec
+  pingall   every host pings every other; exit status 1 if one is lost
+  pingpair  the first two hosts ping each other
+  none      nothing
+
+and removes the resource again; with --hold instead, when interrupted (Ctrl-C).
+It needs the controller (hymn-kube controller) running against the same
+cluster; the shell needs permission to create pods/exec and get ConfigMaps in
+the namespace.`,
 		Args: func(cmd *cobra.Command, a []string) error {
 			if len(a) > 1 {
 				return usage("run takes at most one topology file, got %d arguments", len(a))
@@ -88,8 +107,9 @@ controller (hymn-kube controller) running against the same cluster.`,
 			if f.hold {
 				fmt.Fprintf(stdout, "*** Running; interrupt (Ctrl-C) to remove it\n")
 				<-cmd.Context().Done()
+				return nil
 			}
-			return nil
+			return runTest(cmd.Context(), f.test, c, cfg, final, stdin, stdout, stderr)
 		},
 	}
 	fl := cmd.Flags()
@@ -101,8 +121,35 @@ controller (hymn-kube controller) running against the same cluster.`,
 	fl.StringVar(&f.name, "name", "", "the Topology's name (default: hymn-<random>)")
 	fl.DurationVar(&f.timeout, "timeout", 10*time.Minute, "how long to wait for Running")
 	fl.DurationVar(&f.stopWait, "stop-timeout", time.Minute, "how long to wait for the workers to stop at exit")
-	fl.BoolVar(&f.hold, "hold", false, "keep the topology running until interrupted")
+	fl.BoolVar(&f.hold, "hold", false, "keep the topology running until interrupted (no test, no shell)")
+	fl.StringVar(&f.test, "test", "cli", "once it runs: "+strings.Join(runTests, ", ")+" (see above)")
 	return cmd
+}
+
+// runTest does run's --test on the Running Topology t.
+func runTest(ctx context.Context, test string, c client.Reader, cfg *rest.Config, t *v1alpha1.Topology, stdin *os.File, stdout, stderr io.Writer) error {
+	if test == "none" {
+		return nil
+	}
+	n, err := newPodNet(ctx, c, cfg, t)
+	if err != nil {
+		return apiErr(cfg, err)
+	}
+	if test == "cli" {
+		if stdin == nil {
+			stdin = os.Stdin
+		}
+		cli.RunRemoteShell(ctx, n, stdin, stdout, stderr)
+		return nil
+	}
+	res, err := cli.PingRemote(ctx, n, test == "pingpair", stderr)
+	if err != nil {
+		return err
+	}
+	if res.Received != res.Sent {
+		return fmt.Errorf("%s: %d of %d pings lost", test, res.Sent-res.Received, res.Sent)
+	}
+	return nil
 }
 
 // spec checks the flags and builds the Topology's spec.
@@ -138,6 +185,12 @@ func (f *runFlags) spec(a []string) (v1alpha1.TopologySpec, error) {
 		if errs := validation.IsDNS1123Subdomain(f.name); len(errs) > 0 || len(f.name) > 240 {
 			return s, usage("--name %q is not a valid name (lower-case letters, digits, '-' and '.', at most 240): %s", f.name, strings.Join(errs, "; "))
 		}
+	}
+	if !slices.Contains(runTests, f.test) {
+		return s, usage("--test %q: use %s", f.test, strings.Join(runTests, ", "))
+	}
+	if f.hold && f.test != "cli" {
+		return s, usage("--hold and --test: --hold keeps the topology running without a test or shell")
 	}
 	if f.timeout <= 0 || f.stopWait <= 0 {
 		return s, usage("--timeout and --stop-timeout must be positive")

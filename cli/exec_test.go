@@ -1,0 +1,62 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/hymn-net/hymn"
+	"github.com/hymn-net/hymn/internal/testenv"
+)
+
+// hymn exec runs a command in a node of a network another process runs,
+// with the command's exit status; bad input is exit 2 with one line.
+func TestExecInNode(t *testing.T) {
+	testenv.RootAndTools(t, "ip")
+	bin := sharedBinary(t)
+	net, err := hymn.New(mustSpec(t, "single,2"), hymn.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { net.Stop() })
+	if err := net.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	hymnExec := func(args ...string) (int, string) {
+		t.Helper()
+		out, err := exec.Command(bin, append([]string{"exec"}, args...)...).CombinedOutput()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode(), string(out)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return 0, string(out)
+	}
+	// The node's own addresses; its flags (-o) are the command's, not hymn's.
+	if code, out := hymnExec("--run", net.RunID(), "h2", "ip", "-o", "-4", "addr", "show", "dev", "h2-eth0"); code != 0 || !strings.Contains(out, "10.0.0.2/8") {
+		t.Errorf("exec h2 ip addr: exit %d, %q", code, out)
+	}
+	if code, out := hymnExec("h1", "--", "sh", "-c", "exit 7"); code != 7 {
+		t.Errorf("exec h1 -- sh -c 'exit 7': exit %d, %q", code, out)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"h9", "true"}, "no running hymn network has a node h9"},
+		{[]string{"--run", net.RunID(), "h9", "true"}, "run " + net.RunID() + " has no node h9 (it has h1 h2 s1)"},
+		{[]string{"--run", "../x", "h1", "true"}, "is not a run id"},
+		{[]string{"@emu", "true"}, "is not a node name"},
+		{[]string{"h1", "no-such-program-here"}, "no-such-program-here"},
+		{nil, "requires at least 1 arg"},
+	} {
+		code, out := hymnExec(c.args...)
+		if code != 2 || !strings.Contains(out, c.want) || strings.Count(strings.TrimSpace(out), "\n") > 0 {
+			t.Errorf("exec %v: exit %d, %q; want 2 and one line with %q", c.args, code, out, c.want)
+		}
+	}
+}
