@@ -105,7 +105,7 @@ Progress goes to stderr, as Mininet's does. hymn must run as root.`,
 		setupMNMode(root, f) // mn.go
 	}
 	root.AddCommand(newCleanCmd(stdout, stderr), newVersionCmd(stdout), newEmulateCmd(), newRunCmd(stdin, stdout, stderr), NewGraphCmd(), NewVMCmd(), NewSRIOVCmd(), newMeasureCmd(stdin, stdout, stderr), newListCmd(stdout),
-		newWorkerCmd(stdin, stdout), newClusterCmd(stdin, stdout, stderr), newExecCmd()) // cluster.go, exec.go
+		newWorkerCmd(stdin, stdout), newClusterCmd(stdin, stdout, stderr), newExecCmd(), newKubeCmd(stdout, stderr)) // cluster.go, exec.go, run_kube.go
 	return root
 }
 

@@ -93,6 +93,26 @@ func kubeArgs(cmd *cobra.Command, k *kubeFlags, file string) ([]string, error) {
 	return args, nil
 }
 
+// newKubeCmd returns "hymn kube ARGS...": hymn-kube's commands (install,
+// controller, run, list, delete) under hymn's name, handed over as run
+// --kube does.
+func newKubeCmd(stdout, stderr io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:   "kube (install|controller|run|list|delete) [flags]",
+		Short: "Topologies on Kubernetes: hymn-kube's commands (hymn kube list, hymn kube delete NAME, ...)",
+		Long: `hymn kube runs hymn-kube (the Kubernetes command, built into bin/ by
+scripts/setup.sh; a module of its own, so hymn links no Kubernetes library)
+with the same arguments: hymn kube list -A, hymn kube delete NAME, hymn kube
+run --topo linear,4 --workers 2, hymn kube --help. See docs/kube.md.`,
+		DisableFlagParsing: true,
+		SilenceUsage:       true,
+		SilenceErrors:      true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runKube(cmd.Context(), args, stdout, stderr)
+		},
+	}
+}
+
 // findHymnKube looks for hymn-kube next to this binary (scripts/setup.sh
 // builds both into bin/), then on PATH.
 func findHymnKube() (string, error) {
@@ -105,7 +125,7 @@ func findHymnKube() (string, error) {
 	if p, err := exec.LookPath("hymn-kube"); err == nil {
 		return p, nil
 	}
-	return "", fmt.Errorf("%w: hymn run --kube runs hymn-kube (the Kubernetes command, a module of its own so hymn links no Kubernetes library), found neither next to hymn nor on PATH: scripts/setup.sh builds bin/hymn-kube, or: cd kube && go build ./cmd/hymn-kube", hymn.ErrMissingTool)
+	return "", fmt.Errorf("%w: hymn kube and hymn run --kube run hymn-kube (the Kubernetes command, a module of its own so hymn links no Kubernetes library), found neither next to hymn nor on PATH: scripts/setup.sh builds bin/hymn-kube, or: cd kube && go build ./cmd/hymn-kube", hymn.ErrMissingTool)
 }
 
 // runKube hands the run over to hymn-kube run, passing its exit status on.

@@ -69,6 +69,15 @@ func TestRunKube(t *testing.T) {
 			t.Errorf("hymn-kube got %q; want --test none for build", got)
 		}
 	})
+	t.Run("hymn kube", func(t *testing.T) {
+		argsFile := fakeHymnKube(t, 0)
+		if code, stdout, stderr := run(t, "kube", "list", "-A", "--kubeconfig", "/k"); code != 0 || !strings.Contains(stdout, "hymn-kube ran") {
+			t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
+		}
+		if got, _ := os.ReadFile(argsFile); string(got) != "list\n-A\n--kubeconfig\n/k\n" {
+			t.Errorf("hymn-kube got %q", got)
+		}
+	})
 	// hymn-kube's exit status comes through: 2 for its usage errors, 1
 	// for the rest (it printed its own message).
 	for _, c := range []struct{ kube, want int }{{2, 2}, {1, 1}, {3, 1}} {
