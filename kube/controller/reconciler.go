@@ -92,6 +92,8 @@ type Reconciler struct {
 	// nil: the manager's (SetupWithManager).
 	Recorder events.EventRecorder
 
+	nodesForbidden sync.Once // logs that the Nodes may not be read, once
+
 	mu       sync.Mutex
 	sessions map[types.NamespacedName]*session
 	events   chan event.GenericEvent
@@ -246,11 +248,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		t.Status.Phase = v1alpha1.PhasePending
 	}
 
-	specs, res, err := r.validate(t)
+	specs, needs, res, err := r.validate(t)
 	if err != nil {
 		return ctrl.Result{}, r.fail(ctx, t, old, err.Error())
 	}
 	n := len(specs)
+	if t.Status.Phase == v1alpha1.PhasePending {
+		// Before its pods exist: a topology no node, or not the whole
+		// cluster, could hold fails now, not after --pod-timeout.
+		nodes, err := r.clusterNodes(ctx)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if msg := tooLarge(needs, nodes); msg != "" {
+			return ctrl.Result{}, r.fail(ctx, t, old, msg)
+		}
+	}
 
 	// A coordinator that finished decides the phase.
 	if s := r.session(req.NamespacedName); s != nil {
@@ -269,13 +282,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, r.fail(ctx, t, old, "the controller lost its streams to the workers (it restarted); delete and recreate the Topology")
 	}
 
-	pods, err := r.ensureWorkers(ctx, t, specs)
+	pods, err := r.ensureWorkers(ctx, t, specs, needs)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if s := r.session(req.NamespacedName); s != nil && closed(s.done) && s.cl != nil {
 		// Started: keep it running, restoring a lost worker.
-		return r.maintain(ctx, t, old, s, specs, pods)
+		return r.maintain(ctx, t, old, s, specs, needs, pods)
 	}
 	ready, wait, failMsg := r.judgePods(t, pods, n)
 	if lg := log.FromContext(ctx).V(1); lg.Enabled() {
@@ -334,7 +347,7 @@ func closed(ch chan struct{}) bool {
 // Restoring meanwhile, Running again after, with status.restarts counted.
 // A part that fails to come back, or a loss beyond the restart budget,
 // fails the Topology.
-func (r *Reconciler) maintain(ctx context.Context, t *v1alpha1.Topology, old *v1alpha1.TopologyStatus, s *session, specs []*cluster.Spec, pods []*corev1.Pod) (ctrl.Result, error) {
+func (r *Reconciler) maintain(ctx context.Context, t *v1alpha1.Topology, old *v1alpha1.TopologyStatus, s *session, specs []*cluster.Spec, needs []partNeeds, pods []*corev1.Pod) (ctrl.Result, error) {
 	n := len(specs)
 	if rs := s.restore; rs != nil && rs.done != nil {
 		if !closed(rs.done) {
@@ -402,7 +415,7 @@ func (r *Reconciler) maintain(ctx context.Context, t *v1alpha1.Topology, old *v1
 			say("waiting for pod %s to go", name)
 			return ctrl.Result{RequeueAfter: 2 * time.Second}, r.writeStatus(ctx, t, old)
 		case p == nil:
-			if err := r.createWorker(ctx, t, rs.worker, specs[rs.worker]); err != nil {
+			if err := r.createWorker(ctx, t, rs.worker, specs[rs.worker], needs[rs.worker]); err != nil {
 				return ctrl.Result{}, err
 			}
 			say("pod %s created", name)
@@ -410,6 +423,9 @@ func (r *Reconciler) maintain(ctx context.Context, t *v1alpha1.Topology, old *v1
 		case !p.DeletionTimestamp.IsZero() || p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded:
 			return ctrl.Result{}, r.fail(ctx, t, old, fmt.Sprintf("worker %d could not be restored (%s): its new pod %s: %s", rs.worker, rs.why, p.Name, orDeleted(p)))
 		case p.Status.Phase != corev1.PodRunning || p.Status.PodIP == "":
+			if verdict := schedulerVerdict(p); verdict != "" {
+				return ctrl.Result{}, r.fail(ctx, t, old, fmt.Sprintf("worker %d could not be restored (%s): its new pod %s cannot be scheduled: %s%s", rs.worker, rs.why, p.Name, verdict, requested(p)))
+			}
 			d := p.CreationTimestamp.Add(r.podTimeout()).Sub(time.Now())
 			if d <= 0 {
 				return ctrl.Result{}, r.fail(ctx, t, old, fmt.Sprintf("worker %d could not be restored (%s): its new pod %s did not run within %v: %s", rs.worker, rs.why, p.Name, r.podTimeout(), podReason(p)))
@@ -479,26 +495,27 @@ func (r *Reconciler) event(t *v1alpha1.Topology, typ, reason, action, msg string
 	}
 }
 
-// validate checks the spec and splits the topology as the workers will.
-func (r *Reconciler) validate(t *v1alpha1.Topology) ([]*cluster.Spec, *partition.Result, error) {
+// validate checks the spec and splits the topology as the workers will,
+// with what each part needs of a node.
+func (r *Reconciler) validate(t *v1alpha1.Topology) ([]*cluster.Spec, []partNeeds, *partition.Result, error) {
 	sp := t.Spec
 	if len(t.Name) > maxName {
-		return nil, nil, fmt.Errorf("name is %d characters long; at most %d (the worker pods are named after it)", len(t.Name), maxName)
+		return nil, nil, nil, fmt.Errorf("name is %d characters long; at most %d (the worker pods are named after it)", len(t.Name), maxName)
 	}
 	if (sp.Topology == "") == (sp.File == "") {
-		return nil, nil, errors.New("exactly one of spec.topology (a spec string like linear,4) and spec.file (a topology file's text) must be set")
+		return nil, nil, nil, errors.New("exactly one of spec.topology (a spec string like linear,4) and spec.file (a topology file's text) must be set")
 	}
 	n := t.WorkerCount()
 	if n < 1 || n > v1alpha1.MaxWorkers {
-		return nil, nil, fmt.Errorf("spec.workers is %d; it must be 1-%d", n, v1alpha1.MaxWorkers)
+		return nil, nil, nil, fmt.Errorf("spec.workers is %d; it must be 1-%d", n, v1alpha1.MaxWorkers)
 	}
 	switch corev1.PullPolicy(sp.ImagePullPolicy) {
 	case "", corev1.PullNever, corev1.PullIfNotPresent, corev1.PullAlways:
 	default:
-		return nil, nil, fmt.Errorf("spec.imagePullPolicy %q: use Never, IfNotPresent or Always", sp.ImagePullPolicy)
+		return nil, nil, nil, fmt.Errorf("spec.imagePullPolicy %q: use Never, IfNotPresent or Always", sp.ImagePullPolicy)
 	}
 	if r.image(t) == "" {
-		return nil, nil, errors.New("no worker image: set spec.image or the controller's --image")
+		return nil, nil, nil, errors.New("no worker image: set spec.image or the controller's --image")
 	}
 	topology, file := sp.Topology, ""
 	if sp.File != "" {
@@ -506,14 +523,19 @@ func (r *Reconciler) validate(t *v1alpha1.Topology) ([]*cluster.Spec, *partition
 	}
 	specs, res, err := cluster.NewSpec(topology, file, sp.IPBase, false, n, partition.Options{})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	for _, s := range specs {
-		if _, err := s.Resolve(); err != nil {
-			return nil, nil, err
+	needs := make([]partNeeds, len(specs))
+	for i, s := range specs {
+		rs, err := s.Resolve()
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if needs[i], err = estimatePart(rs); err != nil {
+			return nil, nil, nil, err
 		}
 	}
-	return specs, res, nil
+	return specs, needs, res, nil
 }
 
 func (r *Reconciler) image(t *v1alpha1.Topology) string {
@@ -531,7 +553,7 @@ func PodName(t *v1alpha1.Topology, i int) string { return fmt.Sprintf("%s-w%d", 
 
 // ensureWorkers creates the ConfigMaps and pods that are missing and
 // returns the Topology's worker pods by worker number (nil: not seen yet).
-func (r *Reconciler) ensureWorkers(ctx context.Context, t *v1alpha1.Topology, specs []*cluster.Spec) ([]*corev1.Pod, error) {
+func (r *Reconciler) ensureWorkers(ctx context.Context, t *v1alpha1.Topology, specs []*cluster.Spec, needs []partNeeds) ([]*corev1.Pod, error) {
 	list := &corev1.PodList{}
 	if err := r.Client.List(ctx, list, client.InNamespace(t.Namespace), client.MatchingLabels{LabelTopology: string(t.UID)}); err != nil {
 		return nil, err
@@ -550,16 +572,16 @@ func (r *Reconciler) ensureWorkers(ctx context.Context, t *v1alpha1.Topology, sp
 		if pods[i] != nil {
 			continue
 		}
-		if err := r.createWorker(ctx, t, i, s); err != nil {
+		if err := r.createWorker(ctx, t, i, s, needs[i]); err != nil {
 			return nil, err
 		}
 	}
 	return pods, nil
 }
 
-// createWorker creates worker i's ConfigMap (its part) and pod; ones that
-// exist already are kept.
-func (r *Reconciler) createWorker(ctx context.Context, t *v1alpha1.Topology, i int, s *cluster.Spec) error {
+// createWorker creates worker i's ConfigMap (its part) and pod, the pod
+// requesting what the part needs; ones that exist already are kept.
+func (r *Reconciler) createWorker(ctx context.Context, t *v1alpha1.Topology, i int, s *cluster.Spec, need partNeeds) error {
 	pull := corev1.PullPolicy(t.Spec.ImagePullPolicy)
 	if pull == "" {
 		pull = r.PullPolicy
@@ -591,6 +613,7 @@ func (r *Reconciler) createWorker(ctx context.Context, t *v1alpha1.Topology, i i
 				// Namespaces, veth pairs, bridges, VXLAN devices and
 				// packet sockets need the pod privileged.
 				SecurityContext: &corev1.SecurityContext{Privileged: &privileged},
+				Resources:       corev1.ResourceRequirements{Requests: need.requests()},
 				VolumeMounts:    []corev1.VolumeMount{{Name: "spec", MountPath: "/spec", ReadOnly: true}},
 			}},
 			Volumes: []corev1.Volume{{Name: "spec", VolumeSource: corev1.VolumeSource{
@@ -609,9 +632,10 @@ func (r *Reconciler) createWorker(ctx context.Context, t *v1alpha1.Topology, i i
 	return nil
 }
 
-// judgePods counts the running worker pods; a failed pod, or one not
-// running within PodTimeout, is a failure message naming it. wait is when
-// to look again if some are not running yet.
+// judgePods counts the running worker pods; a failed pod, one the
+// scheduler found no node for, or one not running within PodTimeout, is a
+// failure message naming it. wait is when to look again if some are not
+// running yet.
 func (r *Reconciler) judgePods(t *v1alpha1.Topology, pods []*corev1.Pod, n int) (ready int, wait time.Duration, fail string) {
 	wait = r.podTimeout()
 	now := time.Now()
@@ -636,6 +660,12 @@ func (r *Reconciler) judgePods(t *v1alpha1.Topology, pods []*corev1.Pod, n int) 
 		case p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "":
 			ready++
 			continue
+		}
+		// The scheduler found no node: it would try again as the cluster
+		// changes, but a topology too large for it is the usual cause,
+		// and a clear failure now beats waiting out PodTimeout for it.
+		if verdict := schedulerVerdict(p); verdict != "" {
+			return 0, 0, fmt.Sprintf("worker pod %s cannot be scheduled: %s%s", p.Name, verdict, requested(p))
 		}
 		d := p.CreationTimestamp.Add(r.podTimeout()).Sub(now)
 		if d <= 0 {
