@@ -21,14 +21,17 @@ import (
 // worker pod reaches that pod's nodes (kubectl exec POD -- hymn exec h1 --
 // ...): the pod holds one network, so the node's name is enough.
 func newExecCmd() *cobra.Command {
-	var run string
+	var run, line string
 	cmd := &cobra.Command{
-		Use:   "exec [--run RUN] NODE [--] [COMMAND [ARG...]]",
+		Use:   "exec [--run RUN] NODE [--] [COMMAND [ARG...]] | exec [--run RUN] -c LINE NODE",
 		Short: "Run a command in a node of a running hymn network (as Mininet's m)",
 		Long: `hymn exec runs COMMAND in the network namespace of NODE of a hymn network
 running on this machine, with the caller's terminal, environment and exit
 status, like Mininet's "m h1 ping 10.0.0.2" (or ip netns exec). Without a
-COMMAND it starts an interactive shell (bash, else sh) there.
+COMMAND it starts an interactive shell (bash, else sh) there; with -c LINE
+that shell runs the command line LINE, as a node's cmd() does in Mininet
+(pipes, redirections, $(...) work; bash is preferred because a busybox sh
+would run its own ping and other applets instead of the real programs).
 
 The node is looked up in every live run (hymn list shows them); when more
 than one has a node of that name, --run RUN says which. Names are not
@@ -41,13 +44,24 @@ have it, no such command).`,
 		Args:          usageArgs(cobra.MinimumNArgs(1)),
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		RunE: func(_ *cobra.Command, args []string) error {
-			return execInNode(run, args[0], args[1:])
+		RunE: func(cmd *cobra.Command, args []string) error {
+			argv := args[1:]
+			if len(argv) > 0 && argv[0] == "--" { // flags stop at NODE
+				argv = argv[1:]
+			}
+			if cmd.Flags().Changed("command") {
+				if len(argv) > 0 {
+					return fmt.Errorf("%w: exec: give -c LINE or a COMMAND, not both", ErrUsage)
+				}
+				argv = []string{nodeShell(), "-c", line}
+			}
+			return execInNode(run, args[0], argv)
 		},
 	}
 	// Everything after NODE is the command's, its flags included.
 	cmd.Flags().SetInterspersed(false)
 	cmd.Flags().StringVar(&run, "run", "", "the run id (hymn list) when several networks have NODE")
+	cmd.Flags().StringVarP(&line, "command", "c", "", "a command line for the node's shell (bash, else sh)")
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return fmt.Errorf("%w: %v", ErrUsage, err) })
 	return cmd
 }
@@ -115,15 +129,8 @@ func execInNode(run, node string, argv []string) error {
 	if err != nil {
 		return err
 	}
-	// Flags stop at NODE, so a "--" after it is still in argv.
-	if len(argv) > 0 && argv[0] == "--" {
-		argv = argv[1:]
-	}
 	if len(argv) == 0 {
-		argv = []string{"bash"}
-		if _, err := exec.LookPath("bash"); err != nil {
-			argv = []string{"sh"}
-		}
+		argv = []string{nodeShell()}
 	}
 	path, err := exec.LookPath(argv[0])
 	if err != nil {
@@ -146,4 +153,13 @@ func execInNode(run, node string, argv []string) error {
 	// Only reached when execve failed; the thread stays in the node's
 	// namespace, so it must not run anything else.
 	return fmt.Errorf("exec: %s: %v", path, err)
+}
+
+// nodeShell is the shell for a node's interactive session or command
+// line: bash, as Mininet's nodes run, else sh.
+func nodeShell() string {
+	if _, err := exec.LookPath("bash"); err == nil {
+		return "bash"
+	}
+	return "sh"
 }

@@ -43,6 +43,9 @@ func TestExecInNode(t *testing.T) {
 	if code, out := hymnExec("h1", "--", "sh", "-c", "exit 7"); code != 7 {
 		t.Errorf("exec h1 -- sh -c 'exit 7': exit %d, %q", code, out)
 	}
+	if code, out := hymnExec("-c", "echo $((6*7)) | tr 4 x; exit 3", "h1"); code != 3 || out != "x2\n" {
+		t.Errorf("exec -c LINE h1: exit %d, %q", code, out)
+	}
 	for _, c := range []struct {
 		args []string
 		want string
@@ -53,6 +56,7 @@ func TestExecInNode(t *testing.T) {
 		{[]string{"@emu", "true"}, "is not a node name"},
 		{[]string{"h1", "no-such-program-here"}, "no-such-program-here"},
 		{nil, "requires at least 1 arg"},
+		{[]string{"-c", "true", "h1", "ls"}, "give -c LINE or a COMMAND, not both"},
 	} {
 		code, out := hymnExec(c.args...)
 		if code != 2 || !strings.Contains(out, c.want) || strings.Count(strings.TrimSpace(out), "\n") > 0 {

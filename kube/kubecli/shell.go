@@ -21,7 +21,7 @@ import (
 // podNet is a Running Topology as the mininet> shell sees it (it is a
 // cli.RemoteNetwork): the plan from worker 0's ConfigMap, and each node
 // command run in the worker pod that holds the node through pods/exec, as
-// kubectl exec POD -- hymn exec NODE -- sh -c LINE. The controller's attach
+// kubectl exec POD -- hymn exec -c LINE NODE (the line run by bash, else sh). The controller's attach
 // streams stay its own: a second client on them would interleave with it.
 type podNet struct {
 	cfg    *rest.Config
@@ -61,7 +61,7 @@ func (p *podNet) Run(ctx context.Context, node, cmdline string, out io.Writer) (
 	pod := controller.PodName(p.t, w)
 	req := p.cs.CoreV1().RESTClient().Post().Namespace(p.t.Namespace).Resource("pods").Name(pod).
 		SubResource("exec").VersionedParams(&corev1.PodExecOptions{
-		Command: []string{hymnInPod, "exec", node, "--", "sh", "-c", cmdline},
+		Command: []string{hymnInPod, "exec", "-c", cmdline, node},
 		Stdout:  true, Stderr: true,
 	}, clientgoscheme.ParameterCodec)
 	exec, err := controller.StreamExecutor(p.cfg, req.URL())
