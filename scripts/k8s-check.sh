@@ -357,6 +357,22 @@ controller_check() {
   say "*** h1 (held-w0) -> h4 (the restored held-w1) across the re-created cut link: 3/3"
   kill -INT "$held"; wait "$held" || true
   cat "$LOGDIR/held.out"
+  echo "*** A topology too large for the cluster (a VM of 512 GiB)"
+  cat >"$LOGDIR/too-large.yaml" <<'EOF'
+nodes:
+  - {name: h1, backend: vm, params: {memory: 512G}}
+  - {name: h2}
+  - {name: s1, kind: switch}
+links:
+  - endpoints: [h1, s1]
+  - endpoints: [h2, s1]
+EOF
+  if "$LOGDIR/hymn-kube" --kubeconfig "$kc" run "$LOGDIR/too-large.yaml" --workers 1 --name too-large --test none >"$LOGDIR/too-large.out" 2>&1; then
+    cat "$LOGDIR/too-large.out"; die "a topology too large for the cluster ran"
+  fi
+  cat "$LOGDIR/too-large.out"
+  grep -q "too large for the cluster" "$LOGDIR/too-large.out" || die "no 'too large for the cluster' error"
+  say "*** $(grep -o 'topology too-large failed: .*' "$LOGDIR/too-large.out" | head -1)"
   for i in $(seq 60); do
     [ -z "$(kubectl --kubeconfig "$kc" get topologies,pods -o name 2>/dev/null)" ] && break; sleep 1
   done
