@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/hymn-net/hymn"
 	"github.com/hymn-net/hymn/internal/owner"
@@ -44,7 +45,7 @@ type cutSide struct {
 // anything is built.
 func StartPart(ctx context.Context, r *Resolved, underlay links.Namespace, opts hymn.Options) (*Part, error) {
 	for _, c := range r.Cut {
-		if err := checkCut(r, c, opts); err != nil {
+		if err := checkCut(c); err != nil {
 			return nil, err
 		}
 	}
@@ -65,7 +66,7 @@ func StartPart(ctx context.Context, r *Resolved, underlay links.Namespace, opts 
 	return &Part{R: r, Net: net, underlay: underlay}, nil
 }
 
-func checkCut(r *Resolved, c CutLink, opts hymn.Options) error {
+func checkCut(c CutLink) error {
 	if k := c.Link.Params["kind"]; k != "" && k != "veth" {
 		return fmt.Errorf("cut link %s: kind %s cannot cross workers (only veth links become VXLAN tunnels)", c.Link, k)
 	}
@@ -73,10 +74,6 @@ func checkCut(r *Resolved, c CutLink, opts hymn.Options) error {
 		if strings.Contains(k, "schedule") {
 			return fmt.Errorf("cut link %s: link schedules are not carried across workers yet; place both ends on one worker (placement:)", c.Link)
 		}
-	}
-	pn := r.Plan.Node(c.Local.Node)
-	if b := pn.Params["backend"]; b == "vm" || (b == "" && !pn.IsSwitch() && opts.Nodes == hymn.BackendVM) {
-		return fmt.Errorf("cut link %s: VM node %s cannot hold a cut link yet; place both ends on one worker (placement:)", c.Link, pn.Name)
 	}
 	if linkparams.NeedsEmulator(c.Link.Params) {
 		if _, _, err := hymn.EmulatorConfigs(c.Link.Params); err != nil {
@@ -119,7 +116,7 @@ func (p *Part) Link(ctx context.Context, peers []netip.Addr) (err error) {
 		}
 	}
 	for i, c := range p.R.Cut {
-		side, err := p.createSide(c, ends[i])
+		side, err := p.createSide(c, ends[i], false)
 		if err != nil {
 			return fmt.Errorf("cut link %s: %w", c, err)
 		}
@@ -147,6 +144,12 @@ func (p *Part) end(c CutLink, remote netip.Addr) (VXLANEnd, error) {
 		Underlay: p.underlay, Remote: remote, Port: p.R.Spec.port(), VNI: c.VNI,
 		Alias: owner.LinkAlias(p.Net.RunID()),
 		End:   links.End{NS: node, Name: c.Local.Name, MAC: c.Local.MAC, IP: c.Local.IP, MTU: c.Link.Params.MTU()},
+	}
+	if _, ok := node.(nodes.GuestNode); ok {
+		// A VM's end stays bare in its helper namespace, as for any of
+		// its links: the guest's interface gets the MAC and the address
+		// when the end is attached.
+		v.End.MAC, v.End.IP = nil, netip.Prefix{}
 	}
 	if _, err := v.CheckUnderlay(); err != nil {
 		return VXLANEnd{}, fmt.Errorf("cut link %s: %w", c.Link, err)
@@ -236,7 +239,7 @@ func (p *Part) Relink(ctx context.Context, peer int, addr netip.Addr) ([]CutStat
 			continue
 		}
 		p.linked[i] = nil
-		side, err := p.createSide(old.CutLink, ends[i])
+		side, err := p.createSide(old.CutLink, ends[i], true)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("cut link %s: %w", old.CutLink, err))
 			continue
@@ -269,7 +272,12 @@ func (p *Part) Relink(ctx context.Context, peer int, addr netip.Addr) ([]CutStat
 	return out, nil
 }
 
-func (p *Part) createSide(c CutLink, v VXLANEnd) (*cutSide, error) {
+// createSide makes this worker's side of cut link c; again says it is
+// made anew toward a replaced peer (Relink), the node unchanged.
+func (p *Part) createSide(c CutLink, v VXLANEnd, again bool) (*cutSide, error) {
+	// attach joins the side's end to its node as a link end is joined on
+	// one machine: a switch port, or a VM's interface (a NIC hot-plugged
+	// into the guest; when made again, only the end rejoins its bridge).
 	attach := func() error {
 		node, err := p.Net.Node(c.Local.Node)
 		if err != nil {
@@ -278,7 +286,20 @@ func (p *Part) createSide(c CutLink, v VXLANEnd) (*cutSide, error) {
 		if sw, ok := node.(*nodes.NsNode); ok && sw.Kind() == topo.KindSwitch {
 			return sw.AttachPort(c.Local.Name)
 		}
-		return nil
+		g, ok := node.(nodes.GuestNode)
+		if !ok {
+			return nil
+		}
+		if again {
+			r, ok := node.(interface{ RejoinIntf(string) error })
+			if !ok {
+				return fmt.Errorf("node %s cannot rejoin %s", c.Local.Node, c.Local.Name)
+			}
+			return r.RejoinIntf(c.Local.Name)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), guestAttachTimeout)
+		defer cancel()
+		return g.AttachIntf(ctx, c.Local.Name, c.Local.MAC, c.Local.IP)
 	}
 	side := &cutSide{CutLink: c, remote: v.Remote, ns: v.End.NS, dev: v.End.Name}
 	if !linkparams.NeedsEmulator(c.Link.Params) {
@@ -315,6 +336,10 @@ func (p *Part) createSide(c CutLink, v VXLANEnd) (*cutSide, error) {
 	side.emu, side.ns, side.dev = emu, p.helper, fmt.Sprintf("x%db", c.Index)
 	return side, nil
 }
+
+// guestAttachTimeout bounds hot-plugging a VM's NIC for a cut link (as
+// the network's own links are bounded).
+const guestAttachTimeout = time.Minute
 
 // CutStats are one cut link's counters on this side.
 type CutStats struct {

@@ -528,6 +528,33 @@ func (n *Node) DetachDevice(ctx context.Context, id string) error {
 	return nil
 }
 
+// RejoinIntf joins a helper-namespace end made again under an attached
+// interface's name (the old one was deleted: a cluster's cut link re-made
+// toward a replaced peer) to that interface's bridge. The guest's NIC,
+// MAC and address stay as they were, so nothing changes inside the guest.
+func (n *Node) RejoinIntf(name string) error {
+	n.mu.Lock()
+	gi, ok := n.intfs[name]
+	n.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("vm %s: no interface %s to rejoin", n.cfg.Name, name)
+	}
+	return n.Netlink(func(h *netlink.Handle) error {
+		end, err := h.LinkByName(name)
+		if err != nil {
+			return fmt.Errorf("vm %s: rejoining %s: %w", n.cfg.Name, name, err)
+		}
+		br, err := h.LinkByName(gi.bridge)
+		if err != nil {
+			return fmt.Errorf("vm %s: rejoining %s: %w", n.cfg.Name, name, err)
+		}
+		if err := h.LinkSetMaster(end, br); err != nil {
+			return fmt.Errorf("vm %s: rejoining %s to %s: %w", n.cfg.Name, name, gi.bridge, err)
+		}
+		return h.LinkSetUp(end)
+	})
+}
+
 // removeBridge removes an interface's bridge and tap (hymn made the tap
 // persistent, so it outlives QEMU's netdev).
 func (n *Node) removeBridge(gi *guestIntf) {
