@@ -127,35 +127,26 @@ func (s *shell) doRemoteNodes(context.Context, string) bool {
 
 func (s *shell) doRemoteNet(context.Context, string) bool {
 	plan := s.remote.Plan()
-	var b strings.Builder
-	for _, n := range append(plan.Hosts(), plan.Switches()...) {
-		b.WriteString(n.Name)
-		if n.IsSwitch() {
-			b.WriteString(" lo: ")
-		}
-		for _, i := range n.Intfs {
-			fmt.Fprintf(&b, " %s:%s", i.Name, i.Link.Peer(i).Name)
-		}
-		b.WriteString("\n")
-	}
-	s.out(b.String())
+	s.out(netLines(append(plan.Hosts(), plan.Switches()...)))
 	return false
 }
 
 func (s *shell) doRemotePingAll(ctx context.Context, _ string) bool {
-	cctx, done := s.intr.commandContext(ctx)
-	defer done()
-	_, err := PingRemote(cctx, s.remote, false, logWriter{s.lg})
-	s.reportRemote(ctx, err)
+	s.remotePing(ctx, false)
 	return false
 }
 
 func (s *shell) doRemotePingPair(ctx context.Context, _ string) bool {
+	s.remotePing(ctx, true)
+	return false
+}
+
+// remotePing is pingall (pingpair: pingpair), Ctrl-C interrupting it.
+func (s *shell) remotePing(ctx context.Context, pair bool) {
 	cctx, done := s.intr.commandContext(ctx)
 	defer done()
-	_, err := PingRemote(cctx, s.remote, true, logWriter{s.lg})
+	_, err := PingRemote(cctx, s.remote, pair, logWriter{s.lg})
 	s.reportRemote(ctx, err)
-	return false
 }
 
 func (s *shell) reportRemote(ctx context.Context, err error) {

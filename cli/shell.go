@@ -473,8 +473,15 @@ func intfNames(n *topo.PlannedNode) []string {
 }
 
 func (s *shell) doNet(context.Context, string) bool {
+	s.out(netLines(s.orderedNodes()) + s.controllerNet())
+	return false
+}
+
+// netLines is Mininet's net listing of nodes: each with its interfaces
+// and what they connect to.
+func netLines(nodes []*topo.PlannedNode) string {
 	var b strings.Builder
-	for _, n := range s.orderedNodes() {
+	for _, n := range nodes {
 		b.WriteString(n.Name)
 		if n.IsSwitch() {
 			b.WriteString(" lo: ")
@@ -484,9 +491,7 @@ func (s *shell) doNet(context.Context, string) bool {
 		}
 		b.WriteString("\n")
 	}
-	b.WriteString(s.controllerNet())
-	s.out(b.String())
-	return false
+	return b.String()
 }
 
 func (s *shell) doLinks(context.Context, string) bool {

@@ -511,6 +511,27 @@ func pingAll(ctx context.Context, t *testing.T, c *Cluster) {
 	}
 }
 
+// startTwo starts topology on two local workers and, when the test ends,
+// stops them and checks that nothing is left: of the first workers' runs
+// (returned), of any worker the cluster has then, of the transport.
+func startTwo(ctx context.Context, t *testing.T, topology, file string) (*Local, *Cluster, []string) {
+	t.Helper()
+	l := localTransport(t)
+	c, err := Start(ctx, l, topology, file, "", false, Options{Partition: partition.Options{Parts: 2}, Log: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := []string{c.Ready[0].Run, c.Ready[1].Run}
+	t.Cleanup(func() {
+		c.Stop(context.Background())
+		assertLocalGone(t, l, c)
+		for _, run := range runs {
+			hymntest.AssertRunGone(t, run)
+		}
+	})
+	return l, c, runs
+}
+
 // A worker killed with -9 (its run cleaned as hymn clean would) is
 // replaced: launched again on a new machine with a new address, its peer
 // re-creates its side of the cut link toward it, and every host reaches
@@ -525,21 +546,9 @@ func TestReplaceWorker(t *testing.T) {
 			"links:\n  - endpoints: [h1, s1]\n  - endpoints: [h2, s2]\n  - endpoints: [s1, s2]\n    params: {delay: 1ms}\n", "r.yaml"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			l := localTransport(t)
 			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 			defer cancel()
-			c, err := Start(ctx, l, tc.topology, tc.file, "", false, Options{Partition: partition.Options{Parts: 2}, Log: t.Logf})
-			if err != nil {
-				t.Fatal(err)
-			}
-			runs := []string{c.Ready[0].Run, c.Ready[1].Run}
-			t.Cleanup(func() {
-				c.Stop(context.Background())
-				assertLocalGone(t, l, c)
-				for _, run := range runs {
-					hymntest.AssertRunGone(t, run)
-				}
-			})
+			l, c, runs := startTwo(ctx, t, tc.topology, tc.file)
 			pingAll(ctx, t, c)
 
 			// Bad indexes.

@@ -9,9 +9,7 @@ import (
 	"time"
 
 	"github.com/hymn-net/hymn"
-	"github.com/hymn-net/hymn/hymntest"
 	"github.com/hymn-net/hymn/internal/testenv"
-	"github.com/hymn-net/hymn/partition"
 )
 
 // A VM node holds a cut link as it holds any link: its side of the tunnel
@@ -31,21 +29,9 @@ func TestVMCutLink(t *testing.T) {
 		"links:\n" +
 		"  - endpoints: [h1, s1]\n    params: {delay: 2ms}\n" +
 		"  - endpoints: [h2, s1]\n"
-	l := localTransport(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	c, err := Start(ctx, l, file, "vm.yaml", "", false, Options{Partition: partition.Options{Parts: 2}, Log: t.Logf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	runs := []string{c.Ready[0].Run, c.Ready[1].Run}
-	t.Cleanup(func() {
-		c.Stop(context.Background())
-		assertLocalGone(t, l, c)
-		for _, run := range runs {
-			hymntest.AssertRunGone(t, run)
-		}
-	})
+	l, c, runs := startTwo(ctx, t, file, "vm.yaml")
 	if w, _ := c.Worker("h1"); w != 0 {
 		t.Fatalf("h1 on worker %d, want 0 (placement)", w)
 	}
@@ -81,6 +67,5 @@ func TestVMCutLink(t *testing.T) {
 	if err := c.Replace(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
-	runs = append(runs, c.Ready[1].Run)
 	check("after worker 1 was replaced")
 }

@@ -99,6 +99,21 @@ func (h *harness) waitGone(name string) {
 
 func (h *harness) run(p *corev1.Pod, ip string) { h.RunPod(p, ip) }
 
+// runPods waits for topo's two worker pods and runs them, as the kubelet
+// would, at addresses prefix+first and prefix+first+1.
+func (h *harness) runPods(topo *v1alpha1.Topology, prefix string, first int) []corev1.Pod {
+	h.t.Helper()
+	var pods []corev1.Pod
+	h.eventually(20*time.Second, "two worker pods", func() (bool, string) {
+		pods = h.pods(topo)
+		return len(pods) == 2, fmt.Sprintf("%d pods", len(pods))
+	})
+	for i := range pods {
+		h.run(&pods[i], fmt.Sprintf("%s%d", prefix, first+i))
+	}
+	return pods
+}
+
 // A Topology becomes worker pods owned by it, each with its part; once the
 // pods run the workers are built and linked (Running, with the counts);
 // deleting it stops every worker and the resource goes.
@@ -289,14 +304,7 @@ func TestWorkerNeverReadyOrFatal(t *testing.T) {
 	h.workers.SetFatal("building h1: operation not permitted")
 	r.PodTimeout = time.Minute
 	bad := h.create("fatal", v1alpha1.TopologySpec{Topology: "linear,2", Workers: 2})
-	var pods []corev1.Pod
-	h.eventually(20*time.Second, "two worker pods", func() (bool, string) {
-		pods = h.pods(bad)
-		return len(pods) == 2, fmt.Sprintf("%d pods", len(pods))
-	})
-	for i := range pods {
-		h.run(&pods[i], fmt.Sprintf("10.244.0.%d", 20+i))
-	}
+	h.runPods(bad, "10.244.0.", 20)
 	topo = h.waitPhase("fatal", v1alpha1.PhaseFailed, 20*time.Second)
 	if !strings.Contains(topo.Status.Message, "operation not permitted") {
 		t.Fatalf("message %q", topo.Status.Message)
@@ -326,14 +334,7 @@ func TestRealAttachWithoutKubelet(t *testing.T) {
 	h := &harness{Env: e, t: t, c: e.Client, ns: e.NS, env: e.Env}
 	e.RunController(&Reconciler{PodTimeout: time.Minute, LinkTimeout: 20 * time.Second})
 	topo := h.create("attach", v1alpha1.TopologySpec{Topology: "linear,2", Workers: 2})
-	var pods []corev1.Pod
-	h.eventually(20*time.Second, "two worker pods", func() (bool, string) {
-		pods = h.pods(topo)
-		return len(pods) == 2, fmt.Sprintf("%d pods", len(pods))
-	})
-	for i := range pods {
-		h.run(&pods[i], fmt.Sprintf("10.244.0.%d", 30+i))
-	}
+	h.runPods(topo, "10.244.0.", 30)
 	topo = h.waitPhase("attach", v1alpha1.PhaseFailed, 40*time.Second)
 	if !strings.Contains(topo.Status.Message, "pod attach-w") || !strings.Contains(topo.Status.Message, "does not have a host assigned") {
 		t.Fatalf("message %q", topo.Status.Message)
@@ -368,14 +369,7 @@ func (h *harness) waitNewPod(topo *v1alpha1.Topology, name string, old types.UID
 func TestWorkerPodRestored(t *testing.T) {
 	h := newHarness(t, &Reconciler{PodTimeout: time.Minute, MaxRestarts: 2})
 	topo := h.create("held", v1alpha1.TopologySpec{Topology: "linear,4", Workers: 2})
-	var pods []corev1.Pod
-	h.eventually(20*time.Second, "two worker pods", func() (bool, string) {
-		pods = h.pods(topo)
-		return len(pods) == 2, fmt.Sprintf("%d pods", len(pods))
-	})
-	for i := range pods {
-		h.run(&pods[i], fmt.Sprintf("10.244.0.%d", 10+i))
-	}
+	h.runPods(topo, "10.244.0.", 10)
 	topo = h.waitPhase("held", v1alpha1.PhaseRunning, 20*time.Second)
 	byName := map[string]corev1.Pod{}
 	for _, p := range h.pods(topo) {
@@ -455,14 +449,7 @@ func TestWorkerPodRestored(t *testing.T) {
 func TestWorkerRestoreFails(t *testing.T) {
 	h := newHarness(t, &Reconciler{PodTimeout: time.Minute})
 	topo := h.create("again", v1alpha1.TopologySpec{Topology: "linear,4", Workers: 2})
-	var pods []corev1.Pod
-	h.eventually(20*time.Second, "two worker pods", func() (bool, string) {
-		pods = h.pods(topo)
-		return len(pods) == 2, fmt.Sprintf("%d pods", len(pods))
-	})
-	for i := range pods {
-		h.run(&pods[i], fmt.Sprintf("10.244.0.%d", 40+i))
-	}
+	pods := h.runPods(topo, "10.244.0.", 40)
 	topo = h.waitPhase("again", v1alpha1.PhaseRunning, 20*time.Second)
 	h.workers.SetFatal("building h3: operation not permitted")
 	old := pods[1]
@@ -484,14 +471,7 @@ func TestWorkerRestoreFails(t *testing.T) {
 func TestWorkerRestoreOff(t *testing.T) {
 	h := newHarness(t, &Reconciler{PodTimeout: time.Minute, MaxRestarts: -1})
 	topo := h.create("off", v1alpha1.TopologySpec{Topology: "linear,2", Workers: 2})
-	var pods []corev1.Pod
-	h.eventually(20*time.Second, "two worker pods", func() (bool, string) {
-		pods = h.pods(topo)
-		return len(pods) == 2, fmt.Sprintf("%d pods", len(pods))
-	})
-	for i := range pods {
-		h.run(&pods[i], fmt.Sprintf("10.244.0.%d", 60+i))
-	}
+	pods := h.runPods(topo, "10.244.0.", 60)
 	h.waitPhase("off", v1alpha1.PhaseRunning, 20*time.Second)
 	if err := h.c.Delete(t.Context(), &pods[0]); err != nil {
 		t.Fatal(err)

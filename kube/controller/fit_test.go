@@ -173,13 +173,7 @@ func TestWorkerPodUnschedulable(t *testing.T) {
 
 	// Restoring: the lost worker's new pod finds no node.
 	topo = h.create("restore", v1alpha1.TopologySpec{Topology: "linear,4", Workers: 2})
-	h.eventually(20*time.Second, "two worker pods", func() (bool, string) {
-		pods = h.pods(topo)
-		return len(pods) == 2, fmt.Sprintf("%d pods", len(pods))
-	})
-	for i := range pods {
-		h.run(&pods[i], fmt.Sprintf("10.244.0.%d", 20+i))
-	}
+	pods = h.runPods(topo, "10.244.0.", 20)
 	h.waitPhase("restore", v1alpha1.PhaseRunning, 20*time.Second)
 	old := pods[1]
 	if err := h.c.Delete(t.Context(), &old); err != nil {

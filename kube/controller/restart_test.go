@@ -8,7 +8,6 @@ import (
 
 	"github.com/hymn-net/hymn/kube/api/v1alpha1"
 	"github.com/hymn-net/hymn/kube/internal/kubetest"
-	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -21,14 +20,7 @@ import (
 func TestControllerRestartFailsRunning(t *testing.T) {
 	h := newHarness(t, &Reconciler{PodTimeout: time.Minute})
 	topo := h.create("survivor", v1alpha1.TopologySpec{Topology: "linear,4", Workers: 2})
-	var pods []corev1.Pod
-	h.eventually(20*time.Second, "two worker pods", func() (bool, string) {
-		pods = h.pods(topo)
-		return len(pods) == 2, fmt.Sprintf("%d pods", len(pods))
-	})
-	for i := range pods {
-		h.run(&pods[i], fmt.Sprintf("10.244.1.%d", 10+i))
-	}
+	h.runPods(topo, "10.244.1.", 10)
 	topo = h.waitPhase("survivor", v1alpha1.PhaseRunning, 20*time.Second)
 
 	restarted := &Reconciler{Client: h.c, APIReader: h.c, Scheme: kubetest.Scheme(t), Attach: h.workers.Attach}
