@@ -105,8 +105,8 @@ func runWorker(ctx context.Context, f *workerFlags, stdin io.Reader, stdout io.W
 	if opts.Net.Switch, err = hymn.ParseSwitchKind(f.switchSpec); err != nil {
 		return fmt.Errorf("%w: worker: --switch: %v", ErrUsage, err)
 	}
-	if opts.Net.Switch == hymn.SwitchOVS {
-		return fmt.Errorf("%w: worker: --switch %s: OpenFlow switches need a controller reachable from every worker, which cluster runs do not set up yet; use lxbr or ovsbr", ErrUsage, f.switchSpec)
+	if err := checkWorkerSwitch(opts.Net.Switch, "worker: --switch "+f.switchSpec); err != nil {
+		return err
 	}
 	if opts.Net.Nodes, err = hymn.ParseNodeBackend(f.nodes); err != nil {
 		return fmt.Errorf("%w: worker: --nodes: %v", ErrUsage, err)
@@ -118,6 +118,37 @@ func runWorker(ctx context.Context, f *workerFlags, stdin io.Reader, stdout io.W
 		return fmt.Errorf("worker %d: %w", spec.Worker, err)
 	}
 	return nil
+}
+
+// checkWorkerSwitch refuses switch kinds a part cannot hold.
+func checkWorkerSwitch(k hymn.SwitchKind, what string) error {
+	if k == hymn.SwitchOVS {
+		return fmt.Errorf("%w: %s: OpenFlow switches need a controller reachable from every worker, which cluster runs do not set up yet; use lxbr or ovsbr", ErrUsage, what)
+	}
+	return nil
+}
+
+// clusterWorkerArgs checks cluster run's --switch and --nodes and returns
+// them as every worker's flags (none for the defaults).
+func clusterWorkerArgs(f *clusterFlags) ([]string, error) {
+	sw, err := hymn.ParseSwitchKind(f.switchSpec)
+	if err != nil {
+		return nil, fmt.Errorf("%w: cluster run: --switch: %v", ErrUsage, err)
+	}
+	if err := checkWorkerSwitch(sw, "cluster run: --switch "+f.switchSpec); err != nil {
+		return nil, err
+	}
+	if _, err := hymn.ParseNodeBackend(f.nodes); err != nil {
+		return nil, fmt.Errorf("%w: cluster run: --nodes: %v", ErrUsage, err)
+	}
+	var args []string
+	if f.switchSpec != "lxbr" {
+		args = append(args, "--switch", f.switchSpec)
+	}
+	if f.nodes != "netns" {
+		args = append(args, "--nodes", f.nodes)
+	}
+	return args, nil
 }
 
 type clusterFlags struct {
@@ -134,6 +165,8 @@ type clusterFlags struct {
 	worker  string
 	// --cluster kube:N
 	image, kubeconfig, namespace, pull string
+	// passed to every worker
+	switchSpec, nodes string
 }
 
 // newClusterCmd returns "hymn cluster": split a topology over workers
@@ -310,6 +343,8 @@ stderr. Exit status 1 if a test fails, 2 for bad input.`,
 	fl.BoolVar(&f.jsonOut, "json", false, "print the results as one JSON object on stdout")
 	fl.DurationVar(&f.timeout, "timeout", 5*time.Minute, "how long building and linking every part may take")
 	fl.StringVar(&f.worker, "worker-binary", "", "local: the hymn binary the workers run (default: this one)")
+	fl.StringVar(&f.switchSpec, "switch", "lxbr", "the workers' switches, as hymn --switch: lxbr or ovsbr (OpenFlow switches do not cross workers yet)")
+	fl.StringVar(&f.nodes, "nodes", "netns", "the workers' hosts, as hymn --nodes: netns or vm (a kube worker image then needs QEMU)")
 	fl.StringVar(&f.image, "image", "", "kube: the worker image (hymn as entrypoint, with bash, ip and ping; scripts/oci-image.py makes one, as scripts/k8s-check.sh shows)")
 	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kube: kubectl's --kubeconfig")
 	fl.StringVar(&f.namespace, "namespace", "", "kube: the Kubernetes namespace of the worker pods (default: default)")
@@ -366,6 +401,10 @@ func runCluster(ctx context.Context, f *clusterFlags, args []string, stdin *os.F
 	if f.timeout <= 0 {
 		return fmt.Errorf("%w: --timeout must be positive", ErrUsage)
 	}
+	workerArgs, err := clusterWorkerArgs(f)
+	if err != nil {
+		return err
+	}
 	tests := map[string]bool{}
 	for _, t := range f.tests {
 		for _, one := range strings.Split(t, "+") {
@@ -388,7 +427,7 @@ func runCluster(ctx context.Context, f *clusterFlags, args []string, stdin *os.F
 	case "kube":
 		// Bad flag values are usage errors whatever the machine has, so
 		// they are checked before kubectl is looked for.
-		k := &cluster.Kubectl{Kubeconfig: f.kubeconfig, Namespace: f.namespace, Image: f.image, PullPolicy: f.pull, Stderr: stderr}
+		k := &cluster.Kubectl{Kubeconfig: f.kubeconfig, Namespace: f.namespace, Image: f.image, PullPolicy: f.pull, Stderr: stderr, WorkerArgs: workerArgs}
 		if err := k.Check(); err != nil {
 			return fmt.Errorf("%w: %v", ErrUsage, err)
 		}
@@ -409,7 +448,7 @@ func runCluster(ctx context.Context, f *clusterFlags, args []string, stdin *os.F
 				return err
 			}
 		}
-		tr = &cluster.Local{Command: []string{bin, "worker"}, Stderr: stderr}
+		tr = &cluster.Local{Command: append([]string{bin, "worker"}, workerArgs...), Stderr: stderr}
 	}
 	logf := func(format string, a ...any) { fmt.Fprintf(stderr, format, a...) }
 	start := time.Now()

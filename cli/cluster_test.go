@@ -57,6 +57,10 @@ func TestClusterBadInput(t *testing.T) {
 		{[]string{"cluster", "run", "--topo", "linear,2", "--cluster", "kube:2", "--image", "x", "--pull-policy", "Sometimes"}, `--pull-policy "Sometimes"`},
 		{[]string{"cluster", "run", "--topo", "linear,2", "--cluster", "kube:2", "--image", "x", "--namespace", "Bad_NS"}, `namespace "Bad_NS"`},
 		{[]string{"cluster", "run", "--topo", "linear,2", "--cluster", "local:0"}, "N must be a number from 1 to 64"},
+		{[]string{"cluster", "run", "--topo", "linear,2", "--switch", "ovsk"}, "--switch ovsk: OpenFlow switches need a controller reachable from every worker"},
+		{[]string{"cluster", "run", "--topo", "linear,2", "--switch", "bogus"}, "cluster run: --switch"},
+		{[]string{"cluster", "run", "--topo", "linear,2", "--nodes", "docker"}, "cluster run: --nodes"},
+		{[]string{"cluster", "run", "--topo", "linear,2", "--test", "iperf"}, `--test "iperf": use pingall, rtt, stats, cli, none`},
 		{[]string{"cluster", "run", "--topo", "linear,2", "--cluster", "local:x"}, "N must be a number"},
 		{[]string{"cluster", "run", "--topo", "linear,2", "--cluster", "local:99"}, "N must be a number from 1 to 64"},
 		{[]string{"cluster", "run", "--topo", "linear,2", "--cluster", "local:5"}, "5 workers for 4 nodes"},
@@ -197,5 +201,16 @@ func TestClusterShell(t *testing.T) {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("the shell's output lacks %q", want)
 		}
+	}
+}
+
+// --switch reaches every worker: Open vSwitch bridges (userspace) on both
+// sides of the cut link.
+func TestClusterRunOVSBridges(t *testing.T) {
+	testenv.RootAndTools(t, "ip", "ping", "ovs-vsctl", "ovsdb-server", "ovs-vswitchd")
+	out, err := exec.Command(sharedBinary(t), "cluster", "run", "--topo", "linear,4", "--cluster", "local:2", "--switch", "ovsbr", "--test", "pingall").CombinedOutput()
+	t.Logf("%s", out)
+	if err != nil || !strings.Contains(string(out), "*** Results: 0% dropped (12/12 received)") {
+		t.Fatalf("cluster run --switch ovsbr: %v", err)
 	}
 }

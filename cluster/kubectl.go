@@ -40,6 +40,9 @@ type Kubectl struct {
 	Stderr io.Writer
 	// PodTimeout bounds the wait for a pod to run (0: 2 minutes).
 	PodTimeout time.Duration
+	// WorkerArgs are added to each pod's hymn worker command line
+	// (--switch, --nodes).
+	WorkerArgs []string
 
 	mu    sync.Mutex
 	run   string
@@ -119,7 +122,7 @@ func (k *Kubectl) manifest(name string, spec []byte) ([]byte, error) {
 					"terminationGracePeriodSeconds": 30,
 					"containers": []any{map[string]any{
 						"name": "worker", "image": k.Image, "imagePullPolicy": pull,
-						"args":  []string{"worker", "--spec", "/spec/spec.json"},
+						"args":  append([]string{"worker", "--spec", "/spec/spec.json"}, k.WorkerArgs...),
 						"stdin": true, "stdinOnce": true,
 						// Namespaces, veth pairs, bridges, VXLAN devices
 						// and packet sockets need the pod privileged.
