@@ -57,7 +57,6 @@ func TestClusterBadInput(t *testing.T) {
 		{[]string{"cluster", "run", "--topo", "linear,2", "--cluster", "kube:2", "--image", "x", "--pull-policy", "Sometimes"}, `--pull-policy "Sometimes"`},
 		{[]string{"cluster", "run", "--topo", "linear,2", "--cluster", "kube:2", "--image", "x", "--namespace", "Bad_NS"}, `namespace "Bad_NS"`},
 		{[]string{"cluster", "run", "--topo", "linear,2", "--cluster", "local:0"}, "N must be a number from 1 to 64"},
-		{[]string{"cluster", "run", "--topo", "linear,2", "--switch", "ovsk"}, "--switch ovsk: OpenFlow switches need a controller reachable from every worker"},
 		{[]string{"cluster", "run", "--topo", "linear,2", "--switch", "bogus"}, "cluster run: --switch"},
 		{[]string{"cluster", "run", "--topo", "linear,2", "--nodes", "docker"}, "cluster run: --nodes"},
 		{[]string{"cluster", "run", "--topo", "linear,2", "--test", "iperf"}, `--test "iperf": use pingall, rtt, stats, cli, none`},
@@ -88,7 +87,6 @@ func TestClusterBadInput(t *testing.T) {
 		{[]string{"worker", "--spec", badTopo}, "bad part specification"},
 		{[]string{"worker", "--spec", good, "--address", "10.0.0.300"}, `--address "10.0.0.300"`},
 		{[]string{"worker", "--spec", good, "--address", "224.0.0.1"}, "not a unicast IP address"},
-		{[]string{"worker", "--spec", good, "--switch", "ovsk"}, "OpenFlow switches need a controller"},
 		{[]string{"worker", "--spec", good, "--switch", "hub"}, "--switch"},
 		{[]string{"worker", "--spec", good, "--nodes", "lxc"}, "--nodes"},
 		{[]string{"worker", "--spec", good, "--build-timeout", "-1s"}, "--build-timeout must be positive"},
@@ -204,13 +202,21 @@ func TestClusterShell(t *testing.T) {
 	}
 }
 
-// --switch reaches every worker: Open vSwitch bridges (userspace) on both
-// sides of the cut link.
+// --switch reaches every worker: Open vSwitch bridges (userspace) and
+// OpenFlow switches (each worker with its own controller for its
+// switches) on both sides of the cut link; nothing of them is left.
 func TestClusterRunOVSBridges(t *testing.T) {
-	testenv.RootAndTools(t, "ip", "ping", "ovs-vsctl", "ovsdb-server", "ovs-vswitchd")
-	out, err := exec.Command(sharedBinary(t), "cluster", "run", "--topo", "linear,4", "--cluster", "local:2", "--switch", "ovsbr", "--test", "pingall").CombinedOutput()
-	t.Logf("%s", out)
-	if err != nil || !strings.Contains(string(out), "*** Results: 0% dropped (12/12 received)") {
-		t.Fatalf("cluster run --switch ovsbr: %v", err)
+	testenv.RootAndTools(t, "ip", "ping", "ovs-vsctl", "ovsdb-server", "ovs-vswitchd", "ovs-testcontroller")
+	for _, sw := range []string{"ovsbr", "ovsk"} {
+		t.Run(sw, func(t *testing.T) {
+			out, err := exec.Command(sharedBinary(t), "cluster", "run", "--topo", "linear,4", "--cluster", "local:2", "--switch", sw, "--test", "pingall").CombinedOutput()
+			t.Logf("%s", out)
+			if err != nil || !strings.Contains(string(out), "*** Results: 0% dropped (12/12 received)") {
+				t.Fatalf("cluster run --switch %s: %v", sw, err)
+			}
+			if ps, _ := exec.Command("pgrep", "-f", "ovs-testcontroller|hymn-.*ovs").Output(); len(ps) > 0 {
+				t.Errorf("left running after the cluster run: %s", ps)
+			}
+		})
 	}
 }
