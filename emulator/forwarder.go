@@ -71,11 +71,18 @@ const (
 	// grows (256 slots of 2 KiB): an idle link holds one chunk.
 	chunkBytes = 512 << 10
 	minSpin    = 5 * time.Microsecond
-	// maxSpin caps the spin margin: on a loaded machine the oversleep
-	// estimate grows, and spinning for longer than the gap between
-	// departures would turn a forwarder into a busy loop that starves the
-	// very hosts and softirqs whose traffic it carries.
-	maxSpin = 50 * time.Microsecond
+	// The spin margin may not exceed spinShare of the time since the
+	// direction last sent (nor maxSpin): spinning longer than a share of
+	// the gap between departures would turn a forwarder into a busy loop
+	// that starves the very hosts and softirqs whose traffic it carries,
+	// while before a departure that follows a long silence a long spin is
+	// cheap, and needed: a thread waking from an idle CPU on a VM
+	// oversleeps 35-90 us (measured here: p50 52 us, p90 90 us after a
+	// 5 ms sleep), so a margin capped at 50 us left sparse traffic (ping)
+	// 10-15 us late at the median. baseSpin is what any gap allows.
+	spinShare = 4 // at most a quarter of the gap
+	baseSpin  = 50 * time.Microsecond
+	maxSpin   = 200 * time.Microsecond
 	// idleWait bounds a sleep with nothing queued so a lost wake-up can
 	// never stall a link for long.
 	idleWait = 100 * time.Millisecond
@@ -381,6 +388,7 @@ type direction struct {
 	nice      int
 	spin      time.Duration // current spin margin
 	oversl    float64       // EWMA of the kernel's oversleep, ns
+	lastSent  int64         // when the last batch was sent (d.now), for spinFor
 
 	stop      atomic.Bool
 	done      chan struct{}
@@ -450,10 +458,6 @@ func newDirection(f *Forwarder, dir Direction, c Config, fc ForwarderConfig) (*d
 }
 
 func (d *direction) now() int64 { return int64(time.Since(d.f.start)) }
-
-// realtimeNow reads CLOCK_REALTIME, the clock of kernel receive stamps,
-// through the vDSO (x/sys's ClockGettime is a real system call, 6× slower).
-func realtimeNow() int64 { return time.Now().UnixNano() }
 
 func (d *direction) slot(i uint32) []byte {
 	if i&bigHandle != 0 {
@@ -594,7 +598,8 @@ func (d *direction) run() {
 		d.mu.Lock()
 		due, queued := d.emu.NextDue()
 		d.mu.Unlock()
-		if queued && due-now <= int64(d.spin) {
+		spin := d.spinFor(due)
+		if queued && due-now <= int64(spin) {
 			continue // close to a departure: spin
 		}
 		if d.busyPoll > 0 && now-lastWork < int64(d.busyPoll) {
@@ -602,7 +607,7 @@ func (d *direction) run() {
 		}
 		timeout := idleWait
 		if queued {
-			timeout = time.Duration(due-now) - d.spin
+			timeout = time.Duration(due-now) - spin
 		}
 		dense := found > 1
 		found = 0
@@ -656,6 +661,13 @@ func (d *direction) learnOversleep(late int64) {
 	d.spin = min(max(s, minSpin), maxSpin)
 }
 
+// spinFor is the spin margin before a departure at due: the learned one,
+// within a share of the time since this direction last sent.
+func (d *direction) spinFor(due int64) time.Duration {
+	limit := max(baseSpin, time.Duration(due-d.lastSent)/spinShare)
+	return min(d.spin, limit)
+}
+
 // receive moves one batch from the RX ring into the emulator and returns
 // how many frames it read.
 func (d *direction) receive() int {
@@ -696,12 +708,16 @@ func (d *direction) receive() int {
 	if n == 0 {
 		return 0
 	}
-	now := d.now()
 	// Kernel stamps are CLOCK_REALTIME; the forwarder runs on the
-	// monotonic clock. The offset between them, read now, converts one to
-	// the other (to well under a microsecond unless the wall clock is
-	// stepped, and then the sanity bounds below fall back to now).
-	offset := realtimeNow() - now
+	// monotonic clock. The offset between them converts one to the other
+	// (unless the wall clock is stepped, and then the sanity bounds below
+	// fall back to now). Both come from one reading: read one after the
+	// other, an interrupt between the two reads (200 us and more under
+	// load) made the offset that much too large and released frames that
+	// much early.
+	wall := time.Now()
+	now := int64(wall.Sub(d.f.start))
+	offset := wall.UnixNano() - now
 	d.dropped = d.dropped[:0]
 	d.mu.Lock()
 	for i := 0; i < n; {
@@ -769,6 +785,7 @@ func (d *direction) transmit() bool {
 			d.txBufs[i] = d.txFrame(&d.outPkts[i])
 		}
 		d.out.SendBatch(d.txBufs[:k])
+		d.lastSent = now
 		for i := 0; i < k; i++ {
 			d.release(uint32(d.outPkts[i].Handle))
 		}
