@@ -49,7 +49,8 @@ type ForwarderConfig struct {
 	Coalesce time.Duration
 	// Spin is the initial margin before a departure time at which the
 	// transmitter stops sleeping and spins. It adapts to the oversleep the
-	// kernel actually shows (within 5–50 µs). Default 20 µs.
+	// kernel actually shows (5–200 µs, and at most a quarter of the time
+	// since the direction last sent). Default 20 µs.
 	Spin time.Duration
 	// Scheduling of the forwarding threads. A forwarder is a tiny
 	// real-time task: its only job is to be on time, and on a machine
