@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"sort"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/hymn-net/hymn/internal/netnsx"
 	"github.com/hymn-net/hymn/internal/owner"
+	"github.com/hymn-net/hymn/vm"
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 )
@@ -37,7 +39,7 @@ The node is looked up in every live run (hymn list shows them); when more
 than one has a node of that name, --run RUN says which. Names are not
 replaced by addresses here (the mininet> shell does that): write
 hymn exec h1 ping 10.0.0.2. Only namespace nodes have a namespace to enter;
-a VM node's commands go through the shell (mininet> h1 ...).
+a VM node is refused (its commands go through the shell: mininet> h1 ...).
 
 Exit status: the command's; 2 for bad input (no such node, several runs
 have it, no such command).`,
@@ -128,6 +130,12 @@ func execInNode(run, node string, argv []string) error {
 	ns, err := nodeNamespace(run, node)
 	if err != nil {
 		return err
+	}
+	// A VM node's namespace is its helper's: the taps and bridges in
+	// front of the guest. A command there would silently not run where
+	// the user meant.
+	if st, err := os.Stat(filepath.Join(vm.RunBase, ns)); err == nil && st.IsDir() {
+		return fmt.Errorf("%w: exec: node %s is a VM: its commands run in the guest, through the mininet> shell (%s CMD) or the library (Node.Cmd)", ErrUsage, node, node)
 	}
 	if len(argv) == 0 {
 		argv = []string{nodeShell()}

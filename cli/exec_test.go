@@ -3,12 +3,17 @@ package cli
 import (
 	"context"
 	"errors"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/hymn-net/hymn"
+	"github.com/hymn-net/hymn/internal/owner"
 	"github.com/hymn-net/hymn/internal/testenv"
+	"github.com/hymn-net/hymn/topo"
+	"github.com/hymn-net/hymn/vm"
 )
 
 // hymn exec runs a command in a node of a network another process runs,
@@ -16,7 +21,15 @@ import (
 func TestExecInNode(t *testing.T) {
 	testenv.RootAndTools(t, "ip")
 	bin := sharedBinary(t)
-	net, err := hymn.New(mustSpec(t, "single,2"), hymn.Options{})
+	// Host names of its own: other tests' networks (packages run in
+	// parallel) have h1 and h2, and a name in several runs needs --run.
+	top := topo.New()
+	top.AddSwitch("s1", nil)
+	for _, h := range []string{"xh1", "xh2"} {
+		top.AddHost(h, nil)
+		top.AddLink(h, "s1", nil)
+	}
+	net, err := hymn.New(top, hymn.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,26 +50,37 @@ func TestExecInNode(t *testing.T) {
 		return 0, string(out)
 	}
 	// The node's own addresses; its flags (-o) are the command's, not hymn's.
-	if code, out := hymnExec("--run", net.RunID(), "h2", "ip", "-o", "-4", "addr", "show", "dev", "h2-eth0"); code != 0 || !strings.Contains(out, "10.0.0.2/8") {
-		t.Errorf("exec h2 ip addr: exit %d, %q", code, out)
+	if code, out := hymnExec("--run", net.RunID(), "xh2", "ip", "-o", "-4", "addr", "show", "dev", "xh2-eth0"); code != 0 || !strings.Contains(out, "10.0.0.2/8") {
+		t.Errorf("exec xh2 ip addr: exit %d, %q", code, out)
 	}
-	if code, out := hymnExec("h1", "--", "sh", "-c", "exit 7"); code != 7 {
+	if code, out := hymnExec("xh1", "--", "sh", "-c", "exit 7"); code != 7 {
 		t.Errorf("exec h1 -- sh -c 'exit 7': exit %d, %q", code, out)
 	}
-	if code, out := hymnExec("-c", "echo $((6*7)) | tr 4 x; exit 3", "h1"); code != 3 || out != "x2\n" {
+	if code, out := hymnExec("-c", "echo $((6*7)) | tr 4 x; exit 3", "xh1"); code != 3 || out != "x2\n" {
 		t.Errorf("exec -c LINE h1: exit %d, %q", code, out)
+	}
+	// A VM node (its run directory beside its helper namespace) is
+	// refused: the namespace is the helper's, not the guest's.
+	vmDir := filepath.Join(vm.RunBase, owner.NamespaceName(net.RunID(), "xh2"))
+	if err := os.MkdirAll(vmDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	code, out := hymnExec("xh2", "true")
+	os.Remove(vmDir)
+	if code != 2 || !strings.Contains(out, "node xh2 is a VM: its commands run in the guest") {
+		t.Errorf("exec on a VM node: exit %d, %q", code, out)
 	}
 	for _, c := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{"h9", "true"}, "no running hymn network has a node h9"},
-		{[]string{"--run", net.RunID(), "h9", "true"}, "run " + net.RunID() + " has no node h9 (it has h1 h2 s1)"},
+		{[]string{"xh9", "true"}, "no running hymn network has a node xh9"},
+		{[]string{"--run", net.RunID(), "h9", "true"}, "run " + net.RunID() + " has no node h9 (it has s1 xh1 xh2)"},
 		{[]string{"--run", "../x", "h1", "true"}, "is not a run id"},
 		{[]string{"@emu", "true"}, "is not a node name"},
-		{[]string{"h1", "no-such-program-here"}, "no-such-program-here"},
+		{[]string{"xh1", "no-such-program-here"}, "no-such-program-here"},
 		{nil, "requires at least 1 arg"},
-		{[]string{"-c", "true", "h1", "ls"}, "give -c LINE or a COMMAND, not both"},
+		{[]string{"-c", "true", "xh1", "ls"}, "give -c LINE or a COMMAND, not both"},
 	} {
 		code, out := hymnExec(c.args...)
 		if code != 2 || !strings.Contains(out, c.want) || strings.Count(strings.TrimSpace(out), "\n") > 0 {
