@@ -141,17 +141,6 @@ func (l *Local) machine(i int) (*localMachine, error) {
 		l.machines = map[int]*localMachine{}
 	}
 	l.machines[i] = lm
-	// A machine (as a pod) has its loopback up: services of the part
-	// listen on it (OpenFlow controllers on 127.0.0.1).
-	if err := m.Netlink(func(h *netlink.Handle) error {
-		lo, err := h.LinkByName("lo")
-		if err != nil {
-			return err
-		}
-		return h.LinkSetUp(lo)
-	}); err != nil {
-		return nil, err
-	}
 	if _, err := links.CreateVeth(links.End{NS: m, Name: "eth0", IP: netip.PrefixFrom(addr, 16), MTU: LocalMTU},
 		links.End{NS: l.hub, Name: port, MTU: LocalMTU}); err != nil {
 		return nil, err
