@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hymn-net/hymn"
+	"github.com/hymn-net/hymn/emulator"
 	"github.com/hymn-net/hymn/mnlog"
 	"github.com/hymn-net/hymn/nodes"
 	"github.com/hymn-net/hymn/topo"
@@ -462,6 +463,10 @@ func runTest(ctx context.Context, net *hymn.Network, name string) error {
 
 // Execute runs the hymn command and returns the process exit status.
 func Execute(ctx context.Context, args []string, stdin *os.File, stdout, stderr io.Writer) int {
+	if err := emulator.CheckCPUIdleEnv(); err != nil {
+		fmt.Fprintf(stderr, "hymn: %s\n", err)
+		return 2
+	}
 	root := NewRootCmd(stdin, stdout, stderr)
 	root.SetArgs(args)
 	// Ctrl-C cancels the command's context; the mininet> shell narrows it

@@ -65,6 +65,11 @@ type ForwarderConfig struct {
 	// them; by default a busy thread moves off a CPU it shares with the
 	// sender of its frames (forwarder_place.go).
 	NoPlacement bool
+	// DeepIdle lets the machine's idle CPUs sleep deeply while this
+	// forwarder runs; by default it holds HoldCPUWakeLatency, so that
+	// the CPU a frame wakes the forwarder on is polling, not halted
+	// (wakelatency.go).
+	DeepIdle bool
 }
 
 const (
@@ -108,9 +113,11 @@ type Forwarder struct {
 	start     time.Time
 	linkFrame int // largest frame of the link (MTU + 18), 0: unknown
 
-	mu      sync.Mutex
-	running bool
-	stopped bool
+	mu          sync.Mutex
+	running     bool
+	stopped     bool
+	deepIdle    bool
+	releaseWake func()
 }
 
 // DirectionStats are the counters of one direction: the emulator's (for
@@ -189,7 +196,7 @@ func NewForwarder(a, b Port, cfg ForwarderConfig) (*Forwarder, error) {
 	if cfg.MTU < 0 || cfg.MTU > MaxFrameLimit {
 		return nil, fmt.Errorf("forwarder: MTU %d is outside 0..%d", cfg.MTU, MaxFrameLimit)
 	}
-	f := &Forwarder{a: a, b: b, start: time.Now(), linkFrame: linkFrame(cfg.MTU)}
+	f := &Forwarder{a: a, b: b, start: time.Now(), linkFrame: linkFrame(cfg.MTU), deepIdle: cfg.DeepIdle}
 	if portOffloads(a) != portOffloads(b) {
 		return nil, fmt.Errorf("forwarder: ports %s and %s must both carry offloads or neither", a.Name(), b.Name())
 	}
@@ -260,6 +267,9 @@ func (f *Forwarder) Start() {
 	}
 	f.running = true
 	addProcs(len(f.dirs))
+	if !f.deepIdle {
+		f.releaseWake = HoldCPUWakeLatency()
+	}
 	for _, d := range f.dirs {
 		go d.run()
 	}
@@ -285,6 +295,9 @@ func (f *Forwarder) Stop() {
 		<-d.done
 	}
 	addProcs(-len(f.dirs))
+	if f.releaseWake != nil {
+		f.releaseWake()
+	}
 }
 
 var procsMu sync.Mutex

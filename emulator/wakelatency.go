@@ -1,0 +1,103 @@
+package emulator
+
+import (
+	"fmt"
+	"os"
+	"sync"
+)
+
+// A thread that sleeps until a frame arrives is only as punctual as the
+// CPU that wakes it. An idle CPU halts, and on a VM the halt is a VM exit
+// that the host must undo before the thread runs: measured here, a
+// zero-delay emulated link added 45-48 us (p50) to every sparse frame, of
+// which the forwarding itself is a few microseconds. The kernel's PM QoS
+// interface (/dev/cpu_dma_latency, what cyclictest and tuned's
+// latency-performance profile use) lets a process ask that no CPU enter
+// an idle state slower to leave than a bound; with a bound of 0 idle CPUs
+// poll instead of halting, and the same link adds 7 us (p50). The request
+// lasts as long as the file stays open, so it ends with the process
+// whatever way the process ends: nothing to restore, nothing to leak.
+//
+// The cost is power: idle CPUs spin while a forwarder runs (on a VM, the
+// host sees them busy). Setting HYMN_CPU_IDLE=deep (or
+// ForwarderConfig.DeepIdle) leaves the CPUs' idle states alone.
+
+// CPUIdleEnv is the environment variable that chooses, for every
+// emulated link of the process, whether idle CPUs poll while a forwarder
+// runs ("poll", the default) or may sleep deeply ("deep").
+const CPUIdleEnv = "HYMN_CPU_IDLE"
+
+// CheckCPUIdleEnv reports a value of HYMN_CPU_IDLE that is neither
+// "poll", "deep" nor empty; commands call it at start so a typo is a
+// usage error rather than a silent default.
+func CheckCPUIdleEnv() error {
+	_, err := deepIdleFromEnv()
+	return err
+}
+
+func deepIdleFromEnv() (bool, error) {
+	switch v := os.Getenv(CPUIdleEnv); v {
+	case "", "poll":
+		return false, nil
+	case "deep":
+		return true, nil
+	default:
+		return false, fmt.Errorf("%s=%q: use poll (idle CPUs poll while emulated links run, the default) or deep (let them sleep: less power, 40-50 us more latency on zero-delay links)", CPUIdleEnv, v)
+	}
+}
+
+// wakeLatency is the process's one PM QoS request, shared by every
+// forwarder and simulated NIC that holds it.
+var wakeLatency struct {
+	mu   sync.Mutex
+	refs int
+	file *os.File
+	path string // the device; tests point it elsewhere
+}
+
+func init() { wakeLatency.path = "/dev/cpu_dma_latency" }
+
+// HoldCPUWakeLatency asks the kernel to keep every CPU able to wake at
+// once (a CPU wake-up latency bound of 0 µs) until the returned function
+// is called; holds nest, and the request ends with the last. Where the
+// device is missing or refused (no root, a container without it), or
+// HYMN_CPU_IDLE says deep (or is malformed: CheckCPUIdleEnv reports
+// that), it does nothing: the link still works, only less punctually.
+func HoldCPUWakeLatency() (release func()) {
+	if deep, err := deepIdleFromEnv(); deep || err != nil {
+		return func() {}
+	}
+	w := &wakeLatency
+	w.mu.Lock()
+	w.refs++
+	if w.refs == 1 {
+		w.file = openWakeLatency(w.path)
+	}
+	w.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			w.refs--
+			if w.refs == 0 && w.file != nil {
+				w.file.Close()
+				w.file = nil
+			}
+		})
+	}
+}
+
+// openWakeLatency opens the PM QoS device and writes the bound, 0 µs as
+// the binary s32 the device takes; nil if either fails.
+func openWakeLatency(path string) *os.File {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return nil
+	}
+	if _, err := f.Write(make([]byte, 4)); err != nil {
+		f.Close()
+		return nil
+	}
+	return f
+}
