@@ -1,0 +1,353 @@
+package bpfswitch
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// fdbEntries bounds the learning table. The table is not preallocated
+// (BPF_F_NO_PREALLOC), so the bound costs nothing until addresses are
+// learned; a full table stops learning, and frames to addresses it could
+// not learn are flooded.
+const fdbEntries = 4096
+
+// ErrTooManyPorts is returned by Attach beyond MaxPorts ports.
+var ErrTooManyPorts = fmt.Errorf("a bpf switch takes at most %d ports", MaxPorts)
+
+// Switch is one MAC-learning switch: its learning table, its port list and
+// its program, which runs on the tc ingress hook of every port. The maps
+// and the program live as long as a descriptor or an attachment holds
+// them: Close drops the descriptors, deleting the ports (or their
+// namespace) drops the attachments.
+type Switch struct {
+	name string
+
+	mu     sync.Mutex
+	fdb    int    // hash map: MAC -> port, time
+	ports  int    // array map, one value: the port list, room for bound ports
+	prog   int    // the program, its flood loop bounded by bound
+	bound  int    // the ports the list and the program have room for
+	list   []Port // the ports, in attach order
+	closed bool
+}
+
+// minBound is the smallest port room a switch gets.
+const minBound = 8
+
+// boundFor is the port room for n ports: a power of two, at least
+// minBound, at most MaxPorts.
+func boundFor(n int) int {
+	b := minBound
+	for b < n && b < MaxPorts {
+		b *= 2
+	}
+	return b
+}
+
+// Port is a port of a switch: its device's name and index in the switch's
+// namespace.
+type Port struct {
+	Name    string
+	Ifindex int
+}
+
+// New creates a switch (its maps and program) for Attach to add ports to.
+// name names the kernel objects (bpftool shows it); ports is how many
+// ports it will have, a hint: the verifier walks the flood loop once per
+// possible port, so a switch loads a program for the ports it has, and a
+// larger one (with a larger port list) when Attach needs more room.
+func New(name string, ports int) (_ *Switch, err error) {
+	if ports > MaxPorts {
+		return nil, fmt.Errorf("switch %s: %d ports: %w", name, ports, ErrTooManyPorts)
+	}
+	s := &Switch{name: name, fdb: -1, ports: -1, prog: -1}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	if s.fdb, err = createMap(unix.BPF_MAP_TYPE_HASH, fdbKeySize, fdbValueSize, fdbEntries, unix.BPF_F_NO_PREALLOC, name+"_fdb"); err != nil {
+		return nil, err
+	}
+	s.bound = boundFor(ports)
+	if s.ports, s.prog, err = s.load(s.bound); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// load makes a port list and a program for bound ports.
+func (s *Switch) load(bound int) (ports, prog int, err error) {
+	if ports, err = createMap(unix.BPF_MAP_TYPE_ARRAY, 4, uint32(4*bound), 1, 0, s.name+"_ports"); err != nil {
+		return -1, -1, err
+	}
+	insns, err := program(s.fdb, ports, bound)
+	if err == nil {
+		prog, err = loadProgram(insns, "hymn_sw_"+s.name)
+	}
+	if err != nil {
+		unix.Close(ports)
+		return -1, -1, fmt.Errorf("switch %s: %w", s.name, err)
+	}
+	return ports, prog, nil
+}
+
+// grow replaces the port list and the program by ones with room for
+// bound ports, the program on every port too; the table stays.
+func (s *Switch) grow(h *netlink.Handle, bound int) error {
+	ports, prog, err := s.load(bound)
+	if err != nil {
+		return err
+	}
+	oldPorts, oldProg, oldBound := s.ports, s.prog, s.bound
+	s.ports, s.prog, s.bound = ports, prog, bound
+	err = s.writePorts()
+	done := 0
+	for _, p := range s.list {
+		if err != nil {
+			break
+		}
+		if err = s.setFilter(h, p.Name, p.Ifindex); err == nil {
+			done++
+		}
+	}
+	if err != nil {
+		// Back to the old program wherever the new one went.
+		s.ports, s.prog, s.bound = oldPorts, oldProg, oldBound
+		for _, p := range s.list[:done] {
+			s.setFilter(h, p.Name, p.Ifindex)
+		}
+		unix.Close(ports)
+		unix.Close(prog)
+		return err
+	}
+	unix.Close(oldPorts)
+	unix.Close(oldProg)
+	return nil
+}
+
+// setFilter puts the program on a device's ingress, replacing what was
+// there.
+func (s *Switch) setFilter(h *netlink.Handle, intf string, idx int) error {
+	filter := &netlink.BpfFilter{
+		FilterAttrs: netlink.FilterAttrs{LinkIndex: idx, Parent: netlink.HANDLE_MIN_INGRESS, Handle: 1,
+			Protocol: unix.ETH_P_ALL, Priority: 1},
+		Fd: s.prog, Name: "hymn_sw_" + s.name, DirectAction: true,
+	}
+	if err := h.FilterReplace(filter); err != nil {
+		return fmt.Errorf("switch %s: port %s: BPF filter: %w", s.name, intf, err)
+	}
+	return nil
+}
+
+// Name returns the switch's name.
+func (s *Switch) Name() string { return s.name }
+
+// Attach makes the device intf (in the namespace of h) a port: a clsact
+// qdisc with the program as a direct-action filter on its ingress, and an
+// entry in the flood list. A device already attached under that name (one
+// deleted and made again, say) takes its entry over, and what was learned
+// on its old index is forgotten. Attach does not set the device up.
+func (s *Switch) Attach(h *netlink.Handle, intf string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return errors.New("bpf switch is closed")
+	}
+	link, err := h.LinkByName(intf)
+	if err != nil {
+		return err
+	}
+	idx := link.Attrs().Index
+	at := -1
+	for i, p := range s.list {
+		if p.Name == intf {
+			at = i
+		}
+	}
+	if at < 0 && len(s.list) >= MaxPorts {
+		return fmt.Errorf("switch %s: port %s: %w", s.name, intf, ErrTooManyPorts)
+	}
+	if at < 0 && len(s.list) >= s.bound {
+		if err := s.grow(h, boundFor(len(s.list)+1)); err != nil {
+			return err
+		}
+	}
+	qdisc := &netlink.GenericQdisc{
+		QdiscAttrs: netlink.QdiscAttrs{LinkIndex: idx, Handle: netlink.MakeHandle(0xffff, 0), Parent: netlink.HANDLE_CLSACT},
+		QdiscType:  "clsact",
+	}
+	if err := h.QdiscReplace(qdisc); err != nil {
+		return fmt.Errorf("port %s: clsact qdisc: %w", intf, err)
+	}
+	if err := s.setFilter(h, intf, idx); err != nil {
+		return err
+	}
+	var gone int
+	if at >= 0 {
+		gone = s.list[at].Ifindex
+		s.list[at].Ifindex = idx
+	} else {
+		s.list = append(s.list, Port{Name: intf, Ifindex: idx})
+	}
+	if err := s.writePorts(); err != nil {
+		return err
+	}
+	if gone != 0 && gone != idx {
+		return s.forget(gone)
+	}
+	return nil
+}
+
+// Detach removes a port from the flood list and forgets what was learned
+// on it; when its device still exists (in the namespace of h), its qdisc
+// and with it the program go too. Detaching a port that is not attached
+// does nothing.
+func (s *Switch) Detach(h *netlink.Handle, intf string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	at := -1
+	for i, p := range s.list {
+		if p.Name == intf {
+			at = i
+		}
+	}
+	if at < 0 {
+		return nil
+	}
+	p := s.list[at]
+	s.list = append(s.list[:at], s.list[at+1:]...)
+	err := s.writePorts()
+	if link, lerr := h.LinkByName(intf); lerr == nil && link.Attrs().Index == p.Ifindex {
+		qdisc := &netlink.GenericQdisc{
+			QdiscAttrs: netlink.QdiscAttrs{LinkIndex: p.Ifindex, Handle: netlink.MakeHandle(0xffff, 0), Parent: netlink.HANDLE_CLSACT},
+			QdiscType:  "clsact",
+		}
+		if derr := h.QdiscDel(qdisc); derr != nil && !errors.Is(derr, unix.ENOENT) && !errors.Is(derr, unix.EINVAL) {
+			err = errors.Join(err, fmt.Errorf("port %s: deleting its clsact qdisc: %w", intf, derr))
+		}
+	}
+	return errors.Join(err, s.forget(p.Ifindex))
+}
+
+// Ports returns the attached ports in attach order.
+func (s *Switch) Ports() []Port {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Port(nil), s.list...)
+}
+
+// writePorts writes the flood list: the ports' indexes, then zeros.
+func (s *Switch) writePorts() error {
+	buf := make([]byte, 4*s.bound)
+	for i, p := range s.list {
+		binary.LittleEndian.PutUint32(buf[4*i:], uint32(p.Ifindex))
+	}
+	var zero uint32
+	if err := mapUpdate(s.ports, unsafe.Pointer(&zero), unsafe.Pointer(&buf[0])); err != nil {
+		return fmt.Errorf("switch %s: writing the port list: %w", s.name, err)
+	}
+	return nil
+}
+
+// Entry is a learned address.
+type Entry struct {
+	MAC     net.HardwareAddr
+	Ifindex int
+	Age     time.Duration // since the last frame from it (to within a second)
+}
+
+// FDB returns the learning table, aged entries included (Age says so).
+func (s *Switch) FDB() ([]Entry, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, errors.New("bpf switch is closed")
+	}
+	var now unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &now); err != nil { // bpf_ktime_get_ns's clock
+		return nil, err
+	}
+	var out []Entry
+	err := s.walk(func(key [8]byte, port int, stamp uint64) {
+		age := time.Duration(now.Nano() - int64(stamp))
+		out = append(out, Entry{MAC: net.HardwareAddr(append([]byte(nil), key[:6]...)), Ifindex: port, Age: max(age, 0)})
+	})
+	return out, err
+}
+
+// forget deletes the entries learned on a port.
+func (s *Switch) forget(ifindex int) error {
+	var stale [][8]byte
+	if err := s.walk(func(key [8]byte, port int, _ uint64) {
+		if port == ifindex {
+			stale = append(stale, key)
+		}
+	}); err != nil {
+		return err
+	}
+	for _, k := range stale {
+		if err := mapDelete(s.fdb, unsafe.Pointer(&k)); err != nil && !errors.Is(err, unix.ENOENT) {
+			return fmt.Errorf("switch %s: forgetting an address: %w", s.name, err)
+		}
+	}
+	return nil
+}
+
+// walk calls fn for each entry of the table; entries the program adds or
+// deletes meanwhile may be missed.
+func (s *Switch) walk(fn func(key [8]byte, port int, stamp uint64)) error {
+	var key, next [8]byte
+	var val [fdbValueSize]byte
+	first := true
+	for {
+		var kp unsafe.Pointer
+		if !first {
+			kp = unsafe.Pointer(&key)
+		}
+		ok, err := mapNextKey(s.fdb, kp, unsafe.Pointer(&next))
+		if err != nil {
+			return fmt.Errorf("switch %s: reading the table: %w", s.name, err)
+		}
+		if !ok {
+			return nil
+		}
+		first, key = false, next
+		if err := mapLookup(s.fdb, unsafe.Pointer(&key), unsafe.Pointer(&val)); err != nil {
+			if errors.Is(err, unix.ENOENT) {
+				continue // deleted meanwhile
+			}
+			return fmt.Errorf("switch %s: reading the table: %w", s.name, err)
+		}
+		fn(key, int(binary.LittleEndian.Uint32(val[0:])), binary.LittleEndian.Uint64(val[8:]))
+	}
+}
+
+// Close drops the switch's descriptors. The program keeps running on
+// ports still attached (holding the maps) until their devices go.
+func (s *Switch) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	for _, fd := range []*int{&s.prog, &s.ports, &s.fdb} {
+		if *fd >= 0 {
+			unix.Close(*fd)
+			*fd = -1
+		}
+	}
+	return nil
+}
