@@ -42,7 +42,8 @@ type Options struct {
 	AutoMAC bool         // --mac
 	STP     bool         // STP on every switch (torus switches have it anyway)
 	// Switch is the switch kind: SwitchLinuxBridge (the default),
-	// SwitchOVSBridge (Open vSwitch in userspace mode, standalone) or
+	// SwitchOVSBridge (Open vSwitch in userspace mode, standalone),
+	// SwitchBPF (a MAC-learning BPF program on the ports, no bridge) or
 	// SwitchOVS (OpenFlow switches connected to the controllers).
 	Switch  SwitchKind
 	Workers int // setup concurrency; 0 chooses from the CPU count
@@ -136,6 +137,9 @@ func New(t *topo.Topo, opts Options) (*Network, error) {
 	}
 	n := &Network{opts: opts, plan: plan, run: owner.NewRunID(), nodes: map[string]Node{}}
 	if err := n.initSDN(t); err != nil {
+		return nil, err
+	}
+	if err := n.checkBPFSwitches(); err != nil { // switchbpf.go
 		return nil, err
 	}
 	// Backends and VM parameters are checked here, before anything exists.
@@ -314,7 +318,7 @@ func (n *Network) createNodes(ctx context.Context, list []*topo.PlannedNode) err
 		n.debugf("*** %s: ip netns add %s\n", p.Name, ns)
 		stp := p.IsSwitch() && (n.opts.STP || truthy(p.Params["stp"]))
 		node, err := nodes.New(nodes.Config{Name: p.Name, Kind: p.Kind, Namespace: ns, STP: stp, CPU: n.cpuLimit(p),
-			OVS: p.IsSwitch() && n.opts.Switch == "ovsbr"})
+			OVS: p.IsSwitch() && n.opts.Switch == "ovsbr", BPF: n.isBPF(p), Ports: len(p.Intfs)})
 		if err != nil {
 			return err
 		}

@@ -16,6 +16,7 @@ const (
 	SwitchLinuxBridge SwitchKind = "lxbr"  // a Linux bridge per switch namespace
 	SwitchOVSBridge   SwitchKind = "ovsbr" // Open vSwitch, standalone, daemons per switch namespace
 	SwitchOVS         SwitchKind = "ovsk"  // Open vSwitch OpenFlow switches connected to the controllers
+	SwitchBPF         SwitchKind = "bpf"   // a MAC-learning BPF program on each port's tc ingress (package bpfswitch), no bridge
 )
 
 // String returns the kind's name, as --switch takes it.
@@ -26,24 +27,26 @@ func (k SwitchKind) String() string {
 	return string(k)
 }
 
-// ParseSwitchKind parses a switch kind name: lxbr (or ""), ovsbr, or ovsk
-// (or Mininet's ovs, default and user, all Open vSwitch OpenFlow switches
-// here, as mn's --switch takes them).
+// ParseSwitchKind parses a switch kind name: lxbr (or ""), ovsbr, bpf, or
+// ovsk (or Mininet's ovs, default and user, all Open vSwitch OpenFlow
+// switches here, as mn's --switch takes them).
 func ParseSwitchKind(s string) (SwitchKind, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
 	case "", "lxbr":
 		return SwitchLinuxBridge, nil
 	case "ovsbr":
 		return SwitchOVSBridge, nil
+	case "bpf":
+		return SwitchBPF, nil
 	case "ovsk", "ovs", "default", "user":
 		return SwitchOVS, nil
 	}
-	return "", fmt.Errorf("unknown switch kind %q: use lxbr, ovsbr or ovsk", s)
+	return "", fmt.Errorf("unknown switch kind %q: use lxbr, ovsbr, bpf or ovsk", s)
 }
 
 func (k SwitchKind) valid() bool {
 	switch k {
-	case "", SwitchLinuxBridge, SwitchOVSBridge, SwitchOVS:
+	case "", SwitchLinuxBridge, SwitchOVSBridge, SwitchOVS, SwitchBPF:
 		return true
 	}
 	return false

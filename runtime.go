@@ -24,7 +24,11 @@ func (n *Network) AddNode(ctx context.Context, name string, kind topo.Kind, para
 		return err
 	}
 	stp := p.IsSwitch() && (n.opts.STP || truthy(p.Params["stp"]))
-	node, err := nodes.New(nodes.Config{Name: name, Kind: kind, Namespace: owner.NamespaceName(n.run, name), STP: stp})
+	if n.isBPF(p) && stp {
+		n.plan.RemoveLastNode()
+		return fmt.Errorf("switch %s: %w", name, nodes.ErrBPFSTP)
+	}
+	node, err := nodes.New(nodes.Config{Name: name, Kind: kind, Namespace: owner.NamespaceName(n.run, name), STP: stp, BPF: n.isBPF(p)})
 	if err != nil {
 		n.plan.RemoveLastNode()
 		return err
@@ -52,7 +56,7 @@ func (n *Network) AddLink(ctx context.Context, node1, node2 string, params topo.
 	if err := n.createLink(l); err != nil {
 		n.plan.RemoveLastLink()
 		if l.impl != nil {
-			err = errors.Join(err, l.impl.delete())
+			err = errors.Join(err, l.impl.delete(), n.detachFromSwitches(pl))
 		}
 		return nil, fmt.Errorf("adding link %s: %w", pl, err)
 	}

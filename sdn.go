@@ -35,7 +35,7 @@ func (n *Network) usesOVS() bool { return n.isOpenFlow() || n.opts.Switch == Swi
 // checks them against the nodes.
 func (n *Network) initSDN(t *topo.Topo) error {
 	if !n.opts.Switch.valid() {
-		return fmt.Errorf("unknown switch kind %q: use lxbr, ovsbr or ovsk", n.opts.Switch)
+		return fmt.Errorf("unknown switch kind %q: use lxbr, ovsbr, bpf or ovsk", n.opts.Switch)
 	}
 	switch n.opts.FailMode {
 	case "", "secure", "standalone":

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/hymn-net/hymn/bpfswitch"
 	"github.com/hymn-net/hymn/internal/netnsx"
 	"github.com/hymn-net/hymn/topo"
 )
@@ -50,9 +51,10 @@ type NsNode struct {
 	shell   *Shell
 	closed  bool
 
-	cg     *cgroup    // CPU limits; nil for an unlimited node
-	ovs    *ovsSwitch // an Open vSwitch switch's daemons; nil for a Linux bridge
-	ovsNet *OVSNet    // the shared Open vSwitch of an OpenFlow switch (ovs_net.go)
+	cg     *cgroup           // CPU limits; nil for an unlimited node
+	ovs    *ovsSwitch        // an Open vSwitch switch's daemons; nil for a Linux bridge
+	ovsNet *OVSNet           // the shared Open vSwitch of an OpenFlow switch (ovs_net.go)
+	bpf    *bpfswitch.Switch // a BPF switch (bpf.go); nil for a bridge
 }
 
 // Config says how to create a namespace node.
@@ -62,6 +64,8 @@ type Config struct {
 	Namespace string    // namespace name (hymn-<run>-h1)
 	STP       bool      // switches: run the kernel's spanning tree
 	OVS       bool      // switches: Open vSwitch in userspace mode instead of a Linux bridge
+	BPF       bool      // switches: a MAC-learning BPF program on the ports instead of a Linux bridge (bpf.go)
+	Ports     int       // switches: how many ports are planned (a BPF switch sizes its program by it)
 	CPU       *CPULimit // hosts: Mininet's CPULimitedHost; nil for none
 }
 
@@ -86,6 +90,12 @@ func New(cfg Config) (_ *NsNode, err error) {
 	}
 	switch cfg.Kind {
 	case topo.KindSwitch:
+		if cfg.BPF {
+			if err := n.makeBPF(cfg); err != nil {
+				return nil, fmt.Errorf("switch %s: %w", cfg.Name, err)
+			}
+			break
+		}
 		if cfg.OVS {
 			if err := n.makeOVS(cfg.STP); err != nil {
 				return nil, fmt.Errorf("switch %s: %w", cfg.Name, err)
@@ -234,6 +244,9 @@ func (n *NsNode) Close() error {
 	n.shellMu.Unlock()
 	if sh != nil {
 		sh.Close()
+	}
+	if n.bpf != nil {
+		n.bpf.Close()
 	}
 	n.Named.Close()
 	return nil

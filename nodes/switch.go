@@ -35,6 +35,9 @@ func (n *NsNode) makeBridge(stp bool) error {
 // AttachPort makes an interface of the switch a port of its bridge and
 // brings it up.
 func (n *NsNode) AttachPort(intf string) error {
+	if n.bpf != nil {
+		return n.attachBPFPort(intf)
+	}
 	if n.ovsNet != nil {
 		return n.attachPortUp(intf)
 	}
