@@ -29,7 +29,11 @@
 #   ./cmd/hymn-probe), SECONDS_PER_TEST (5), PROBE_RATE (1000), REPS (3:
 #   runs per measurement, medians reported), LINKS (default: "plain
 #   plain-nooff emulated emulated-nooff emulated-10ms"; plain-nooff and
-#   emulated are always measured), WINDOW (4M: iperf3 -w for emulated-10ms).
+#   emulated are always measured), WINDOW (4M: iperf3 -w for emulated-10ms),
+#   PIN (unset; "C,S": run every iperf3 client on CPU C and server on CPU S,
+#   the same for every link: on two cores an emulated link has three busy
+#   threads for two CPUs, and where the scheduler puts the hosts' two
+#   decides the rate more than the link does; see bench/README.md).
 # Needs root, iperf3, ethtool, python3.
 set -euo pipefail
 export LC_ALL=C
@@ -60,6 +64,10 @@ for tool in iperf3 ethtool python3 ip; do
 	command -v $tool >/dev/null || { echo "emulated.sh: $tool is not installed" >&2; exit 1; }
 done
 [[ $(id -u) == 0 ]] || { echo "emulated.sh: needs root" >&2; exit 1; }
+if [[ -n ${PIN:-} && ! ${PIN} =~ ^[0-9]+,[0-9]+$ ]]; then
+	echo "emulated.sh: PIN=$PIN: want CLIENT_CPU,SERVER_CPU, e.g. PIN=0,1" >&2
+	exit 2
+fi
 
 cd "$ROOT"
 HYMN=${HYMN:-}
@@ -156,10 +164,12 @@ emulated() {
 iperf() {
 	local name=$1 n=$P-$1
 	shift
-	ip netns exec $n-b iperf3 -s -1 -p 5201 >/dev/null 2>&1 &
+	local cpu_c=() cpu_s=()
+	if [[ -n ${PIN:-} ]]; then cpu_c=(taskset -c "${PIN%,*}") cpu_s=(taskset -c "${PIN#*,}"); fi
+	ip netns exec $n-b "${cpu_s[@]}" iperf3 -s -1 -p 5201 >/dev/null 2>&1 &
 	local srv=$!
 	sleep 0.3
-	ip netns exec $n-a iperf3 -J -c 10.${SUBNET[$name]}.0.2 -p 5201 -t "$T" "$@" || true
+	ip netns exec $n-a "${cpu_c[@]}" iperf3 -J -c 10.${SUBNET[$name]}.0.2 -p 5201 -t "$T" "$@" || true
 	wait $srv 2>/dev/null || true
 }
 
@@ -180,6 +190,7 @@ for lk in "${ALL[@]}"; do
 	if [[ $lk != emulated-10ms ]]; then MEASURED+=($lk); fi
 done
 sleep 0.5
+[[ -n ${PIN:-} ]] && log "*** iperf3 clients pinned to CPU ${PIN%,*}, servers to CPU ${PIN#*,}"
 
 # Every measurement is repeated REPS times, the three links taking turns,
 # and the median is reported: on a small machine shared with other work a
