@@ -72,7 +72,7 @@ The underlay toward the peers needs an MTU of 1550 for 1500-byte links.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.spec, "spec", "", "the part's specification (JSON, written by hymn cluster)")
 	fl.StringVar(&f.address, "address", "", "this worker's address for the peers' tunnels (default: its first global IPv4 address)")
-	fl.StringVar(&f.switchSpec, "switch", "lxbr", "switch kind, as hymn --switch (lxbr or ovsbr)")
+	fl.StringVar(&f.switchSpec, "switch", "lxbr", "switch kind, as hymn --switch (lxbr, ovsbr or bpf)")
 	fl.StringVar(&f.nodes, "nodes", "netns", "backend of the hosts, as hymn --nodes")
 	fl.DurationVar(&f.buildTimeout, "build-timeout", 5*time.Minute, "how long building the part may take")
 	return cmd
@@ -338,7 +338,7 @@ stderr. Exit status 1 if a test fails, 2 for bad input.`,
 	fl.BoolVar(&f.jsonOut, "json", false, "print the results as one JSON object on stdout")
 	fl.DurationVar(&f.timeout, "timeout", 5*time.Minute, "how long building and linking every part may take")
 	fl.StringVar(&f.worker, "worker-binary", "", "local: the hymn binary the workers run (default: this one)")
-	fl.StringVar(&f.switchSpec, "switch", "lxbr", "the workers' switches, as hymn --switch: lxbr, ovsbr, or ovsk (OpenFlow: each worker runs a controller for its own switches)")
+	fl.StringVar(&f.switchSpec, "switch", "lxbr", "the workers' switches, as hymn --switch: lxbr, ovsbr, bpf, or ovsk (OpenFlow: each worker runs a controller for its own switches)")
 	fl.StringVar(&f.nodes, "nodes", "netns", "the workers' hosts, as hymn --nodes: netns or vm (a kube worker image then needs QEMU)")
 	fl.StringVar(&f.image, "image", "", "kube: the worker image (hymn as entrypoint, with bash, ip and ping; scripts/oci-image.py makes one, as scripts/k8s-check.sh shows)")
 	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kube: kubectl's --kubeconfig")

@@ -22,7 +22,8 @@ type switchChoice struct {
 	openFlow  bool // an OpenFlow switch: it needs controllers
 }
 
-// parseSwitchSpec reads --switch: lxbr and ovsbr as before; ovsk, ovs,
+// parseSwitchSpec reads --switch: lxbr, ovsbr and bpf (a BPF
+// MAC-learning switch, no STP) as before; ovsk, ovs,
 // default (Mininet's OVSSwitch) and user (UserSwitch) are Open vSwitch
 // OpenFlow switches in userspace mode, and so are in-namespace switches
 // (--innamespace), with a one-line notice for what is mapped.
@@ -36,7 +37,7 @@ func parseSwitchSpec(spec string, inNamespace bool, lg *mnlog.Logger) (switchCho
 		return c, fmt.Errorf("%w: --switch ivs: Indigo Virtual Switch is not available; use ovsk (Open vSwitch, OpenFlow), ovsbr or lxbr", ErrUsage)
 	}
 	if c.kind, err = hymn.ParseSwitchKind(s.Name); err != nil || s.Name == "" {
-		return c, fmt.Errorf("%w: --switch %s: unknown switch; use lxbr, ovsbr, ovsk, ovs, user or default", ErrUsage, s.Name)
+		return c, fmt.Errorf("%w: --switch %s: unknown switch; use lxbr, ovsbr, bpf, ovsk, ovs, user or default", ErrUsage, s.Name)
 	}
 	options := "stp"
 	if c.openFlow = c.kind == hymn.SwitchOVS; c.openFlow {
@@ -51,7 +52,10 @@ func parseSwitchSpec(spec string, inNamespace bool, lg *mnlog.Logger) (switchCho
 		}
 		lg.Warningf("*** --innamespace: switches run in a namespace of their own (Open vSwitch in userspace mode); the controller stays on 127.0.0.1\n")
 	}
-	if c.kind != hymn.SwitchLinuxBridge && c.kind != "" {
+	if c.kind == hymn.SwitchBPF {
+		options = "no options"
+	}
+	if c.kind != hymn.SwitchLinuxBridge && c.kind != hymn.SwitchBPF && c.kind != "" {
 		if err := nodes.OVSAvailable(); err != nil {
 			return c, fmt.Errorf("%w: --switch %s: %v", ErrUsage, s.Name, err)
 		}
@@ -61,6 +65,8 @@ func parseSwitchSpec(spec string, inNamespace bool, lg *mnlog.Logger) (switchCho
 	}
 	for _, kv := range s.Kwargs {
 		switch {
+		case c.kind == hymn.SwitchBPF && kv.Key == "stp":
+			return c, fmt.Errorf("%w: --switch %s: STP needs --switch lxbr or ovsbr (a bpf switch has no spanning tree)", ErrUsage, spec)
 		case kv.Key == "stp":
 			c.stp = kv.Value == "1" || strings.EqualFold(kv.Value, "true")
 		case c.openFlow && kv.Key == "failMode":
@@ -207,6 +213,8 @@ Options:
                         node placement for --cluster (experimental!)
 
 hymn (running as mn) also takes:
+  --switch=bpf          a MAC-learning switch in eBPF on each port's tc
+                        ingress (no bridge device, no STP)
   --nodes=netns|vm      backend of the hosts
   --links=veth|sriov[,...]
                         link backend

@@ -114,7 +114,7 @@ Progress goes to stderr, as Mininet's does. hymn must run as root.`,
 func addMNFlags(fl *pflag.FlagSet, f *mnFlags) {
 	f.changed = fl.Changed
 	fl.StringVar(&f.topo, "topo", "minimal", "topology spec: "+strings.Join(topo.BuiltinNames(), "|")+"[,arg...][,key=value...]")
-	fl.StringVar(&f.switchSpec, "switch", "lxbr", "switch: lxbr[,stp=1] (a Linux bridge in its own namespace), ovsbr[,stp=1] (Open vSwitch in userspace mode, standalone), or ovsk|ovs|default|user[,stp=1,failMode=secure|standalone,protocols=OpenFlow13] (Open vSwitch OpenFlow switches connected to the controllers)")
+	fl.StringVar(&f.switchSpec, "switch", "lxbr", "switch: lxbr[,stp=1] (a Linux bridge in its own namespace), ovsbr[,stp=1] (Open vSwitch in userspace mode, standalone), bpf (a MAC-learning switch in eBPF on each port's tc ingress: no bridge device, no STP, faster teardown), or ovsk|ovs|default|user[,stp=1,failMode=secure|standalone,protocols=OpenFlow13] (Open vSwitch OpenFlow switches connected to the controllers)")
 	fl.StringArrayVar(&f.controller, "controller", nil, "controller (repeatable): default|ref|ovsc|remote[,ip=IP][,port=PORT]|none; without it, OpenFlow switches get default (ovs-testcontroller) and other switches none")
 	fl.StringVar(&f.link, "link", "default", "link type: default (veth), tc[,bw=MBIT,delay=T,jitter=T,loss=PCT,max_queue_size=N] or emu[,emulator params][,emulator=afpacket|dpdk] (hymn's emulator on every link; emulator=dpdk: DPDK ports, SR-IOV links only)")
 	fl.StringVar(&f.links, "links", "veth", "link backend: veth, or sriov[,pairs=PF:PF,vlans=400-4094,inventory=FILE,sim=auto|on|off,emulator=afpacket|dpdk] for SR-IOV VF pairs (simulated NIC without hardware); emulator=dpdk runs emulated VF links on DPDK ports (net_af_packet on simulated VFs, the VF's PMD under vfio-pci on hardware; needs a build with -tags dpdk)")
@@ -172,9 +172,9 @@ func parseTests(values []string) ([]string, error) {
 	return out, nil
 }
 
-// parseSwitch accepts lxbr (a Linux bridge) and, when Open vSwitch is
-// installed, ovsbr (OVS in userspace mode, standalone), with their stp
-// option.
+// parseSwitch accepts lxbr (a Linux bridge), bpf (a BPF learning switch,
+// without stp) and, when Open vSwitch is installed, ovsbr (OVS in
+// userspace mode, standalone), with their stp option.
 func parseSwitch(spec string) (kind string, stp bool, err error) {
 	s, err := topo.ParseSpec(spec)
 	if err != nil {
@@ -188,10 +188,12 @@ func parseSwitch(spec string) (kind string, stp bool, err error) {
 			return "", false, fmt.Errorf("%w: --switch ovsbr: %v", ErrUsage, err)
 		}
 		kind = "ovsbr"
+	case "bpf":
+		kind = "bpf"
 	case "ovs", "ovsk", "user", "ivs":
 		return "", false, fmt.Errorf("%w: --switch %s: OpenFlow switches need a controller, which hymn does not run; use --switch ovsbr (Open vSwitch, standalone) or lxbr (a Linux bridge)", ErrUsage, s.Name)
 	default:
-		return "", false, fmt.Errorf("%w: --switch %s: unknown switch; use lxbr or ovsbr", ErrUsage, s.Name)
+		return "", false, fmt.Errorf("%w: --switch %s: unknown switch; use lxbr, ovsbr or bpf", ErrUsage, s.Name)
 	}
 	if len(s.Args) > 0 {
 		return "", false, fmt.Errorf("%w: --switch %s: unexpected argument %q", ErrUsage, spec, s.Args[0])
@@ -201,6 +203,9 @@ func parseSwitch(spec string) (kind string, stp bool, err error) {
 			return "", false, fmt.Errorf("%w: --switch %s: unknown option %q (it takes stp)", ErrUsage, spec, kv.Key)
 		}
 		stp = kv.Value == "1" || strings.EqualFold(kv.Value, "true")
+		if kind == "bpf" {
+			return "", false, fmt.Errorf("%w: --switch %s: STP needs --switch lxbr or ovsbr (a bpf switch has no spanning tree)", ErrUsage, spec)
+		}
 	}
 	return kind, stp, nil
 }

@@ -2,8 +2,12 @@ package cli
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 
+	"github.com/hymn-net/hymn/bpfswitch"
 	"github.com/hymn-net/hymn/nodes"
 	"github.com/hymn-net/hymn/topo"
 )
@@ -31,7 +35,8 @@ func (s *shell) doDpctl(ctx context.Context, args string) bool {
 }
 
 // dpctl runs Mininet's dpctl on one switch: ovs-ofctl CMD SWITCH ARGS on
-// an OpenFlow switch, brctl ARGS in a Linux bridge's namespace.
+// an OpenFlow switch, brctl ARGS in a Linux bridge's namespace, and on a
+// BPF switch showmacs, its learned addresses as brctl shows a bridge's.
 func (s *shell) dpctl(ctx context.Context, sw *topo.PlannedNode, args []string) (string, error) {
 	node, err := s.net.Node(sw.Name)
 	if err != nil {
@@ -40,6 +45,9 @@ func (s *shell) dpctl(ctx context.Context, sw *topo.PlannedNode, args []string) 
 	if ns, ok := node.(*nodes.NsNode); ok && ns.OVSNet() != nil {
 		out, _ := ns.OVSNet().Ofctl(ctx, sw.Name, args[0], args[1:]...)
 		return out, nil // a failing ovs-ofctl explains itself in its output
+	}
+	if ns, ok := node.(*nodes.NsNode); ok && ns.BPFSwitch() != nil {
+		return bpfShowMacs(ns.BPFSwitch(), args), nil
 	}
 	res, err := node.Exec(ctx, "brctl", args...)
 	if err != nil {
@@ -104,7 +112,42 @@ func (s *shell) classOf(n *topo.PlannedNode) string {
 			if ns, ok := node.(*nodes.NsNode); ok && ns.OVSNet() != nil {
 				return "OVSSwitch"
 			}
+			if ns, ok := node.(*nodes.NsNode); ok && ns.BPFSwitch() != nil {
+				return "BPFSwitch"
+			}
 		}
 	}
 	return className(n)
+}
+
+// bpfShowMacs is dpctl on a BPF switch: showmacs lists what it learned
+// (port, address, seconds since its last frame), as brctl showmacs does;
+// aged entries (older than bpfswitch.Ageing) are left out, as the switch
+// ignores them.
+func bpfShowMacs(sw *bpfswitch.Switch, args []string) string {
+	if args[0] != "showmacs" {
+		return fmt.Sprintf("%s is a bpf switch: dpctl takes showmacs only\n", sw.Name())
+	}
+	entries, err := sw.FDB()
+	if err != nil {
+		return err.Error() + "\n"
+	}
+	names := map[int]string{}
+	for _, p := range sw.Ports() {
+		names[p.Ifindex] = p.Name
+	}
+	slices.SortFunc(entries, func(a, b bpfswitch.Entry) int { return strings.Compare(a.MAC.String(), b.MAC.String()) })
+	var b strings.Builder
+	b.WriteString("port\tmac addr\t\tageing timer\n")
+	for _, e := range entries {
+		if e.Age > bpfswitch.Ageing {
+			continue
+		}
+		name := names[e.Ifindex]
+		if name == "" {
+			name = strconv.Itoa(e.Ifindex)
+		}
+		fmt.Fprintf(&b, "%s\t%s\t%7.2f\n", name, e.MAC, e.Age.Seconds())
+	}
+	return b.String()
 }
