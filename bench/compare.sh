@@ -29,7 +29,9 @@
 # Environment: HYMN=/path/to/hymn (default: build ./cmd/hymn into a temp dir),
 #   MN=mn, TOPO, PING_TOPO, BIG_TOPO, HYMN_REPS (3), MN_REPS (1),
 #   PING_REPS (3: pingall runs per tool), SETTLE_MAX (300: at most so many
-#   seconds of waiting for the kernel's netns cleanup after each run).
+#   seconds of waiting for the kernel's netns cleanup after each run),
+#   HYMN_SWITCH (lxbr: hymn's --switch in tests 1-3, e.g. bpf; Mininet
+#   always runs --switch lxbr).
 #
 # Every run starts on a quiet kernel: the script waits until no kworker runs
 # network-namespace cleanup. How long that cleanup goes on after a tool has
@@ -55,6 +57,7 @@ PING_REPS=${PING_REPS:-3}
 SETTLE_MAX=${SETTLE_MAX:-300}
 MN=${MN:-mn}
 HYMN=${HYMN:-}
+HYMN_SWITCH=${HYMN_SWITCH:-lxbr}
 JSON=0
 LOGDIR=
 
@@ -257,7 +260,7 @@ run_hymn() {
 	local log=$1 topo=$2 test=$3
 	shift 3
 	settle
-	timed "$log" "$@" "$HYMN" --topo "$topo" --test "$test" || fail "$log" "hymn --topo $topo --test $test"
+	timed "$log" "$@" "$HYMN" --switch "$HYMN_SWITCH" --topo "$topo" --test "$test" || fail "$log" "hymn --switch $HYMN_SWITCH --topo $topo --test $test"
 	settle
 }
 
@@ -274,7 +277,7 @@ HYMN_VERSION=$("$HYMN" version 2>/dev/null | head -n 1 || true)
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 
 echo "*** machine: $NCPU cores ($CPU), $MEM, kernel $KERNEL, load $LOAD0"
-echo "*** hymn: $HYMN ($HYMN_VERSION); Mininet: $(command -v "$MN") $MN_VERSION"
+echo "*** hymn: $HYMN ($HYMN_VERSION), --switch $HYMN_SWITCH; Mininet: $(command -v "$MN") $MN_VERSION, --switch lxbr"
 
 # --- 1. build + teardown ------------------------------------------------------
 echo "*** 1. build + teardown of $TOPO: hymn x$HYMN_REPS, Mininet x$MN_REPS"
@@ -457,7 +460,7 @@ LOAD1=$(cut -d' ' -f1-3 /proc/loadavg)
 mb() { awk -v k="$1" 'BEGIN { if (k == "-" || k == "") printf "-"; else printf "%.1f MiB", k / 1024 }'; }
 row() { printf '%-46s %-24s %-24s %s\n' "$@"; }
 echo
-echo "Summary ($NCPU cores, kernel $KERNEL, load $LOAD0 -> $LOAD1)"
+echo "Summary ($NCPU cores, kernel $KERNEL, load $LOAD0 -> $LOAD1; hymn --switch $HYMN_SWITCH, Mininet --switch lxbr)"
 row "measure" "hymn" "Mininet" "Mininet/hymn"
 row "build+teardown $TOPO (median of $HYMN_REPS/$MN_REPS)" "$B_HYMN_MED s" "$B_MN_MED s" "${B_RATIO}x"
 row "  all runs" "$(joined "${B_HYMN[@]}")" "$(joined "${B_MN[@]}")" ""
@@ -498,6 +501,7 @@ if ((JSON)); then
 		printf '  "machine": {"cores": %s, "cpu": %s, "kernel": %s, "memory": %s, "load_before": %s, "load_after": %s},\n' \
 			"$NCPU" "$(str "$CPU")" "$(str "$KERNEL")" "$(str "$MEM")" "$(str "$LOAD0")" "$(str "$LOAD1")"
 		printf '  "versions": {"hymn": %s, "mininet": %s},\n' "$(str "$HYMN_VERSION")" "$(str "$MN_VERSION")"
+		printf '  "hymn_switch": %s,\n' "$(str "$HYMN_SWITCH")"
 		printf '  "build": {"topo": %s, "hymn_s": %s, "mininet_s": %s, "hymn_median_s": %s, "mininet_median_s": %s, "ratio": %s,\n' \
 			"$(str "$TOPO")" "$(arr "${B_HYMN[@]}")" "$(arr "${B_MN[@]}")" "$(num "$B_HYMN_MED")" "$(num "$B_MN_MED")" "$(num "$B_RATIO")"
 		printf '    "with_kernel_tail_hymn_s": %s, "with_kernel_tail_mininet_s": %s, "with_kernel_tail_ratio": %s},\n' \
