@@ -1,6 +1,7 @@
 // Package nodes runs the nodes of a topology in network namespaces: hosts,
-// switches (a Linux bridge inside the switch's own namespace, STP optional)
-// and routers (IPv4 forwarding in their namespace only).
+// switches (a Linux bridge inside the switch's own namespace, STP optional;
+// or, as --switch bpf, no bridge but package bpfswitch's learning program
+// on each port) and routers (IPv4 forwarding in their namespace only).
 //
 // Every node offers two ways to run commands. Cmd goes through a persistent
 // shell started on first use, so Mininet's semantics hold: the working
