@@ -3,10 +3,8 @@ package links
 import (
 	"encoding/binary"
 	"fmt"
-	"runtime"
-	"strings"
-	"unsafe"
 
+	"github.com/hymn-net/hymn/internal/bpfsys"
 	"github.com/hymn-net/hymn/internal/netnsx"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -45,27 +43,8 @@ func RedirectXDP(ns Namespace, from, to string) error {
 
 const (
 	xdpFlagsSKBMode = 1 << 1 // XDP_FLAGS_SKB_MODE: generic XDP
-	bpfProgLoad     = 5      // BPF_PROG_LOAD
-	bpfProgTypeXDP  = 6      // BPF_PROG_TYPE_XDP
 	bpfFuncRedirect = 23     // bpf_redirect(ifindex, flags)
 )
-
-// bpfProgLoadAttr is the BPF_PROG_LOAD part of union bpf_attr, up to
-// expected_attach_type; the kernel takes a shorter attr than its own.
-type bpfProgLoadAttr struct {
-	progType           uint32
-	insnCnt            uint32
-	insns              uint64
-	license            uint64
-	logLevel           uint32
-	logSize            uint32
-	logBuf             uint64
-	kernVersion        uint32
-	progFlags          uint32
-	progName           [16]byte
-	progIfindex        uint32
-	expectedAttachType uint32
-}
 
 // redirectProgram is r1 = ifindex; r2 = 0; call bpf_redirect; exit: the
 // helper's return value (XDP_REDIRECT) is the verdict.
@@ -90,29 +69,5 @@ func redirectProgram(ifindex int) []byte {
 }
 
 func loadRedirect(ifindex int) (int, error) {
-	prog := redirectProgram(ifindex)
-	license := []byte("GPL\x00")
-	logBuf := make([]byte, 4096)
-	attr := bpfProgLoadAttr{
-		progType: bpfProgTypeXDP,
-		insnCnt:  uint32(len(prog) / 8),
-		insns:    uint64(uintptr(unsafe.Pointer(&prog[0]))),
-		license:  uint64(uintptr(unsafe.Pointer(&license[0]))),
-		logLevel: 1,
-		logSize:  uint32(len(logBuf)),
-		logBuf:   uint64(uintptr(unsafe.Pointer(&logBuf[0]))),
-	}
-	copy(attr.progName[:], "hymn_redirect")
-	fd, _, errno := unix.Syscall(unix.SYS_BPF, bpfProgLoad, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr))
-	runtime.KeepAlive(prog)
-	runtime.KeepAlive(license)
-	runtime.KeepAlive(logBuf)
-	if errno != 0 {
-		msg, _, _ := strings.Cut(string(logBuf), "\x00")
-		if msg != "" {
-			return -1, fmt.Errorf("loading the XDP program: %w: %s", errno, msg)
-		}
-		return -1, fmt.Errorf("loading the XDP program: %w", errno)
-	}
-	return int(fd), nil // bpf descriptors are close-on-exec
+	return bpfsys.LoadProgram(unix.BPF_PROG_TYPE_XDP, redirectProgram(ifindex), "hymn_redirect")
 }
