@@ -65,7 +65,7 @@ func parseSwitchSpec(spec string, inNamespace bool, lg *mnlog.Logger) (switchCho
 	}
 	for _, kv := range s.Kwargs {
 		switch {
-		case c.kind == hymn.SwitchBPF && kv.Key == "stp":
+		case c.kind == hymn.SwitchBPF && kv.Key == "stp" && (kv.Value == "1" || strings.EqualFold(kv.Value, "true")):
 			return c, fmt.Errorf("%w: --switch %s: STP needs --switch lxbr or ovsbr (a bpf switch has no spanning tree)", ErrUsage, spec)
 		case kv.Key == "stp":
 			c.stp = kv.Value == "1" || strings.EqualFold(kv.Value, "true")

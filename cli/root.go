@@ -203,7 +203,7 @@ func parseSwitch(spec string) (kind string, stp bool, err error) {
 			return "", false, fmt.Errorf("%w: --switch %s: unknown option %q (it takes stp)", ErrUsage, spec, kv.Key)
 		}
 		stp = kv.Value == "1" || strings.EqualFold(kv.Value, "true")
-		if kind == "bpf" {
+		if kind == "bpf" && stp {
 			return "", false, fmt.Errorf("%w: --switch %s: STP needs --switch lxbr or ovsbr (a bpf switch has no spanning tree)", ErrUsage, spec)
 		}
 	}

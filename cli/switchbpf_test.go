@@ -2,14 +2,17 @@ package cli
 
 import (
 	"encoding/json"
+	"io"
 	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hymn-net/hymn"
 	"github.com/hymn-net/hymn/internal/owner"
 	"github.com/hymn-net/hymn/internal/testenv"
+	"github.com/hymn-net/hymn/mnlog"
 )
 
 // deadRunNamespaces lists the hymn namespaces whose run has ended: what a
@@ -66,8 +69,13 @@ func TestMNBPFSwitchSTP(t *testing.T) {
 	if _, _, err := parseSwitch("bpf,stp=1"); err == nil {
 		t.Error("parseSwitch took bpf,stp=1")
 	}
-	if kind, stp, err := parseSwitch("bpf"); kind != "bpf" || stp || err != nil {
-		t.Errorf("parseSwitch(bpf) = %s, %v, %v", kind, stp, err)
+	for _, spec := range []string{"bpf", "bpf,stp=0"} { // STP off is what a bpf switch does
+		if kind, stp, err := parseSwitch(spec); kind != "bpf" || stp || err != nil {
+			t.Errorf("parseSwitch(%s) = %s, %v, %v", spec, kind, stp, err)
+		}
+	}
+	if c, err := parseSwitchSpec("bpf,stp=0", false, mnlog.New(io.Discard, mnlog.Info)); err != nil || c.kind != hymn.SwitchBPF || c.stp {
+		t.Errorf("parseSwitchSpec(bpf,stp=0) = %+v, %v", c, err)
 	}
 }
 
