@@ -128,7 +128,14 @@ func TestNamesAddressesAndMACs(t *testing.T) {
 
 func TestLinkDownUp(t *testing.T) {
 	testenv.Root(t)
-	net := startNet(t, mustTopo(t, "single,2"), Options{})
+	// A BPF switch's ports keep their program across down and up.
+	for _, kind := range []SwitchKind{SwitchLinuxBridge, SwitchBPF} {
+		t.Run(string(kind), func(t *testing.T) { testLinkDownUp(t, kind) })
+	}
+}
+
+func testLinkDownUp(t *testing.T, kind SwitchKind) {
+	net := startNet(t, mustTopo(t, "single,2"), Options{Switch: kind})
 	ctx := context.Background()
 	if err := net.ConfigLinkStatus("s1", "h1", "down"); err != nil {
 		t.Fatal(err)

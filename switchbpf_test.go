@@ -115,28 +115,6 @@ func TestBPFSwitchLearns(t *testing.T) {
 	}
 }
 
-// A link taken down and up carries traffic again.
-func TestBPFSwitchLinkDownUp(t *testing.T) {
-	testenv.Root(t)
-	net := bpfNet(t, "single,2")
-	ctx := context.Background()
-	if loss, _ := net.Ping(ctx, []string{"h1", "h2"}, time.Second); loss != 0 {
-		t.Fatalf("loss %v%% before", loss)
-	}
-	if err := net.ConfigLinkStatus("s1", "h1", "down"); err != nil {
-		t.Fatal(err)
-	}
-	if loss, _ := net.Ping(ctx, []string{"h1", "h2"}, time.Second); loss != 100 {
-		t.Errorf("with h1's link down, loss = %v%%, want 100%%", loss)
-	}
-	if err := net.ConfigLinkStatus("s1", "h1", "up"); err != nil {
-		t.Fatal(err)
-	}
-	if loss, _ := net.Ping(ctx, []string{"h1", "h2"}, time.Second); loss != 0 {
-		t.Errorf("after link up, loss = %v%%, want 0%%", loss)
-	}
-}
-
 // Ports added while the network runs join the flood list, and so does a
 // port made again when an emulator is inserted into its link.
 func TestBPFSwitchLivePorts(t *testing.T) {
