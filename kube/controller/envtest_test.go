@@ -99,15 +99,22 @@ func (h *harness) waitGone(name string) {
 
 func (h *harness) run(p *corev1.Pod, ip string) { h.RunPod(p, ip) }
 
-// runPods waits for topo's two worker pods and runs them, as the kubelet
-// would, at addresses prefix+first and prefix+first+1.
-func (h *harness) runPods(topo *v1alpha1.Topology, prefix string, first int) []corev1.Pod {
+// waitPods waits for topo's two worker pods and returns them.
+func (h *harness) waitPods(topo *v1alpha1.Topology) []corev1.Pod {
 	h.t.Helper()
 	var pods []corev1.Pod
 	h.eventually(20*time.Second, "two worker pods", func() (bool, string) {
 		pods = h.pods(topo)
 		return len(pods) == 2, fmt.Sprintf("%d pods", len(pods))
 	})
+	return pods
+}
+
+// runPods waits for topo's two worker pods and runs them, as the kubelet
+// would, at addresses prefix+first and prefix+first+1.
+func (h *harness) runPods(topo *v1alpha1.Topology, prefix string, first int) []corev1.Pod {
+	h.t.Helper()
+	pods := h.waitPods(topo)
 	for i := range pods {
 		h.run(&pods[i], fmt.Sprintf("%s%d", prefix, first+i))
 	}
@@ -120,11 +127,7 @@ func (h *harness) runPods(topo *v1alpha1.Topology, prefix string, first int) []c
 func TestTopologyLifecycle(t *testing.T) {
 	h := newHarness(t, &Reconciler{PodTimeout: time.Minute})
 	topo := h.create("line", v1alpha1.TopologySpec{Topology: "linear,4", Workers: 2})
-	var pods []corev1.Pod
-	h.eventually(20*time.Second, "two worker pods", func() (bool, string) {
-		pods = h.pods(topo)
-		return len(pods) == 2, fmt.Sprintf("%d pods", len(pods))
-	})
+	pods := h.waitPods(topo)
 	topo = h.waitPhase("line", v1alpha1.PhaseBuilding, 10*time.Second)
 	if topo.Status.WorkersReady != 0 || !slices.Contains(topo.Finalizers, Finalizer) {
 		t.Fatalf("building: %+v, finalizers %v", topo.Status, topo.Finalizers)
@@ -262,11 +265,7 @@ func TestBadTopologies(t *testing.T) {
 func TestWorkerPodFails(t *testing.T) {
 	h := newHarness(t, &Reconciler{PodTimeout: time.Minute})
 	topo := h.create("fails", v1alpha1.TopologySpec{Topology: "linear,4", Workers: 2})
-	var pods []corev1.Pod
-	h.eventually(20*time.Second, "two worker pods", func() (bool, string) {
-		pods = h.pods(topo)
-		return len(pods) == 2, fmt.Sprintf("%d pods", len(pods))
-	})
+	pods := h.waitPods(topo)
 	h.run(&pods[0], "10.244.0.10")
 	p := &pods[1]
 	p.Status.Phase = corev1.PodFailed

@@ -120,11 +120,7 @@ func TestTopologyTooLargeForCluster(t *testing.T) {
 	// run.
 	h.setNode(small, "8Gi", "8", 110)
 	topo := h.create("fits", v1alpha1.TopologySpec{Topology: "linear,4", Workers: 2})
-	var pods []corev1.Pod
-	h.eventually(20*time.Second, "two worker pods", func() (bool, string) {
-		pods = h.pods(topo)
-		return len(pods) == 2, fmt.Sprintf("%d pods", len(pods))
-	})
+	pods := h.waitPods(topo)
 	for i := range pods {
 		req := pods[i].Spec.Containers[0].Resources.Requests
 		if m, c := req[corev1.ResourceMemory], req[corev1.ResourceCPU]; m.String() != "68Mi" || c.String() != "100m" {
@@ -152,11 +148,7 @@ func TestWorkerPodUnschedulable(t *testing.T) {
 	h := newHarness(t, &Reconciler{PodTimeout: time.Minute})
 	const verdict = "0/1 nodes are available: 1 Insufficient memory. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
 	topo := h.create("nowhere", v1alpha1.TopologySpec{Topology: "linear,4", Workers: 2})
-	var pods []corev1.Pod
-	h.eventually(20*time.Second, "two worker pods", func() (bool, string) {
-		pods = h.pods(topo)
-		return len(pods) == 2, fmt.Sprintf("%d pods", len(pods))
-	})
+	pods := h.waitPods(topo)
 	h.run(&pods[0], "10.244.0.10")
 	t0 := time.Now()
 	h.unschedulable(&pods[1], verdict)
