@@ -65,11 +65,6 @@ type ForwarderConfig struct {
 	// them; by default a busy thread moves off a CPU it shares with the
 	// sender of its frames (forwarder_place.go).
 	NoPlacement bool
-	// DeepIdle lets the machine's idle CPUs sleep deeply while this
-	// forwarder runs; by default it holds HoldCPUWakeLatency, so that
-	// the CPU a frame wakes the forwarder on is polling, not halted
-	// (wakelatency.go).
-	DeepIdle bool
 }
 
 const (
@@ -113,11 +108,9 @@ type Forwarder struct {
 	start     time.Time
 	linkFrame int // largest frame of the link (MTU + 18), 0: unknown
 
-	mu          sync.Mutex
-	running     bool
-	stopped     bool
-	deepIdle    bool
-	releaseWake func()
+	mu      sync.Mutex
+	running bool
+	stopped bool
 }
 
 // DirectionStats are the counters of one direction: the emulator's (for
@@ -196,7 +189,7 @@ func NewForwarder(a, b Port, cfg ForwarderConfig) (*Forwarder, error) {
 	if cfg.MTU < 0 || cfg.MTU > MaxFrameLimit {
 		return nil, fmt.Errorf("forwarder: MTU %d is outside 0..%d", cfg.MTU, MaxFrameLimit)
 	}
-	f := &Forwarder{a: a, b: b, start: time.Now(), linkFrame: linkFrame(cfg.MTU), deepIdle: cfg.DeepIdle}
+	f := &Forwarder{a: a, b: b, start: time.Now(), linkFrame: linkFrame(cfg.MTU)}
 	if portOffloads(a) != portOffloads(b) {
 		return nil, fmt.Errorf("forwarder: ports %s and %s must both carry offloads or neither", a.Name(), b.Name())
 	}
@@ -267,9 +260,6 @@ func (f *Forwarder) Start() {
 	}
 	f.running = true
 	addProcs(len(f.dirs))
-	if !f.deepIdle {
-		f.releaseWake = HoldCPUWakeLatency()
-	}
 	for _, d := range f.dirs {
 		go d.run()
 	}
@@ -295,23 +285,6 @@ func (f *Forwarder) Stop() {
 		<-d.done
 	}
 	addProcs(-len(f.dirs))
-	if f.releaseWake != nil {
-		f.releaseWake()
-	}
-}
-
-var procsMu sync.Mutex
-
-// addProcs gives each forwarding thread a P of its own. A forwarder
-// sleeps in ppoll, which hands its P back to the Go scheduler; on wake-up
-// it needs one again, and if every P is held by a goroutine whose thread
-// the kernel has preempted (a busy machine), the forwarder would wait for
-// that thread however high its own priority. Extra Ps cost nothing while
-// idle.
-func addProcs(n int) {
-	procsMu.Lock()
-	defer procsMu.Unlock()
-	runtime.GOMAXPROCS(max(1, runtime.GOMAXPROCS(0)+n))
 }
 
 // Reconfigure changes one direction at once (between two batches).

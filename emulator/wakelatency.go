@@ -3,7 +3,6 @@ package emulator
 import (
 	"fmt"
 	"os"
-	"sync"
 )
 
 // A thread that sleeps until a frame arrives is only as punctual as the
@@ -19,8 +18,9 @@ import (
 // whatever way the process ends: nothing to restore, nothing to leak.
 //
 // The cost is power: idle CPUs spin while a forwarder runs (on a VM, the
-// host sees them busy). Setting HYMN_CPU_IDLE=deep (or
-// ForwarderConfig.DeepIdle) leaves the CPUs' idle states alone.
+// host sees them busy). Setting HYMN_CPU_IDLE=deep leaves the CPUs' idle
+// states alone. addProcs (procs.go) holds the request while any
+// forwarding thread runs.
 
 // CPUIdleEnv is the environment variable that chooses, for every
 // emulated link of the process, whether idle CPUs poll while a forwarder
@@ -46,46 +46,24 @@ func deepIdleFromEnv() (bool, error) {
 	}
 }
 
-// wakeLatency is the process's one PM QoS request, shared by every
-// forwarder and simulated NIC that holds it.
-var wakeLatency struct {
-	mu   sync.Mutex
-	refs int
-	file *os.File
-	path string // the device; tests point it elsewhere
-}
+// wakeLatencyPath is the PM QoS device; tests point it elsewhere.
+var wakeLatencyPath = "/dev/cpu_dma_latency"
 
-func init() { wakeLatency.path = "/dev/cpu_dma_latency" }
-
-// HoldCPUWakeLatency asks the kernel to keep every CPU able to wake at
+// holdCPUWakeLatency asks the kernel to keep every CPU able to wake at
 // once (a CPU wake-up latency bound of 0 µs) until the returned function
-// is called; holds nest, and the request ends with the last. Where the
-// device is missing or refused (no root, a container without it), or
-// HYMN_CPU_IDLE says deep (or is malformed: CheckCPUIdleEnv reports
-// that), it does nothing: the link still works, only less punctually.
-func HoldCPUWakeLatency() (release func()) {
+// is called. Where the device is missing or refused (no root, a container
+// without it), or HYMN_CPU_IDLE says deep (or is malformed:
+// CheckCPUIdleEnv reports that), it does nothing: the links still work,
+// only less punctually.
+func holdCPUWakeLatency() (release func()) {
 	if deep, err := deepIdleFromEnv(); deep || err != nil {
 		return func() {}
 	}
-	w := &wakeLatency
-	w.mu.Lock()
-	w.refs++
-	if w.refs == 1 {
-		w.file = openWakeLatency(w.path)
+	f := openWakeLatency(wakeLatencyPath)
+	if f == nil {
+		return func() {}
 	}
-	w.mu.Unlock()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			w.mu.Lock()
-			defer w.mu.Unlock()
-			w.refs--
-			if w.refs == 0 && w.file != nil {
-				w.file.Close()
-				w.file = nil
-			}
-		})
-	}
+	return func() { f.Close() }
 }
 
 // openWakeLatency opens the PM QoS device and writes the bound, 0 µs as

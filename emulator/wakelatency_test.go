@@ -10,64 +10,75 @@ import (
 	"github.com/hymn-net/hymn/internal/testenv"
 )
 
-// fakeWakeLatency points the hold at a regular file, which takes the
-// write as the device does; the file's size says whether a request was
-// written, and the hold's state whether it is still open.
+// fakeWakeLatency points the request at a regular file, which takes the
+// write as the device does: its size says whether a request was written,
+// and whether this process holds it open whether it is still held.
 func fakeWakeLatency(t *testing.T) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "cpu_dma_latency")
 	if err := os.WriteFile(p, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	old := wakeLatency.path
-	wakeLatency.path = p
-	t.Cleanup(func() { wakeLatency.path = old })
+	old := wakeLatencyPath
+	wakeLatencyPath = p
+	t.Cleanup(func() { wakeLatencyPath = old })
 	return p
 }
 
-func wakeHeld() bool {
-	wakeLatency.mu.Lock()
-	defer wakeLatency.mu.Unlock()
-	return wakeLatency.file != nil
+// wakeHeld reports whether this process has path open.
+func wakeHeld(t *testing.T, path string) bool {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fd := range fds {
+		if target, _ := os.Readlink(filepath.Join("/proc/self/fd", fd.Name())); target == path {
+			return true
+		}
+	}
+	return false
 }
 
-func TestHoldCPUWakeLatencyNests(t *testing.T) {
+// The request is held while any forwarding thread runs, from the first
+// to the last.
+func TestWakeLatencyFollowsForwardingThreads(t *testing.T) {
 	p := fakeWakeLatency(t)
 	t.Setenv(CPUIdleEnv, "")
-	r1 := HoldCPUWakeLatency()
-	r2 := HoldCPUWakeLatency()
-	if !wakeHeld() {
-		t.Fatal("no request held after two holds")
+	addProcs(2) // a forwarder
+	addProcs(1) // a simulated NIC's cable
+	if !wakeHeld(t, p) {
+		t.Fatal("no request held with three forwarding threads")
 	}
 	if b, _ := os.ReadFile(p); len(b) != 4 || binary.NativeEndian.Uint32(b) != 0 {
 		t.Fatalf("request written = %v, want a 4-byte 0", b)
 	}
-	r1()
-	r1() // a second call of the same release must not end the other hold
-	if !wakeHeld() {
-		t.Fatal("request ended while a hold remains")
+	addProcs(-2)
+	if !wakeHeld(t, p) {
+		t.Fatal("request ended while a forwarding thread remains")
 	}
-	r2()
-	if wakeHeld() {
-		t.Fatal("request still held after the last release")
+	addProcs(-1)
+	if wakeHeld(t, p) {
+		t.Fatal("request still held after the last thread")
 	}
 }
 
-func TestHoldCPUWakeLatencyDeepOrMissing(t *testing.T) {
+func TestWakeLatencyDeepOrMissing(t *testing.T) {
 	p := fakeWakeLatency(t)
 	t.Setenv(CPUIdleEnv, "deep")
-	HoldCPUWakeLatency()()
+	addProcs(1)
+	addProcs(-1)
 	if b, _ := os.ReadFile(p); len(b) != 0 {
 		t.Fatalf("HYMN_CPU_IDLE=deep wrote a request: %v", b)
 	}
 	// A missing device (a container without it) is no error.
 	t.Setenv(CPUIdleEnv, "poll")
-	wakeLatency.path = filepath.Join(t.TempDir(), "absent")
-	release := HoldCPUWakeLatency()
-	if wakeHeld() {
+	wakeLatencyPath = filepath.Join(t.TempDir(), "absent")
+	addProcs(1)
+	if wakeHeld(t, wakeLatencyPath) {
 		t.Fatal("a hold on a missing device claims to be open")
 	}
-	release()
+	addProcs(-1)
 }
 
 func TestCheckCPUIdleEnv(t *testing.T) {
@@ -120,7 +131,8 @@ func TestForwarderHoldsCPUWakeLatency(t *testing.T) {
 	if after := readCPULatency(t); before != 0 && after != before {
 		t.Fatalf("bound after the forwarder stopped = %d µs, want %d as before", after, before)
 	}
-	deep, err := NewForwarder(a, b, ForwarderConfig{AtoB: DefaultConfig(), BtoA: DefaultConfig(), DeepIdle: true})
+	t.Setenv(CPUIdleEnv, "deep")
+	deep, err := NewForwarder(a, b, ForwarderConfig{AtoB: DefaultConfig(), BtoA: DefaultConfig()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,6 +140,6 @@ func TestForwarderHoldsCPUWakeLatency(t *testing.T) {
 	got := readCPULatency(t)
 	deep.Stop()
 	if before != 0 && got != before {
-		t.Fatalf("bound with DeepIdle = %d µs, want %d (untouched)", got, before)
+		t.Fatalf("bound with HYMN_CPU_IDLE=deep = %d µs, want %d (untouched)", got, before)
 	}
 }

@@ -112,8 +112,6 @@ type simSwitch struct {
 	tagged [][]byte // VF frames with the port VLAN's tag added
 	dirty  []*simPort
 	events []unix.EpollEvent
-
-	releaseWake func() // the CPU wake-up latency hold, as a forwarder's
 }
 
 // newSimSwitch prepares the thread of the cable between PFs a and b; start
@@ -160,10 +158,7 @@ func newSimSwitch(nic *SimNIC, a, b *simPF) (_ *simSwitch, err error) {
 }
 
 func (w *simSwitch) start() {
-	emulator.AddProcs(1)
-	// Each hop through the NIC is a wake-up of this thread: the same
-	// reason as a forwarder's to keep idle CPUs polling.
-	w.releaseWake = emulator.HoldCPUWakeLatency()
+	emulator.AddProcs(1) // a P of its own, and idle CPUs polling: each hop is a wake-up of this thread
 	go w.run()
 }
 
@@ -176,7 +171,6 @@ func (w *simSwitch) close() error {
 	unix.Write(w.evfd, one[:])
 	<-w.done
 	emulator.AddProcs(-1)
-	w.releaseWake()
 	w.closeFDs()
 	return w.err
 }
