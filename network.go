@@ -316,8 +316,7 @@ func (n *Network) createNodes(ctx context.Context, list []*topo.PlannedNode) err
 			return err
 		}
 		n.debugf("*** %s: ip netns add %s\n", p.Name, ns)
-		stp := p.IsSwitch() && (n.opts.STP || truthy(p.Params["stp"]))
-		node, err := nodes.New(nodes.Config{Name: p.Name, Kind: p.Kind, Namespace: ns, STP: stp, CPU: n.cpuLimit(p),
+		node, err := nodes.New(nodes.Config{Name: p.Name, Kind: p.Kind, Namespace: ns, STP: n.stp(p), CPU: n.cpuLimit(p),
 			OVS: p.IsSwitch() && n.opts.Switch == "ovsbr", BPF: n.isBPF(p), Ports: len(p.Intfs)})
 		if err != nil {
 			return err
@@ -361,6 +360,12 @@ type CPUOptions struct {
 
 // cpuLimit returns a host's CPU limit: a node's own cpu= parameter, else
 // the network-wide option. Switches are never limited.
+// stp reports whether a node is a switch that runs STP: every switch with
+// --switch STP (Options.STP), and those whose params say stp=1 (a torus's).
+func (n *Network) stp(p *topo.PlannedNode) bool {
+	return p.IsSwitch() && (n.opts.STP || truthy(p.Params["stp"]))
+}
+
 func (n *Network) cpuLimit(p *topo.PlannedNode) *nodes.CPULimit {
 	if p.IsSwitch() {
 		return nil

@@ -23,12 +23,8 @@ func (n *Network) AddNode(ctx context.Context, name string, kind topo.Kind, para
 	if err != nil {
 		return err
 	}
-	stp := p.IsSwitch() && (n.opts.STP || truthy(p.Params["stp"]))
-	if n.isBPF(p) && stp {
-		n.plan.RemoveLastNode()
-		return fmt.Errorf("switch %s: %w", name, nodes.ErrBPFSTP)
-	}
-	node, err := nodes.New(nodes.Config{Name: name, Kind: kind, Namespace: owner.NamespaceName(n.run, name), STP: stp, BPF: n.isBPF(p)})
+	// nodes.New refuses STP on a BPF switch.
+	node, err := nodes.New(nodes.Config{Name: name, Kind: kind, Namespace: owner.NamespaceName(n.run, name), STP: n.stp(p), BPF: n.isBPF(p)})
 	if err != nil {
 		n.plan.RemoveLastNode()
 		return err

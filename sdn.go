@@ -146,7 +146,7 @@ func (n *Network) newOpenFlowSwitch(p *topo.PlannedNode) (node Node, ok bool, er
 // network's options.
 func (n *Network) bridgeOf(p *topo.PlannedNode) *nodes.OVSBridge {
 	b := &nodes.OVSBridge{Name: p.Name, DPID: p.Params["dpid"], FailMode: n.opts.FailMode, Protocols: n.opts.Protocols,
-		STP: n.opts.STP || truthy(p.Params["stp"])}
+		STP: n.stp(p)}
 	if v := p.Params["failMode"]; v != "" {
 		b.FailMode = v
 	}

@@ -14,9 +14,6 @@ func (n *Network) isBPF(p *topo.PlannedNode) bool {
 	return p.IsSwitch() && n.opts.Switch == SwitchBPF
 }
 
-// SwitchKind returns the network's switch kind.
-func (n *Network) SwitchKind() SwitchKind { return n.opts.Switch }
-
 // checkBPFSwitches refuses, before anything is built, what BPF switches
 // cannot do: STP (a torus needs it) and more than bpfswitch.MaxPorts ports.
 func (n *Network) checkBPFSwitches() error {
@@ -25,7 +22,7 @@ func (n *Network) checkBPFSwitches() error {
 	}
 	var errs []error
 	for _, p := range n.plan.Switches() {
-		if n.opts.STP || truthy(p.Params["stp"]) {
+		if n.stp(p) {
 			errs = append(errs, fmt.Errorf("switch %s: %w", p.Name, nodes.ErrBPFSTP))
 		}
 		if len(p.Intfs) > bpfswitch.MaxPorts {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hymn-net/hymn/bpfswitch"
+	"github.com/hymn-net/hymn/internal/owner"
 	"github.com/hymn-net/hymn/internal/testenv"
 	"github.com/hymn-net/hymn/topo"
 )
@@ -66,8 +67,8 @@ func TestBPFSwitchPingAll(t *testing.T) {
 			if err != nil || !strings.Contains(string(res.Stdout), "direct-action") {
 				t.Errorf("s1-eth1's ingress: %s %v", res.Stdout, err)
 			}
-			if net.SwitchKind() != SwitchBPF {
-				t.Errorf("SwitchKind = %s", net.SwitchKind())
+			if net.opts.Switch != SwitchBPF {
+				t.Errorf("switch kind = %s", net.opts.Switch)
 			}
 		})
 	}
@@ -172,6 +173,20 @@ func TestBPFSwitchRefusals(t *testing.T) {
 	}
 	if _, err := New(mustTopo(t, "single,1025"), Options{Switch: SwitchBPF}); err == nil || !strings.Contains(err.Error(), "at most 1024 ports") {
 		t.Errorf("single,1025: %v", err)
+	}
+	// A switch added live with stp=1 is refused before its namespace is
+	// made, and the plan forgets it.
+	testenv.Root(t)
+	net := bpfNet(t, "single,2")
+	err := net.AddNode(context.Background(), "s9", topo.KindSwitch, topo.Params{"stp": "1"})
+	if err == nil || !strings.Contains(err.Error(), "STP needs --switch lxbr or ovsbr") {
+		t.Errorf("AddNode(s9, stp=1): %v", err)
+	}
+	if _, err := net.Node("s9"); err == nil {
+		t.Error("s9 exists after its refusal")
+	}
+	if _, err := os.Stat("/run/netns/" + owner.NamespaceName(net.run, "s9")); err == nil {
+		t.Error("s9's namespace was made")
 	}
 	if k, err := ParseSwitchKind("bpf"); err != nil || k != SwitchBPF {
 		t.Errorf("ParseSwitchKind(bpf) = %v, %v", k, err)

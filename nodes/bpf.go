@@ -15,9 +15,6 @@ import (
 // nothing of their own (no router solicitations, no MLD reports), and
 // without addresses they answer nothing.
 func (n *NsNode) makeBPF(cfg Config) error {
-	if cfg.STP {
-		return ErrBPFSTP
-	}
 	for _, key := range []string{"net/ipv6/conf/default/disable_ipv6", "net/ipv6/conf/all/disable_ipv6"} {
 		if err := n.Sysctl(key, "1"); err != nil && !errors.Is(err, fs.ErrNotExist) { // a kernel without IPv6
 			return fmt.Errorf("disabling IPv6: %w", err)

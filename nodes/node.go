@@ -73,6 +73,9 @@ type Config struct {
 // for every node, the bridge for a switch, IPv4 forwarding for a router. On
 // failure nothing is left behind.
 func New(cfg Config) (_ *NsNode, err error) {
+	if cfg.BPF && cfg.STP { // refused before anything is made
+		return nil, fmt.Errorf("switch %s: %w", cfg.Name, ErrBPFSTP)
+	}
 	named, err := netnsx.CreateNamed(cfg.Namespace)
 	if err != nil {
 		return nil, err
