@@ -65,10 +65,11 @@ func parseSwitchSpec(spec string, inNamespace bool, lg *mnlog.Logger) (switchCho
 	}
 	for _, kv := range s.Kwargs {
 		switch {
-		case c.kind == hymn.SwitchBPF && kv.Key == "stp" && (kv.Value == "1" || strings.EqualFold(kv.Value, "true")):
-			return c, fmt.Errorf("%w: --switch %s: STP needs --switch lxbr or ovsbr (a bpf switch has no spanning tree)", ErrUsage, spec)
 		case kv.Key == "stp":
 			c.stp = kv.Value == "1" || strings.EqualFold(kv.Value, "true")
+			if c.stp && c.kind == hymn.SwitchBPF {
+				return c, fmt.Errorf("%w: --switch %s: STP needs --switch lxbr or ovsbr (a bpf switch has no spanning tree)", ErrUsage, spec)
+			}
 		case c.openFlow && kv.Key == "failMode":
 			if kv.Value != "secure" && kv.Value != "standalone" {
 				return c, fmt.Errorf("%w: --switch %s: failMode must be secure or standalone", ErrUsage, spec)
