@@ -53,6 +53,14 @@ const (
 	fdbValueSize = 16 // ifindex u32, pad u32, ktime ns u64
 )
 
+// lookup emits r0 = bpf_map_lookup_elem(map, r10+key): the value, or 0.
+func lookup(a *asm, mapFd int, key int16) {
+	a.ldMap(r1, mapFd)
+	a.mov(r2, r10)
+	a.addImm(r2, int32(key))
+	a.call(fnMapLookupElem)
+}
+
 // program assembles the switch: fdb and ports are the map descriptors,
 // maxPorts the flood loop's bound. r6 holds the context, r7 the ingress
 // port, r8 the time (then the loop index), r9 the port list.
@@ -101,10 +109,7 @@ func program(fdb, ports, maxPorts int) ([]byte, error) {
 	a.label("learn")
 	a.call(fnKtimeGetNs)
 	a.mov(r8, r0)
-	a.ldMap(r1, fdb)
-	a.mov(r2, r10)
-	a.addImm(r2, stSrcKey)
-	a.call(fnMapLookupElem)
+	lookup(a, fdb, stSrcKey)
 	a.jmp(opJeqImm, r0, 0, "write")
 	a.ldx(opLdxW, r1, r0, 0)
 	a.jmpReg(opJneReg, r1, r7, "write")
@@ -131,10 +136,7 @@ func program(fdb, ports, maxPorts int) ([]byte, error) {
 	a.ldx(opLdxB, r4, r10, stDstKey)
 	a.andImm(r4, 1)
 	a.jmp(opJneImm, r4, 0, "flood")
-	a.ldMap(r1, fdb)
-	a.mov(r2, r10)
-	a.addImm(r2, stDstKey)
-	a.call(fnMapLookupElem)
+	lookup(a, fdb, stDstKey)
 	a.jmp(opJeqImm, r0, 0, "flood")
 	a.ldx(opLdxDW, r1, r0, 8)
 	a.mov(r2, r8)
@@ -151,10 +153,7 @@ func program(fdb, ports, maxPorts int) ([]byte, error) {
 	// list ends at its first 0 or after maxPorts entries.
 	a.label("flood")
 	a.st(opStW, r10, stZero, 0)
-	a.ldMap(r1, ports)
-	a.mov(r2, r10)
-	a.addImm(r2, stZero)
-	a.call(fnMapLookupElem)
+	lookup(a, ports, stZero)
 	a.jmp(opJeqImm, r0, 0, "drop")
 	a.mov(r9, r0)
 	a.movImm(r8, 0)
