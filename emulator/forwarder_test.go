@@ -3,6 +3,8 @@ package emulator
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
+	"slices"
 	"sync"
 	"syscall"
 	"testing"
@@ -145,12 +147,55 @@ func mustParse(t *testing.T, s string) Config {
 	return c
 }
 
+// TestForwarderDelaysBothDirections: each direction holds every frame for
+// its own delay, never less, in order. Lateness is the machine's: this
+// shared VM sometimes stops every thread for tens of ms (CI saw frames
+// 25-35 ms late behind a 5 ms delay, in one burst that drained in
+// order). A thread that sleeps 1 ms at a time watches for such a stall;
+// an attempt with frames more than 20 ms late is repeated when the
+// watcher overslept by more than 5 ms in it (at most three attempts, the
+// log says so), and fails when it did not. If every attempt stalled, the
+// median lateness is judged instead. Early is never excused.
 func TestForwarderDelaysBothDirections(t *testing.T) {
+	const attempts = 3
+	for attempt := 1; ; attempt++ {
+		late, medians, stall := forwardBothDirections(t)
+		if t.Failed() {
+			return
+		}
+		if len(late) == 0 {
+			return
+		}
+		if stall <= 5*time.Millisecond {
+			for _, m := range late {
+				t.Error(m)
+			}
+			return
+		}
+		t.Logf("attempt %d: %d frames late while the machine stalled for %v (first: %s)", attempt, len(late), stall, late[0])
+		if attempt == attempts {
+			for i, m := range medians {
+				if m > 2*time.Millisecond {
+					t.Errorf("every attempt stalled, and direction %d's median lateness is %v (want at most 2 ms)", i, m)
+				}
+			}
+			return
+		}
+	}
+}
+
+// forwardBothDirections runs one attempt: 200 frames each way, 20 ms a
+// to b and 5 ms b to a. It reports frames early or out of order as test
+// errors, and returns the frames more than 20 ms late, each direction's
+// median lateness and the stall watcher's longest oversleep.
+func forwardBothDirections(t *testing.T) (late []string, medians [2]time.Duration, stall time.Duration) {
+	t.Helper()
 	a, b := newMemPort("a"), newMemPort("b")
 	f, err := NewForwarder(a, b, ForwarderConfig{AtoB: mustParse(t, "delay 20ms"), BtoA: mustParse(t, "delay 5ms")})
 	if err != nil {
 		t.Fatal(err)
 	}
+	stopWatch := watchStalls()
 	f.Start()
 	defer f.Stop()
 	const n = 200
@@ -160,7 +205,8 @@ func TestForwarderDelaysBothDirections(t *testing.T) {
 		time.Sleep(200 * time.Microsecond)
 	}
 	time.Sleep(60 * time.Millisecond)
-	for _, tc := range []struct {
+	stall = stopWatch()
+	for k, tc := range []struct {
 		out   *memPort
 		delay time.Duration
 		size  int
@@ -169,17 +215,23 @@ func TestForwarderDelaysBothDirections(t *testing.T) {
 		if len(frames) != n {
 			t.Fatalf("%s sent %d frames, want %d", tc.out.name, len(frames), n)
 		}
+		lateness := make([]time.Duration, 0, n)
 		for i, fr := range frames {
 			if len(fr) != tc.size || int(binary.BigEndian.Uint32(fr[14:])) != i {
 				t.Fatalf("%s frame %d: wrong size or order", tc.out.name, i)
 			}
 			sent := time.Unix(0, int64(binary.BigEndian.Uint64(fr[18:])))
 			d := at[i].Sub(sent)
-			// Never early; late only by scheduling noise.
-			if d < tc.delay || d > tc.delay+20*time.Millisecond {
-				t.Errorf("%s frame %d took %v, want %v", tc.out.name, i, d, tc.delay)
+			switch {
+			case d < tc.delay:
+				t.Errorf("%s frame %d took %v, less than its %v delay", tc.out.name, i, d, tc.delay)
+			case d > tc.delay+20*time.Millisecond:
+				late = append(late, fmt.Sprintf("%s frame %d took %v, want %v", tc.out.name, i, d, tc.delay))
 			}
+			lateness = append(lateness, d-tc.delay)
 		}
+		slices.Sort(lateness)
+		medians[k] = lateness[n/2]
 	}
 	for _, dir := range []Direction{AtoB, BtoA} {
 		s := f.Stats(dir).Emulator
@@ -187,6 +239,31 @@ func TestForwarderDelaysBothDirections(t *testing.T) {
 			t.Errorf("%s: %+v", dir, s)
 		}
 	}
+	return late, medians, stall
+}
+
+// watchStalls starts a thread that sleeps 1 ms at a time under the
+// forwarders' SCHED_FIFO class (what stops it stops them too); the
+// function it returns stops it and reports its longest oversleep.
+func watchStalls() func() time.Duration {
+	done := make(chan struct{})
+	worst := make(chan time.Duration, 1)
+	go func() {
+		RealTimeThread(0)
+		var w time.Duration
+		for {
+			select {
+			case <-done:
+				worst <- w
+				return
+			default:
+			}
+			t0 := time.Now()
+			ThreadSleep(time.Millisecond)
+			w = max(w, time.Since(t0)-time.Millisecond)
+		}
+	}()
+	return func() time.Duration { close(done); return <-worst }
 }
 
 func TestForwarderCountersAndReconfigure(t *testing.T) {
