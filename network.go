@@ -284,46 +284,9 @@ func names(ns []*topo.PlannedNode) string {
 
 func (n *Network) createNodes(ctx context.Context, list []*topo.PlannedNode) error {
 	made := make([]Node, len(list))
-	err := forEach(ctx, n.opts.Workers, len(list), func(ctx context.Context, i int) error {
-		p := list[i]
-		ns := owner.NamespaceName(n.run, p.Name)
-		backend, err := n.backendOf(p)
-		if err != nil {
-			return err
-		}
-		if backend == BackendVM {
-			cfg, err := n.vmConfig(p, ns)
-			if err != nil {
-				return err
-			}
-			node, err := vm.New(ctx, cfg)
-			if err != nil {
-				return err
-			}
-			made[i] = node
-			if p.Kind == topo.KindRouter {
-				res, err := node.Exec(ctx, "sh", "-c", "echo 1 > /proc/sys/net/ipv4/ip_forward")
-				if err == nil && res.ExitCode != 0 {
-					err = fmt.Errorf("router %s: enabling IPv4 forwarding in the guest: %s", p.Name, res.Stderr)
-				}
-				return err
-			}
-			return nil
-		}
-		if node, ok, err := n.newOpenFlowSwitch(p); ok {
-			made[i] = node
-			n.debugf("*** %s: OpenFlow switch on %s\n", p.Name, n.sdn.ovs.Namespace())
-			return err
-		}
-		n.debugf("*** %s: ip netns add %s\n", p.Name, ns)
-		node, err := nodes.New(nodes.Config{Name: p.Name, Kind: p.Kind, Namespace: ns, STP: n.stp(p), CPU: n.cpuLimit(p),
-			OVS: p.IsSwitch() && n.opts.Switch == "ovsbr", BPF: n.isBPF(p), Ports: len(p.Intfs)})
-		if err != nil {
-			return err
-		}
-		made[i] = node
-		n.debugf("*** %s: ip -n %s link set lo up\n", p.Name, ns)
-		return nil
+	err := forEach(ctx, n.opts.Workers, len(list), func(ctx context.Context, i int) (err error) {
+		made[i], err = n.newNode(ctx, list[i])
+		return err
 	})
 	for i, node := range made {
 		if node != nil {
@@ -331,6 +294,49 @@ func (n *Network) createNodes(ctx context.Context, list []*topo.PlannedNode) err
 		}
 	}
 	return err
+}
+
+// newNode starts one planned node on its backend: a VM, an OpenFlow
+// switch, or a namespace. Build and AddNode both come here, so a node
+// added to a running network is the node the same plan would have built.
+// A node that started but failed to configure comes back with the error,
+// for its caller to delete.
+func (n *Network) newNode(ctx context.Context, p *topo.PlannedNode) (Node, error) {
+	ns := owner.NamespaceName(n.run, p.Name)
+	backend, err := n.backendOf(p)
+	if err != nil {
+		return nil, err
+	}
+	if backend == BackendVM {
+		cfg, err := n.vmConfig(p, ns)
+		if err != nil {
+			return nil, err
+		}
+		node, err := vm.New(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		if p.Kind == topo.KindRouter {
+			res, err := node.Exec(ctx, "sh", "-c", "echo 1 > /proc/sys/net/ipv4/ip_forward")
+			if err == nil && res.ExitCode != 0 {
+				err = fmt.Errorf("router %s: enabling IPv4 forwarding in the guest: %s", p.Name, res.Stderr)
+			}
+			return node, err
+		}
+		return node, nil
+	}
+	if node, ok, err := n.newOpenFlowSwitch(p); ok {
+		n.debugf("*** %s: OpenFlow switch on %s\n", p.Name, n.sdn.ovs.Namespace())
+		return node, err
+	}
+	n.debugf("*** %s: ip netns add %s\n", p.Name, ns)
+	node, err := nodes.New(nodes.Config{Name: p.Name, Kind: p.Kind, Namespace: ns, STP: n.stp(p), CPU: n.cpuLimit(p),
+		OVS: p.IsSwitch() && n.opts.Switch == "ovsbr", BPF: n.isBPF(p), Ports: len(p.Intfs)})
+	if err != nil {
+		return nil, err
+	}
+	n.debugf("*** %s: ip -n %s link set lo up\n", p.Name, ns)
+	return node, nil
 }
 
 // guestOf returns the node of an interface as a GuestNode (a VM), or nil.

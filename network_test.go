@@ -376,17 +376,19 @@ func TestNATReachesTheRootNamespace(t *testing.T) {
 // 0.1 x period x cores, gone with the network.
 func TestCPULimitedHosts(t *testing.T) {
 	testenv.Root(t)
-	var cg string
+	var cgroups []string
 	// Registered first, so it runs after the network's Stop.
 	t.Cleanup(func() {
-		for _, dir := range []string{"/sys/fs/cgroup/cpu/", "/sys/fs/cgroup/"} {
-			if _, err := os.Stat(dir + cg); cg != "" && err == nil {
-				t.Errorf("cgroup %s left behind", dir+cg)
+		for _, cg := range cgroups {
+			for _, dir := range []string{"/sys/fs/cgroup/cpu/", "/sys/fs/cgroup/"} {
+				if _, err := os.Stat(dir + cg); err == nil {
+					t.Errorf("cgroup %s left behind", dir+cg)
+				}
 			}
 		}
 	})
 	net := startNet(t, mustTopo(t, "single,2"), Options{CPU: &CPUOptions{Fraction: 0.1}})
-	cg = owner.NamespaceName(net.RunID(), "h1")
+	cgroups = []string{owner.NamespaceName(net.RunID(), "h1"), owner.NamespaceName(net.RunID(), "h3")}
 	h1, _ := net.Node("h1")
 	out, err := h1.Cmd(context.Background(), "cat /proc/self/cgroup")
 	if err != nil || !strings.Contains(out, owner.NamespaceName(net.RunID(), "h1")) {
@@ -403,5 +405,13 @@ func TestCPULimitedHosts(t *testing.T) {
 	}
 	if loss, err := net.PingAll(context.Background(), 0); err != nil || loss != 0 {
 		t.Errorf("pingall with CPU-limited hosts: %v%% %v", loss, err)
+	}
+	// A host added live gets its cgroup as well; its Stop removes it too.
+	if err := net.AddNode(context.Background(), "h3", topo.KindHost, nil); err != nil {
+		t.Fatal(err)
+	}
+	h3, _ := net.Node("h3")
+	if out, err := h3.Cmd(context.Background(), "cat /proc/self/cgroup"); err != nil || !strings.Contains(out, owner.NamespaceName(net.RunID(), "h3")) {
+		t.Errorf("h3, added live, is not in a cgroup of its own: %q %v", out, err)
 	}
 }

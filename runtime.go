@@ -5,8 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/hymn-net/hymn/internal/owner"
-	"github.com/hymn-net/hymn/nodes"
+		"github.com/hymn-net/hymn/nodes"
 	"github.com/hymn-net/hymn/topo"
 )
 
@@ -23,10 +22,18 @@ func (n *Network) AddNode(ctx context.Context, name string, kind topo.Kind, para
 	if err != nil {
 		return err
 	}
-	// nodes.New refuses STP on a BPF switch.
-	node, err := nodes.New(nodes.Config{Name: name, Kind: kind, Namespace: owner.NamespaceName(n.run, name), STP: n.stp(p), BPF: n.isBPF(p)})
+	// The node Build would have made: a VM host under --nodes vm, an
+	// OpenFlow switch under --switch ovsk (started at once, as Build
+	// starts its switches), a BPF switch under --switch bpf.
+	node, err := n.newNode(ctx, p)
+	if err == nil && p.IsSwitch() && n.OVS() != nil {
+		err = n.sdn.ovs.StartBridges(ctx, []*nodes.OVSBridge{n.bridgeOf(p)})
+	}
 	if err != nil {
 		n.plan.RemoveLastNode()
+		if node != nil {
+			err = errors.Join(err, node.Delete())
+		}
 		return err
 	}
 	n.nodes[name] = node

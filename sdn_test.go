@@ -183,6 +183,40 @@ func TestOpenFlowSwitchStopStart(t *testing.T) {
 	}
 }
 
+// A switch added to a running OpenFlow network is an OpenFlow switch too,
+// connected to the network's controller (it was a Linux bridge once, as
+// AddNode made every node a namespace), and a host added beside it
+// reaches the others through flows the controller set up.
+func TestOpenFlowSwitchAddedLive(t *testing.T) {
+	sdnTools(t)
+	n, _ := startSDN(t, "single,2", Options{}, topo.Params{"kind": "ovsc"})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := n.AddNode(ctx, "s2", topo.KindSwitch, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.AddNode(ctx, "h3", topo.KindHost, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range [][2]string{{"h3", "s2"}, {"s2", "s1"}} {
+		if _, err := n.AddLink(ctx, l[0], l[1], nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := n.WaitConnected(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := n.OVS().Vsctl(ctx, "get-controller", "s2"); err != nil || !strings.Contains(got, "unix:") && !strings.Contains(got, "tcp:") {
+		t.Errorf("s2's controller: %q %v", got, err)
+	}
+	if loss, err := n.Ping(ctx, []string{"h1", "h3"}, time.Second); err != nil || loss != 0 {
+		t.Fatalf("h1 <-> h3 through s2, added live: %v%% dropped, %v", loss, err)
+	}
+	if flows, err := n.OVS().Ofctl(ctx, "s2", "dump-flows"); err != nil || !strings.Contains(flows, "actions=output:") {
+		t.Errorf("s2 has no flow from the controller: %v\n%s", err, flows)
+	}
+}
+
 // TestOpenFlowMoreThan16Switches: ovs-testcontroller refuses a 17th
 // switch, so hymn runs a second process behind the controller's relay.
 func TestOpenFlowMoreThan16Switches(t *testing.T) {
