@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-		"github.com/hymn-net/hymn/nodes"
+	"github.com/hymn-net/hymn/nodes"
 	"github.com/hymn-net/hymn/topo"
 )
 
