@@ -8,6 +8,7 @@ import (
 
 	"github.com/hymn-net/hymn/internal/testenv"
 	"github.com/hymn-net/hymn/topo"
+	"github.com/hymn-net/hymn/vm"
 )
 
 // A mixed network: h1 is a VM, h2 a namespace, joined by a switch, the
@@ -60,6 +61,24 @@ func TestMixedVMAndNamespaceHosts(t *testing.T) {
 	}
 	if loss != 0 {
 		t.Errorf("after link up: %v%% lost", loss)
+	}
+	// A VM host added to the running network boots as Build would boot
+	// it, and its link is hot-plugged.
+	if err := net.AddNode(ctx, "h3", topo.KindHost, topo.Params{"backend": "vm", "memory": "256M"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := net.AddLink(ctx, "h3", "s1", nil); err != nil {
+		t.Fatal(err)
+	}
+	h3, _ := net.Node("h3")
+	if _, ok := h3.(*vm.Node); !ok {
+		t.Fatalf("h3, added live with backend=vm, is a %T", h3)
+	}
+	if out, err := h3.Cmd(ctx, "cat /sys/class/dmi/id/sys_vendor; ip -o addr show h3-eth0"); err != nil || !strings.Contains(out, "QEMU") || !strings.Contains(out, "10.0.0.3/8") {
+		t.Errorf("h3, added live with backend=vm: %q %v", out, err)
+	}
+	if loss, err := net.Ping(ctx, []string{"h2", "h3"}, time.Second); err != nil || loss != 0 {
+		t.Errorf("h2 <-> h3 (a VM added live): %v%% lost, %v", loss, err)
 	}
 }
 
