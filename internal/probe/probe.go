@@ -164,7 +164,11 @@ func Run(ctx context.Context, c Config) (Result, error) {
 		return Result{}, fmt.Errorf("probe receiver on %s: %w", c.Dst, err)
 	}
 	defer rx.Close()
-	rx.SetReadBuffer(4 << 20)
+	// 4 MB, so that a receiver scheduled late loses nothing the link
+	// delivered. net.core.rmem_max caps SO_RCVBUF (212992 by default;
+	// some machines raise it, and a test passing there would fail on the
+	// next): FORCE, which root may use, does not depend on it.
+	forceReadBuffer(rx, 4<<20)
 	var tx *net.UDPConn
 	err = inNS(c.Sender, func() error {
 		var err error
@@ -338,5 +342,20 @@ func Echo(c *net.UDPConn) {
 		}
 		binary.BigEndian.PutUint64(buf[8:], uint64(time.Now().UnixNano()-rx))
 		c.WriteToUDP(buf[:k], from)
+	}
+}
+
+// forceReadBuffer sets a socket's receive buffer beyond net.core.rmem_max
+// where the privilege allows, else up to it.
+func forceReadBuffer(c *net.UDPConn, bytes int) {
+	raw, err := c.SyscallConn()
+	forced := false
+	if err == nil {
+		raw.Control(func(fd uintptr) {
+			forced = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, bytes) == nil
+		})
+	}
+	if !forced {
+		c.SetReadBuffer(bytes)
 	}
 }
