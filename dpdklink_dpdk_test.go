@@ -7,16 +7,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
-	"unsafe"
 
-	"github.com/hymn-net/hymn/emulator"
 	"github.com/hymn-net/hymn/emulator/dpdk"
 	"github.com/hymn-net/hymn/internal/owner"
+	"github.com/hymn-net/hymn/internal/stallwatch"
 	"github.com/hymn-net/hymn/internal/testenv"
 	"github.com/hymn-net/hymn/linkparams"
 	"github.com/hymn-net/hymn/links"
@@ -24,7 +22,6 @@ import (
 	"github.com/hymn-net/hymn/sriov"
 	"github.com/hymn-net/hymn/topo"
 	"github.com/vishvananda/netlink"
-	"golang.org/x/sys/unix"
 )
 
 // TestDPDKPortsInTopology builds linear,2 on the simulated SR-IOV NIC with
@@ -65,34 +62,6 @@ func TestDPDKPortsInTopology(t *testing.T) {
 			t.Errorf("DPDK device %s left after the networks stopped", d)
 		}
 	}
-}
-
-// watchStalls starts a thread that sleeps 1 ms at a time; the function it
-// returns stops it and reports its longest oversleep. It runs under
-// SCHED_FIFO like the forwarders and the probe sender, so what it sees is
-// what stops them too, not the polling forwarders keeping a normal
-// thread waiting.
-func watchStalls() func() time.Duration {
-	done := make(chan struct{})
-	worst := make(chan time.Duration, 1)
-	go func() {
-		runtime.LockOSThread()
-		param := struct{ prio int32 }{1}
-		unix.RawSyscall(unix.SYS_SCHED_SETSCHEDULER, 0, uintptr(unix.SCHED_FIFO), uintptr(unsafe.Pointer(&param)))
-		var w time.Duration
-		for {
-			select {
-			case <-done:
-				worst <- w
-				return
-			default:
-			}
-			t0 := time.Now()
-			emulator.ThreadSleep(time.Millisecond)
-			w = max(w, time.Since(t0)-time.Millisecond)
-		}
-	}()
-	return func() time.Duration { close(done); return <-worst }
 }
 
 // namespaceInodes maps the inodes of a run's named namespaces to their
@@ -197,12 +166,12 @@ func testPortsInTopology(t *testing.T, ports string) {
 	var base, res *measure.Result
 	stalled := false
 	for attempt := 1; ; attempt++ {
-		stall := watchStalls()
+		watch := stallwatch.Start()
 		setDelay(baseDelay)
 		base = probe("1 ms on each of 3 links")
 		setDelay(delay)
 		res = probe("5 ms on each of 3 links")
-		worst := stall()
+		r := watch.Stop()
 		// 5 ms: one such stall holds about five probes; a few of them
 		// move the mean by the whole 1 % (150 µs). The sleeper does not
 		// see every stall (fresh-root run 7: it overslept 4.2 ms while a
@@ -210,12 +179,12 @@ func testPortsInTopology(t *testing.T, ports string) {
 		// lateness p99 stayed at 0.2 ms), so a probe that far beyond
 		// its run's median counts as one too.
 		tail := max(base.Latency.Max-base.Latency.P50, res.Latency.Max-res.Latency.P50)
-		stalled = worst > 5*time.Millisecond || tail > 5000
+		stalled = r.Stalled() || tail > 5000
 		if !stalled || attempt == 5 {
-			t.Logf("%s ports: longest oversleep of a 1 ms sleep during the measurements: %v; longest probe beyond its median: %.0f µs", ports, worst, tail)
+			t.Logf("%s ports: stall watcher during the measurements: %v; longest probe beyond its median: %.0f µs", ports, r, tail)
 			break
 		}
-		t.Logf("%s ports: the machine stalled (a 1 ms sleep overslept by %v, a probe took %.0f µs beyond its median) during attempt %d; measuring again", ports, worst, tail, attempt)
+		t.Logf("%s ports: the machine stalled (stall watcher: %v; a probe took %.0f µs beyond its median) during attempt %d; measuring again", ports, r, tail, attempt)
 	}
 	want := float64(len(path)) * float64(delay/time.Microsecond)
 	// The path's own latency: the 1 ms measurement less its 3 ms.

@@ -23,6 +23,7 @@ import (
 	"github.com/hymn-net/hymn/emulator/afpacket"
 	"github.com/hymn-net/hymn/internal/owner"
 	"github.com/hymn-net/hymn/internal/probe"
+	"github.com/hymn-net/hymn/internal/stallwatch"
 	"github.com/hymn-net/hymn/internal/testenv"
 	"github.com/hymn-net/hymn/links"
 )
@@ -358,7 +359,9 @@ func BenchmarkRingIO(b *testing.B) {
 
 // TestAFPacketBetweenNamespaces is the DPDK port on veth stand-ins for
 // VFs: ns A ═veth═ d1 [DPDK net_af_packet vdevs, forwarder with 5 ms
-// delay each way] d2 ═veth═ ns B. Ping crosses with the delay.
+// delay each way] d2 ═veth═ ns B. Probes measure the delay's accuracy
+// (an attempt in which the machine stalled is repeated, see below), and
+// ping crosses with the delay.
 func TestAFPacketBetweenNamespaces(t *testing.T) {
 	needEAL(t)
 	testenv.Tools(t, "ping")
@@ -401,15 +404,20 @@ func TestAFPacketBetweenNamespaces(t *testing.T) {
 		defer p.Close()
 		ports = append(ports, p)
 	}
-	// The path without delay first: the probes' own cost (two veths,
-	// the polled ports, the sockets) is measured in the same run, so the
-	// delay is judged by what it adds, not by this machine's load.
-	fwd, err := emulator.NewForwarder(ports[0], ports[1], emulator.ForwarderConfig{AtoB: emulator.DefaultConfig(), BtoA: emulator.DefaultConfig()})
-	if err != nil {
-		t.Fatal(err)
+	// start runs a fresh forwarder between the ports, d each way: each
+	// measurement below reads the statistics of its own frames, not of
+	// everything the link carried before.
+	start := func(d time.Duration) *emulator.Forwarder {
+		t.Helper()
+		c := emulator.DefaultConfig()
+		c.Delay = d
+		f, err := emulator.NewForwarder(ports[0], ports[1], emulator.ForwarderConfig{AtoB: c, BtoA: c})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Start()
+		return f
 	}
-	fwd.Start()
-	defer fwd.Stop()
 	probeRun := func(what string, d time.Duration) probe.Result {
 		t.Helper()
 		res, err := probe.Run(context.Background(), probe.Config{
@@ -425,14 +433,102 @@ func TestAFPacketBetweenNamespaces(t *testing.T) {
 		}
 		return res
 	}
-	base := probeRun("no delay", time.Second)
-	cfg := emulator.DefaultConfig()
-	cfg.Delay = 5 * time.Millisecond
-	for _, dir := range []emulator.Direction{emulator.AtoB, emulator.BtoA} {
-		if err := fwd.Reconfigure(dir, cfg); err != nil {
-			t.Fatal(err)
-		}
+	const delay = 5 * time.Millisecond
+	// Delay accuracy, in two parts. The emulator's own: frames leave at
+	// their due time (the issue allows 50 µs of added latency at p50;
+	// the mean is held to the same). That is now the delayed run's own
+	// mean: it was the whole test's, about 3,400 frames of which 1,200
+	// crossed without delay, so the same 50 µs then allowed the delayed
+	// frames about 75 µs; they measure 4-23 µs here without a stall,
+	// under the race detector or not. End to end, against the path
+	// without delay measured just before: none earlier than 5 ms, and
+	// the mean at most 200 µs (4 %) above 5 ms plus the path's own. The
+	// path without delay is measured first, in the same attempt, so that
+	// the delay is judged by what it adds, not by this machine's load
+	// (the probes' own cost: two veths, the polled ports, the sockets).
+	// The DPDK port stamps a frame when it is polled, so the wait for
+	// the poll is the path's, not the delay's; what remains is the
+	// forwarding thread and the traffic sharing two vCPUs whose timer
+	// wake-ups oversleep by 30-50 µs at p50 and up to 120 µs at p99 (a
+	// 20 µs nanosleep, measured on the development VM), with departures
+	// in phase with the next probes (5 ms is five probe intervals): 2-106
+	// µs of added mean in repeated runs there.
+	//
+	// This shared VM sometimes stops every thread for 20-50 ms. Frames
+	// due in such a stall leave when it ends, up to 50 ms late: at 1000
+	// probes/s one 20 ms stall adds about 20 × 10 ms to the lateness of
+	// the 2200 frames of the delayed run (200 of them warm-up probes),
+	// 90 µs of mean, a 50 ms one about 50 × 25 ms (570 µs of mean, and
+	// as much end to end), whatever the emulator does; a stall in the
+	// run without delay raises the path's own mean by about twice that
+	// (1000 probes), and so lowers what the delay seems to add. So a
+	// stall watcher runs through each attempt (both runs, each on a
+	// fresh forwarder, so the lateness is the delayed run's own), and an
+	// attempt during which the machine stalled is measured again, at
+	// most three attempts in all; the log says so. An attempt with no
+	// stall is judged by the means, and fails if it is late. If every
+	// attempt stalled, the medians are judged instead, by the same
+	// bounds: a stall delays only the frames due in it, about 50 of
+	// 2000 for 50 ms, which moves the median by 2.5 percentiles (5 in
+	// the 1000 probes without delay), a few µs of these distributions
+	// (lateness p50 0.1-2 µs, p99 70-330 µs; end to end p50 30-60 µs,
+	// p99 210-290 µs beyond the delay), far below the bounds: a stop of
+	// 40 ms every 0.3 s, 13 % of the time, left both medians within 30
+	// µs of their values without stalls. A probe earlier than 5 ms fails
+	// in every attempt: a stall can only make frames late.
+	type measurement struct {
+		base, res probe.Result
+		late      emulator.HistogramSummary // the delayed run's, a to b
+		watch     stallwatch.Report
 	}
+	measure := func() (m measurement) {
+		t.Helper()
+		w := stallwatch.Start()
+		defer w.Stop()
+		f := start(0)
+		defer f.Stop()
+		m.base = probeRun("no delay", time.Second)
+		f.Stop()
+		f = start(delay)
+		defer f.Stop()
+		m.res = probeRun("5 ms one way", 2*time.Second)
+		m.late = f.Stats(emulator.AtoB).Emulator.Lateness
+		f.Stop()
+		m.watch = w.Stop()
+		return m
+	}
+	const attempts = 3
+	var m measurement
+	var addedMean, addedP50 time.Duration
+	for attempt := 1; ; attempt++ {
+		m = measure()
+		addedMean = time.Duration((m.res.MeanMs-m.base.MeanMs)*1e6) - delay
+		addedP50 = m.res.Delay.P50 - m.base.Delay.P50 - delay
+		t.Logf("attempt %d: forwarder lateness over %d frames: p50 %v mean %v p99 %v; end to end beyond 5 ms and the path's own: mean %v, p50 %v; %v",
+			attempt, m.late.Count, m.late.P50, m.late.Mean, m.late.P99, addedMean, addedP50, m.watch)
+		if m.res.Delay.Min < delay {
+			t.Errorf("attempt %d: a probe crossed in %v, less than the %v delay: %v", attempt, m.res.Delay.Min, delay, m.res)
+		}
+		if !m.watch.Stalled() || attempt == attempts {
+			break
+		}
+		t.Logf("attempt %d: the machine stalled (longest %v): measuring again", attempt, m.watch.Worst.Round(time.Microsecond))
+	}
+	what, late, added := "mean", m.late.Mean, addedMean
+	lateWant := "p50 and mean"
+	if m.watch.Stalled() {
+		t.Logf("the machine stalled in all %d attempts: judging the medians", attempts)
+		what, late, added = "median", m.late.P50, addedP50
+		lateWant = "p50 (every attempt stalled: not the mean)"
+	}
+	if m.late.P50 > 50*time.Microsecond || late > 50*time.Microsecond {
+		t.Errorf("the forwarder released frames late: %+v; want %s at most 50 µs", m.late, lateWant)
+	}
+	if added > 200*time.Microsecond {
+		t.Errorf("delay through the DPDK port: %v, without delay %v; want the %s at most 200 µs above 5 ms plus the path's own (it is %v above)", m.res, m.base, what, added)
+	}
+	fwd := start(delay)
+	defer fwd.Stop()
 	out, err := exec.Command("ip", "netns", "exec", ns["a"].Name(), "ping", "-c", "5", "-i", "0.2", "-W", "2", "10.78.0.2").CombinedOutput()
 	if err != nil {
 		t.Fatalf("ping across the DPDK forwarder: %v\n%s", err, out)
@@ -446,27 +542,6 @@ func TestAFPacketBetweenNamespaces(t *testing.T) {
 	t.Logf("ping over DPDK af_packet, 5 ms each way: rtt min %.2f avg %.2f ms", min, avg)
 	if min < 10 {
 		t.Fatalf("rtt %.2f ms is below the 10 ms the two delays add", min)
-	}
-	// Delay accuracy, in two parts. The emulator's own: frames leave at
-	// their due time (the issue allows 50 µs of added latency at p50).
-	// End to end, against the path without delay measured just before:
-	// none earlier than 5 ms, and the mean at most 200 µs (4 %) above
-	// 5 ms plus the path's own. The DPDK port stamps a frame when it is
-	// polled, so the wait for the poll is the path's, not the delay's;
-	// what remains is the forwarding thread and the traffic sharing two
-	// vCPUs whose timer wake-ups oversleep by 30-50 µs at p50 and up to
-	// 120 µs at p99 (a 20 µs nanosleep, measured on the development VM),
-	// with departures in phase with the next probes (5 ms is five probe
-	// intervals): 2-106 µs of added mean in repeated runs there.
-	res := probeRun("5 ms one way", 2*time.Second)
-	late := fwd.Stats(emulator.AtoB).Emulator.Lateness
-	addedMean := time.Duration((res.MeanMs-base.MeanMs)*1e6) - cfg.Delay
-	t.Logf("forwarder lateness: p50 %v mean %v p99 %v; end to end beyond 5 ms and the path's own: mean %v", late.P50, late.Mean, late.P99, addedMean)
-	if late.P50 > 50*time.Microsecond || late.Mean > 50*time.Microsecond {
-		t.Errorf("the forwarder released frames late: %+v; want p50 and mean at most 50 µs", late)
-	}
-	if res.Delay.Min < cfg.Delay || addedMean > 200*time.Microsecond {
-		t.Errorf("delay through the DPDK port: %v, without delay %v; want none early and a mean at most 200 µs above 5 ms plus the path's own", res, base)
 	}
 	if _, err := exec.LookPath("iperf3"); err != nil {
 		return
