@@ -435,12 +435,12 @@ func TestAFPacketBetweenNamespaces(t *testing.T) {
 	}
 	const delay = 5 * time.Millisecond
 	// Delay accuracy, in two parts. The emulator's own: frames leave at
-	// their due time (the issue allows 50 µs of added latency at p50;
-	// the mean is held to the same). That is now the delayed run's own
-	// mean: it was the whole test's, about 3,400 frames of which 1,200
-	// crossed without delay, so the same 50 µs then allowed the delayed
-	// frames about 75 µs; they measure 4-23 µs here without a stall,
-	// under the race detector or not. End to end, against the path
+	// their due time: the p50 within 50 µs (the issue's bound on added
+	// latency), the mean within 75 µs. That mean is now the delayed
+	// run's own: it was the whole test's, about 3,400 frames of which
+	// 1,200 crossed without delay, so its 50 µs allowed the delayed
+	// frames about 75 µs, which they keep; they measure 4-23 µs here
+	// without a stall, under the race detector or not (one run 66 µs). End to end, against the path
 	// without delay measured just before: none earlier than 5 ms, and
 	// the mean at most 200 µs (4 %) above 5 ms plus the path's own. The
 	// path without delay is measured first, in the same attempt, so that
@@ -514,15 +514,15 @@ func TestAFPacketBetweenNamespaces(t *testing.T) {
 		}
 		t.Logf("attempt %d: the machine stalled (longest %v): measuring again", attempt, m.watch.Worst.Round(time.Microsecond))
 	}
-	what, late, added := "mean", m.late.Mean, addedMean
-	lateWant := "p50 and mean"
+	what, added := "mean", addedMean
 	if m.watch.Stalled() {
 		t.Logf("the machine stalled in all %d attempts: judging the medians", attempts)
-		what, late, added = "median", m.late.P50, addedP50
-		lateWant = "p50 (every attempt stalled: not the mean)"
+		what, added = "median", addedP50
+	} else if m.late.Mean > 75*time.Microsecond {
+		t.Errorf("the forwarder released frames late: %+v; want the mean at most 75 µs", m.late)
 	}
-	if m.late.P50 > 50*time.Microsecond || late > 50*time.Microsecond {
-		t.Errorf("the forwarder released frames late: %+v; want %s at most 50 µs", m.late, lateWant)
+	if m.late.P50 > 50*time.Microsecond {
+		t.Errorf("the forwarder released frames late: %+v; want the p50 at most 50 µs", m.late)
 	}
 	if added > 200*time.Microsecond {
 		t.Errorf("delay through the DPDK port: %v, without delay %v; want the %s at most 200 µs above 5 ms plus the path's own (it is %v above)", m.res, m.base, what, added)
