@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hymn-net/hymn/emulator"
+	"github.com/hymn-net/hymn/internal/stallwatch"
 	"github.com/hymn-net/hymn/internal/testenv"
 	"github.com/hymn-net/hymn/topo"
 )
@@ -82,7 +83,8 @@ func pingSeries(t *testing.T, n *Network, src, dst string, count int, interval t
 // TestSchedulePingStep is the first must-show: a link 10 ms →
 // 30 ms at 2 s (both directions, so the RTT goes 20 → 60 ms), pinged every
 // 100 ms: the RTT changes within one ping interval of 2 s, no echo is lost
-// or reordered, and the emulator applied the change within 1 ms of 2 s.
+// or reordered, and the emulator applied the change within 1 ms of 2 s
+// (unless a stall of the machine explains its lateness: checkApplied).
 func TestSchedulePingStep(t *testing.T) {
 	testenv.Root(t)
 	n := pairNet(t, topo.Params{"delay": "10ms"})
@@ -91,6 +93,10 @@ func TestSchedulePingStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The stall watcher runs from before the schedule starts to the check
+	// of its applied times (see checkApplied).
+	watch := stallwatch.Start()
+	defer watch.Stop()
 	zero, err := n.SetLinkSchedule("h1", "h2", BothDirections, s)
 	if err != nil {
 		t.Fatal(err)
@@ -161,24 +167,26 @@ func TestSchedulePingStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	stalls := watch.Stop()
+	t.Logf("machine during the schedule: %v", stalls)
+	if stalls.Stalled() {
+		t.Logf("the stalls, from the schedule's time zero: %s", stallTimes(stalls, ls.Start))
+	}
+	var applied []emulator.AppliedChange
 	for _, st := range []emulator.ScheduleStatus{ls.Forward, ls.Reverse} {
 		if st.Applied != 1 || len(st.Recent) != 1 || st.Recent[0].Due != 2*time.Second {
 			t.Fatalf("schedule status %+v", st)
 		}
 		t.Logf("applied at %v (late %v)", st.Recent[0].At, st.Recent[0].Late())
-		if late := st.Recent[0].Late(); late < 0 || late > applyBound() {
-			t.Errorf("change applied %v after its time, want ≤ %v", late, applyBound())
-		}
+		applied = append(applied, st.Recent[0])
 	}
+	checkApplied(t, applied, ls.Start, stalls)
 	stats, _ := n.LinkStats("h1", "h2")
 	if stats.Forward.Emulator.Reordered != 0 || stats.Forward.Emulator.Dropped() != 0 || stats.Reverse.Emulator.Dropped() != 0 {
 		t.Errorf("emulator reordered %d, dropped %d/%d", stats.Forward.Emulator.Reordered, stats.Forward.Emulator.Dropped(), stats.Reverse.Emulator.Dropped())
 	}
 }
 
-// TestScheduleFromParams: a schedule given as a link parameter starts
-// with the network; on an idle link every point is still applied within
-// 1 ms of its time (the forwarding thread wakes for each).
 // applyBound is how late a schedule point may be applied: the 1 ms
 // (measured: 21 µs at most without the race detector), 30 ms under it,
 // where fresh-root runs saw 5.3 ms and 12.1 ms (the forwarder's frames in
@@ -190,8 +198,77 @@ func applyBound() time.Duration {
 	return time.Millisecond
 }
 
+// maxExcused is how many of a test's late schedule points a stall may
+// excuse: one stall of 20-50 ms hits one point, two at most a few apart;
+// a slow or wrong schedule makes every point late.
+const maxExcused = 2
+
+// checkApplied fails each applied point more than applyBound late, unless
+// the machine's stall explains it (excusedByStall), for at most maxExcused
+// points. A point applied before its time always fails: a stall can only
+// make it late. start is the schedule's wall-clock time zero; stalls is
+// what a watcher saw from before it to now.
+func checkApplied(t *testing.T, applied []emulator.AppliedChange, start time.Time, stalls stallwatch.Report) {
+	t.Helper()
+	excused, failed := 0, false
+	for _, a := range applied {
+		late := a.Late()
+		if late >= 0 && late <= applyBound() {
+			continue
+		}
+		if late > 0 && excused < maxExcused {
+			if s, ok := excusedByStall(stalls, start, a, applyBound()); ok {
+				excused++
+				t.Logf("point %d due %v applied at %v: %v late, %v after a %v stall of the machine ended (excused, %d of at most %d)",
+					a.Point, a.Due, a.At, late, start.Add(a.At).Sub(s.To).Round(time.Microsecond), s.Len().Round(100*time.Microsecond), excused, maxExcused)
+				continue
+			}
+		}
+		t.Errorf("point %d due %v applied at %v: %v late, want 0..%v (machine: %v)", a.Point, a.Due, a.At, late, applyBound(), stalls)
+		failed = true
+	}
+	if (failed || excused > 0) && stalls.Stalled() {
+		t.Logf("the stalls, from the schedule's time zero: %s", stallTimes(stalls, start))
+	}
+}
+
+// stallTimes lists where the stalls were, from start.
+func stallTimes(r stallwatch.Report, start time.Time) string {
+	var at []string
+	for _, s := range r.Stalls {
+		at = append(at, s.From.Sub(start).Round(100*time.Microsecond).String()+".."+s.To.Sub(start).Round(100*time.Microsecond).String())
+	}
+	return strings.Join(at, ", ")
+}
+
+// excusedByStall reports the stall that explains a late point: it
+// overlaps [Due, At] (on the wall clock, from start) and the point was
+// applied at most bound after it ended, as a punctual forwarder, stopped
+// with the rest of the machine, applies it once it runs again. (A stop
+// imitated with SIGSTOP also makes a point due after it ended late by the
+// stop's length: the kernel restarts the forwarder's interrupted ppoll
+// with the time that was left when the stop began. A host's stall does
+// not, and such a point is not excused.)
+func excusedByStall(r stallwatch.Report, start time.Time, a emulator.AppliedChange, bound time.Duration) (stallwatch.Stall, bool) {
+	due, at := start.Add(a.Due), start.Add(a.At)
+	for _, s := range r.Stalls {
+		if s.From.Before(at) && s.To.After(due) && at.Sub(s.To) <= bound {
+			return s, true
+		}
+	}
+	return stallwatch.Stall{}, false
+}
+
+// TestScheduleFromParams: a schedule given as a link parameter starts
+// with the network; on an idle link every point is still applied within
+// 1 ms of its time (the forwarding thread wakes for each). A point the
+// machine's stall made late is excused (checkApplied), at most two.
 func TestScheduleFromParams(t *testing.T) {
 	testenv.Root(t)
+	// The schedule starts with the network: the stall watcher runs from
+	// before then to the check.
+	watch := stallwatch.Start()
+	defer watch.Stop()
 	var b strings.Builder
 	b.WriteString("time,delay\n")
 	for i := 0; i < 20; i++ {
@@ -211,16 +288,13 @@ func TestScheduleFromParams(t *testing.T) {
 	}
 	time.Sleep(time.Until(ls.Start.Add(2100 * time.Millisecond)))
 	ls, _ = n.LinkScheduleStatus("h1", "h2")
+	stalls := watch.Stop()
 	st := ls.Forward
-	t.Logf("applied %d, max late %v", st.Applied, st.MaxLate)
+	t.Logf("applied %d, max late %v; machine: %v", st.Applied, st.MaxLate, stalls)
 	if st.Applied != 20 || !st.Finished || len(st.Recent) != 20 {
 		t.Fatalf("status %+v", st)
 	}
-	for _, a := range st.Recent {
-		if a.Late() < 0 || a.Late() > applyBound() {
-			t.Errorf("point %d due %v applied at %v: %v late, want ≤ %v", a.Point, a.Due, a.At, a.Late(), applyBound())
-		}
-	}
+	checkApplied(t, st.Recent, ls.Start, stalls)
 	if n.LinkSchedules()[0].Forward.Applied != 20 {
 		t.Error("LinkSchedules does not list the link")
 	}

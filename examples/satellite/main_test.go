@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hymn-net/hymn/internal/stallwatch"
 	"github.com/hymn-net/hymn/internal/testenv"
 	"github.com/hymn-net/hymn/mnlog"
 )
@@ -22,9 +23,41 @@ import (
 // Echoes whose path crosses a step within 2 ms are left out (send and
 // receive times are known to µs, but a late forwarder moves a frame's
 // departure). None is lost or reordered, and every step was applied within
-// 1 ms of its time.
+// 1 ms of its time. A stall of the machine across a step's time makes it
+// late by what is left of the stall: a run with a step more than 1 ms late
+// is repeated once (the log says so) when a stall watcher saw a stall at
+// least that much beyond 1 ms long in it; a late step with no such stall,
+// or late again in the repeat, fails. Every run's echoes are judged.
 func TestSatelliteSteps(t *testing.T) {
 	testenv.Root(t)
+	const attempts = 2
+	for attempt := 1; ; attempt++ {
+		watch := stallwatch.Start()
+		res := runSatellite(t)
+		stalls := watch.Stop()
+		if res.Late <= time.Millisecond {
+			return
+		}
+		var longest time.Duration
+		for _, s := range stalls.Stalls {
+			longest = max(longest, s.Len())
+		}
+		if attempt == attempts || longest < res.Late-time.Millisecond {
+			t.Errorf("%d points applied, at most %v late; want ≥ 2 within 1 ms (attempt %d; machine: %v)", res.Applied, res.Late, attempt, stalls)
+			return
+		}
+		if t.Failed() {
+			t.Logf("attempt %d: a step applied %v late while the machine stalled (%v); not repeated, the run failed already", attempt, res.Late, stalls)
+			return
+		}
+		t.Logf("attempt %d: a step applied %v late while the machine stalled (%v): again", attempt, res.Late, stalls)
+	}
+}
+
+// runSatellite runs the example once and judges its echoes and how many
+// steps it applied; the caller judges how late they were.
+func runSatellite(t *testing.T) Result {
+	t.Helper()
 	const count = 80
 	res, err := Run(context.Background(), 1.0/15, count, 50*time.Millisecond, mnlog.New(io.Discard, mnlog.Output))
 	if err != nil {
@@ -92,7 +125,8 @@ func TestSatelliteSteps(t *testing.T) {
 	if checked[40*time.Millisecond] < 20 || checked[80*time.Millisecond] < 20 {
 		t.Errorf("the run did not cover both delays: %v", checked)
 	}
-	if res.Late > time.Millisecond || res.Applied < 2 {
+	if res.Applied < 2 {
 		t.Errorf("%d points applied, at most %v late; want ≥ 2 within 1 ms", res.Applied, res.Late)
 	}
+	return res
 }
