@@ -25,12 +25,12 @@ import (
 // departure). None is lost or reordered, and every step was applied within
 // 1 ms of its time. A stall of the machine across a step's time makes it
 // late by what is left of the stall: a run with a step more than 1 ms late
-// is repeated once (the log says so) when a stall watcher saw a stall at
-// least that much beyond 1 ms long in it; a late step with no such stall,
-// or late again in the repeat, fails. Every run's echoes are judged.
+// is repeated (at most three runs; the log says so) when a stall watcher
+// overslept at least that much beyond 1 ms in it; a late step with no
+// such oversleep, or late in every run, fails. Every run's echoes are judged.
 func TestSatelliteSteps(t *testing.T) {
 	testenv.Root(t)
-	const attempts = 2
+	const attempts = 3
 	for attempt := 1; ; attempt++ {
 		watch := stallwatch.Start()
 		res := runSatellite(t)
@@ -38,11 +38,10 @@ func TestSatelliteSteps(t *testing.T) {
 		if res.Late <= time.Millisecond {
 			return
 		}
-		var longest time.Duration
-		for _, s := range stalls.Stalls {
-			longest = max(longest, s.Len())
-		}
-		if attempt == attempts || longest < res.Late-time.Millisecond {
+		// The watcher's longest oversleep, stall or not: on a loaded
+		// machine a 3 ms lateness came with a 3.6 ms oversleep, below
+		// the 5 ms that counts as a stall, and is explained all the same.
+		if attempt == attempts || stalls.Worst < res.Late-time.Millisecond {
 			t.Errorf("%d points applied, at most %v late; want ≥ 2 within 1 ms (attempt %d; machine: %v)", res.Applied, res.Late, attempt, stalls)
 			return
 		}
