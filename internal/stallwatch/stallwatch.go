@@ -93,18 +93,6 @@ type Report struct {
 // Stalled reports whether the machine stalled at all.
 func (r Report) Stalled() bool { return len(r.Stalls) > 0 }
 
-// Overlapping returns the total length of the stalls that overlap
-// [from, to]: how much of a sample's lateness the machine can explain.
-func (r Report) Overlapping(from, to time.Time) time.Duration {
-	var d time.Duration
-	for _, s := range r.Stalls {
-		if s.From.Before(to) && s.To.After(from) {
-			d += s.Len()
-		}
-	}
-	return d
-}
-
 // String says what was seen, for a test's log.
 func (r Report) String() string {
 	if !r.Stalled() {
