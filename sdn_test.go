@@ -230,6 +230,41 @@ func TestOpenFlowMoreThan16Switches(t *testing.T) {
 	}
 }
 
+// TestOpenFlowSeventeenthSwitchAddedLive: a switch added to a running
+// network whose controller's one process already serves 16 switches makes
+// the relay start a second process, which the new switch connects to.
+func TestOpenFlowSeventeenthSwitchAddedLive(t *testing.T) {
+	sdnTools(t)
+	n, _ := startSDN(t, "linear,16", Options{}, topo.Params{"kind": "ovsc"})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if p := n.Controllers()[0].Processes(); p != 1 {
+		t.Fatalf("c0 runs %d processes for 16 switches, want 1", p)
+	}
+	for _, node := range []struct {
+		name string
+		kind topo.Kind
+	}{{"s17", topo.KindSwitch}, {"h17", topo.KindHost}} {
+		if err := n.AddNode(ctx, node.name, node.kind, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, l := range [][2]string{{"h17", "s17"}, {"s17", "s16"}} {
+		if _, err := n.AddLink(ctx, l[0], l[1], nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := n.WaitConnected(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if p := n.Controllers()[0].Processes(); p != 2 {
+		t.Errorf("c0 runs %d processes for 17 switches, want 2", p)
+	}
+	if loss, err := n.Ping(ctx, []string{"h16", "h17"}, time.Second); err != nil || loss != 0 {
+		t.Errorf("h16 <-> h17 through s17, the 17th switch: %v%% dropped, %v", loss, err)
+	}
+}
+
 // TestRemoteControllerReceivesSwitches: a controller the user started
 // before the network gets one OpenFlow connection per switch, over the
 // root namespace's loopback.

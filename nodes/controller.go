@@ -69,14 +69,17 @@ type ControllerConfig struct {
 // Controller is a running OpenFlow controller node (or a remote one hymn
 // relays the switches to).
 type Controller struct {
-	cfg   ControllerConfig
-	class string
-	d     *daemon
-	relay *relay
+	cfg     ControllerConfig
+	class   string
+	command string // the program a local controller runs
+	d       *daemon
+	relay   *relay
 	// extra are the further processes of a controller serving more
-	// switches than one process accepts, at extraAddrs.
-	extra      []*daemon
-	extraAddrs []string
+	// switches than one process accepts: started with it for the
+	// switches it was told of, and by the relay when a switch added
+	// later finds every process full.
+	mu    sync.Mutex
+	extra []*daemon
 }
 
 // maxSwitchesPerProcess is ovs-testcontroller's MAX_SWITCHES.
@@ -150,34 +153,53 @@ func StartController(ctx context.Context, cfg ControllerConfig) (_ *Controller, 
 		if err := c.pickPort(); err != nil {
 			return nil, err
 		}
+		c.command = command
 		d, err := c.startProcess(command, c.cfg.Port, "")
 		if err != nil {
 			return nil, err
 		}
 		c.d = d
-		for k := 1; cfg.Relay != "" && k*maxSwitchesPerProcess < cfg.Switches; k++ {
-			port, err := freePort(c.cfg.IP, c.cfg.Port+k)
-			if err != nil {
-				return nil, fmt.Errorf("controller %s: %w", cfg.Name, err)
-			}
-			d, err := c.startProcess(command, port, fmt.Sprintf("-%d", k))
-			if err != nil {
-				return nil, err
-			}
-			c.extra = append(c.extra, d)
-			c.extraAddrs = append(c.extraAddrs, net.JoinHostPort(c.cfg.IP, strconv.Itoa(port)))
+	}
+	targets := []string{c.Addr()}
+	for k := 1; c.d != nil && cfg.Relay != "" && k*maxSwitchesPerProcess < cfg.Switches; k++ {
+		addr, err := c.addProcess()
+		if err != nil {
+			return nil, err
 		}
-		if len(c.extra) > 0 {
-			cfg.Logf("*** %s: %d switches: %d %s processes (each takes at most %d)\n", cfg.Name, cfg.Switches, 1+len(c.extra), command, maxSwitchesPerProcess)
-		}
+		targets = append(targets, addr)
+	}
+	if len(targets) > 1 {
+		cfg.Logf("*** %s: %d switches: %d %s processes (each takes at most %d)\n", cfg.Name, cfg.Switches, len(targets), c.command, maxSwitchesPerProcess)
 	}
 	if cfg.Relay != "" {
-		if c.relay, err = newRelay(cfg.Name, cfg.Relay, append([]string{c.Addr()}, c.extraAddrs...), cfg.Logf); err != nil {
+		var grow func() (string, error)
+		if c.d != nil {
+			grow = c.addProcess
+		}
+		if c.relay, err = newRelay(cfg.Name, cfg.Relay, targets, grow, cfg.Logf); err != nil {
 			return nil, fmt.Errorf("controller %s: %w", cfg.Name, err)
 		}
 		cfg.Logf("*** %s: relaying %s to tcp:%s\n", cfg.Name, cfg.Relay, c.Addr())
 	}
 	return c, nil
+}
+
+// addProcess starts one more process of a local controller, on the first
+// free port after the last one's, and returns where it listens.
+func (c *Controller) addProcess() (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k := 1 + len(c.extra)
+	port, err := freePort(c.cfg.IP, c.cfg.Port+k)
+	if err != nil {
+		return "", fmt.Errorf("controller %s: %w", c.cfg.Name, err)
+	}
+	d, err := c.startProcess(c.command, port, fmt.Sprintf("-%d", k))
+	if err != nil {
+		return "", err
+	}
+	c.extra = append(c.extra, d)
+	return net.JoinHostPort(c.cfg.IP, strconv.Itoa(port)), nil
 }
 
 // pickPort keeps a given port (Mininet refuses one in use) and otherwise
@@ -310,6 +332,8 @@ func (c *Controller) Processes() int {
 	if c.d == nil {
 		return 0
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	return 1 + len(c.extra)
 }
 
@@ -333,6 +357,9 @@ func (c *Controller) Stop() error {
 		c.relay.close()
 		c.relay = nil
 	}
+	// The relay is closed: no process is being added.
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	records := []string{c.cfg.Record}
 	for k := range c.extra {
 		records = append(records, fmt.Sprintf("%s-%d", c.cfg.Record, k+1))
@@ -415,26 +442,30 @@ func listening(addr string) bool {
 type relay struct {
 	ln      net.Listener
 	name    string
-	targets []string // the controller's processes; each switch goes to the least busy
+	targets []string // the controller's processes; each switch goes to the least busy (under mu)
 	load    []int    // open connections per target (under mu)
-	logf    func(string, ...any)
-	mu      sync.Mutex
-	conns   map[net.Conn]bool
-	closed  bool
-	wg      sync.WaitGroup
+	// grow starts another process when every one serves
+	// maxSwitchesPerProcess switches; nil for a remote controller.
+	grow   func() (string, error)
+	pickMu sync.Mutex // one pick at a time, so that one process is started for the 17th switch, not one per switch
+	logf   func(string, ...any)
+	mu     sync.Mutex
+	conns  map[net.Conn]bool
+	closed bool
+	wg     sync.WaitGroup
 	// answered counts the open switch connections whose handshake is
 	// done: the switch has sent its OFPT_FEATURES_REPLY, so the
 	// controller knows it before any packet-in (TCP keeps the order).
 	answered atomic.Int64
 }
 
-func newRelay(name, path string, targets []string, logf func(string, ...any)) (*relay, error) {
+func newRelay(name, path string, targets []string, grow func() (string, error), logf func(string, ...any)) (*relay, error) {
 	os.Remove(path)
 	ln, err := net.Listen("unix", path)
 	if err != nil {
 		return nil, fmt.Errorf("relay socket: %w", err)
 	}
-	r := &relay{ln: ln, name: name, targets: targets, load: make([]int, len(targets)), logf: logf, conns: map[net.Conn]bool{}}
+	r := &relay{ln: ln, name: name, targets: targets, load: make([]int, len(targets)), grow: grow, logf: logf, conns: map[net.Conn]bool{}}
 	r.wg.Add(1)
 	go r.serve()
 	return r, nil
@@ -470,17 +501,8 @@ func (r *relay) serve() {
 				return
 			}
 			defer r.track(in, false)
-			r.mu.Lock()
-			k := 0
-			for j := range r.load {
-				if r.load[j] < r.load[k] {
-					k = j
-				}
-			}
-			r.load[k]++
-			r.mu.Unlock()
+			k, target := r.pick()
 			defer func() { r.mu.Lock(); r.load[k]--; r.mu.Unlock() }()
-			target := r.targets[k]
 			out, err := net.DialTimeout("tcp", target, 2*time.Second)
 			if err != nil {
 				r.logf("*** %s: connecting a switch to tcp:%s: %v\n", r.name, target, err)
@@ -498,6 +520,43 @@ func (r *relay) serve() {
 			<-done
 		}()
 	}
+}
+
+// pick assigns a new switch connection to the least busy process,
+// starting another first when every process serves its maximum (a switch
+// added to a running network). If that fails, the switch goes to the
+// least busy one, which refuses it as it would without hymn.
+func (r *relay) pick() (int, string) {
+	r.pickMu.Lock()
+	defer r.pickMu.Unlock()
+	r.mu.Lock()
+	k := 0
+	for j := range r.load {
+		if r.load[j] < r.load[k] {
+			k = j
+		}
+	}
+	full := r.grow != nil && r.load[k] >= maxSwitchesPerProcess
+	r.mu.Unlock()
+	if full {
+		addr, err := r.grow()
+		if err != nil {
+			r.logf("*** %s: every process serves %d switches, and another did not start: %v\n", r.name, maxSwitchesPerProcess, err)
+		} else {
+			r.logf("*** %s: every process serves %d switches: started another on %s\n", r.name, maxSwitchesPerProcess, addr)
+		}
+		r.mu.Lock()
+		if err == nil {
+			r.targets = append(r.targets, addr)
+			r.load = append(r.load, 0)
+			k = len(r.targets) - 1
+		}
+		r.mu.Unlock()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.load[k]++
+	return k, r.targets[k]
 }
 
 func (r *relay) close() {

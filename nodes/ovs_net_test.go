@@ -4,6 +4,7 @@ import (
 	"io"
 	"net"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 )
@@ -67,7 +68,7 @@ func TestRelaySpreadsSwitches(t *testing.T) {
 		}()
 	}
 	sock := filepath.Join(t.TempDir(), "c0.sock")
-	r, err := newRelay("c0", sock, targets, func(string, ...any) {})
+	r, err := newRelay("c0", sock, targets, nil, func(string, ...any) {})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,5 +96,90 @@ func TestRelaySpreadsSwitches(t *testing.T) {
 	}
 	if got := r.answered.Load(); got != 4 {
 		t.Errorf("%d connections counted as connected, want 4", got)
+	}
+}
+
+// TestRelayGrowsWhenFull: when every process serves 16 switches, the next
+// switch makes the relay start one more process (once, however many
+// switches connect at the same time) and goes to it.
+func TestRelayGrowsWhenFull(t *testing.T) {
+	var mu sync.Mutex
+	accepted := map[string]int{}
+	listen := func() string {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		addr := ln.Addr().String()
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				mu.Lock()
+				accepted[addr]++
+				mu.Unlock()
+				go io.Copy(io.Discard, c)
+			}
+		}()
+		return addr
+	}
+	first := listen()
+	var grown []string
+	grow := func() (string, error) {
+		addr := listen()
+		mu.Lock()
+		grown = append(grown, addr)
+		mu.Unlock()
+		return addr, nil
+	}
+	sock := filepath.Join(t.TempDir(), "c0.sock")
+	r, err := newRelay("c0", sock, []string{first}, grow, func(string, ...any) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.close()
+	dial := func() {
+		c, err := net.Dial("unix", sock)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		t.Cleanup(func() { c.Close() })
+	}
+	waitFor := func(n int) {
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			mu.Lock()
+			got := accepted[first]
+			if len(grown) > 0 {
+				got += accepted[grown[0]]
+			}
+			mu.Unlock()
+			if got == n {
+				return
+			}
+		}
+		t.Fatalf("the relay did not connect %d switches: %v", n, accepted)
+	}
+	for range maxSwitchesPerProcess {
+		dial()
+	}
+	waitFor(maxSwitchesPerProcess)
+	if len(grown) != 0 {
+		t.Fatalf("a process was started for %d switches", maxSwitchesPerProcess)
+	}
+	// Four more at once: one new process takes them all.
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(dial)
+	}
+	wg.Wait()
+	waitFor(maxSwitchesPerProcess + 4)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(grown) != 1 || accepted[first] != maxSwitchesPerProcess || accepted[grown[0]] != 4 {
+		t.Errorf("processes started %v; connections per process %v", grown, accepted)
 	}
 }
