@@ -40,7 +40,7 @@
 // much longer loops); Attach refuses more. The learning table holds 4096
 // addresses; beyond that frames to the unlearned ones are flooded.
 //
-// The program is assembled here from raw instructions (asm.go, prog.go)
+// The program is assembled from raw instructions (prog.go, on bpfsys.Asm)
 // and loaded through bpf(2) (sys.go): no compiler, no libbpf. The maps and
 // the program are kernel objects that live while a descriptor or a filter
 // holds them: Close drops the descriptors, and the filters go with their

@@ -1,6 +1,10 @@
 package bpfswitch
 
-import "time"
+import (
+	"time"
+
+	"github.com/hymn-net/hymn/internal/bpfsys"
+)
 
 // MaxPorts is the most ports one switch takes: the flood loop's bound and
 // the size of the port list. The verifier walks the loop once per possible
@@ -39,7 +43,7 @@ const (
 	bpfAny    = 0 // BPF_ANY: create or update
 )
 
-// Stack layout (offsets from the frame pointer r10).
+// Stack layout (offsets from the frame pointer bpfsys.R10).
 const (
 	stSrcKey = -8  // source MAC, zero-padded to 8 bytes: the fdb key
 	stDstKey = -16 // destination MAC, likewise
@@ -53,127 +57,127 @@ const (
 	fdbValueSize = 16 // ifindex u32, pad u32, ktime ns u64
 )
 
-// lookup emits r0 = bpf_map_lookup_elem(map, r10+key): the value, or 0.
-func lookup(a *asm, mapFd int, key int16) {
-	a.ldMap(r1, mapFd)
-	a.mov(r2, r10)
-	a.addImm(r2, int32(key))
-	a.call(fnMapLookupElem)
+// lookup emits bpfsys.R0 = bpf_map_lookup_elem(map, bpfsys.R10+key): the value, or 0.
+func lookup(a *bpfsys.Asm, mapFd int, key int16) {
+	a.LdMap(bpfsys.R1, mapFd)
+	a.Mov(bpfsys.R2, bpfsys.R10)
+	a.AddImm(bpfsys.R2, int32(key))
+	a.Call(fnMapLookupElem)
 }
 
 // program assembles the switch: fdb and ports are the map descriptors,
-// maxPorts the flood loop's bound. r6 holds the context, r7 the ingress
-// port, r8 the time (then the loop index), r9 the port list.
+// maxPorts the flood loop's bound. bpfsys.R6 holds the context, bpfsys.R7 the ingress
+// port, bpfsys.R8 the time (then the loop index), bpfsys.R9 the port list.
 func program(fdb, ports, maxPorts int) ([]byte, error) {
-	a := newAsm()
-	a.mov(r6, r1)
-	a.ldx(opLdxW, r7, r6, skbIfindex)
-	a.ldx(opLdxW, r2, r6, skbData)
-	a.ldx(opLdxW, r3, r6, skbDataEnd)
-	a.mov(r4, r2)
-	a.addImm(r4, 14)
-	a.jmpReg(opJgtReg, r4, r3, "drop") // shorter than an Ethernet header
+	a := bpfsys.NewAsm()
+	a.Mov(bpfsys.R6, bpfsys.R1)
+	a.Ldx(bpfsys.OpLdxW, bpfsys.R7, bpfsys.R6, skbIfindex)
+	a.Ldx(bpfsys.OpLdxW, bpfsys.R2, bpfsys.R6, skbData)
+	a.Ldx(bpfsys.OpLdxW, bpfsys.R3, bpfsys.R6, skbDataEnd)
+	a.Mov(bpfsys.R4, bpfsys.R2)
+	a.AddImm(bpfsys.R4, 14)
+	a.JmpReg(bpfsys.OpJgtReg, bpfsys.R4, bpfsys.R3, "drop") // shorter than an Ethernet header
 
 	// Copy both addresses to the stack: helper calls invalidate packet
 	// pointers, the stack stays.
-	a.ldx(opLdxW, r4, r2, 6)
-	a.stx(opStxW, r10, stSrcKey, r4)
-	a.ldx(opLdxH, r4, r2, 10)
-	a.stx(opStxH, r10, stSrcKey+4, r4)
-	a.st(opStH, r10, stSrcKey+6, 0)
-	a.ldx(opLdxW, r4, r2, 0)
-	a.stx(opStxW, r10, stDstKey, r4)
-	a.ldx(opLdxH, r4, r2, 4)
-	a.stx(opStxH, r10, stDstKey+4, r4)
-	a.st(opStH, r10, stDstKey+6, 0)
+	a.Ldx(bpfsys.OpLdxW, bpfsys.R4, bpfsys.R2, 6)
+	a.Stx(bpfsys.OpStxW, bpfsys.R10, stSrcKey, bpfsys.R4)
+	a.Ldx(bpfsys.OpLdxH, bpfsys.R4, bpfsys.R2, 10)
+	a.Stx(bpfsys.OpStxH, bpfsys.R10, stSrcKey+4, bpfsys.R4)
+	a.St(bpfsys.OpStH, bpfsys.R10, stSrcKey+6, 0)
+	a.Ldx(bpfsys.OpLdxW, bpfsys.R4, bpfsys.R2, 0)
+	a.Stx(bpfsys.OpStxW, bpfsys.R10, stDstKey, bpfsys.R4)
+	a.Ldx(bpfsys.OpLdxH, bpfsys.R4, bpfsys.R2, 4)
+	a.Stx(bpfsys.OpStxH, bpfsys.R10, stDstKey+4, bpfsys.R4)
+	a.St(bpfsys.OpStH, bpfsys.R10, stDstKey+6, 0)
 
 	// A source that is a group address or all zeros is invalid: the bridge
 	// drops such frames (br_handle_frame), so does this switch.
-	a.ldx(opLdxB, r4, r10, stSrcKey)
-	a.andImm(r4, 1)
-	a.jmp(opJneImm, r4, 0, "drop")
-	a.ldx(opLdxDW, r4, r10, stSrcKey)
-	a.jmp(opJeqImm, r4, 0, "drop")
+	a.Ldx(bpfsys.OpLdxB, bpfsys.R4, bpfsys.R10, stSrcKey)
+	a.AndImm(bpfsys.R4, 1)
+	a.Jmp(bpfsys.OpJneImm, bpfsys.R4, 0, "drop")
+	a.Ldx(bpfsys.OpLdxDW, bpfsys.R4, bpfsys.R10, stSrcKey)
+	a.Jmp(bpfsys.OpJeqImm, bpfsys.R4, 0, "drop")
 
 	// IEEE 802.1D reserved link-local groups 01:80:c2:00:00:01..0f (pause,
 	// LACP, LLDP, ...) are never forwarded; 01:80:c2:00:00:00 (STP) is, as
 	// a bridge without STP does.
-	a.ldx(opLdxW, r4, r10, stDstKey)
-	a.jmp(opJneImm, r4, 0x00c28001, "learn") // bytes 01 80 c2 00, little-endian
-	a.ldx(opLdxH, r4, r10, stDstKey+4)
-	a.jmp(opJeqImm, r4, 0, "learn")
-	a.andImm(r4, 0xf0ff) // byte 4 must be 0, byte 5 below 0x10
-	a.jmp(opJeqImm, r4, 0, "drop")
+	a.Ldx(bpfsys.OpLdxW, bpfsys.R4, bpfsys.R10, stDstKey)
+	a.Jmp(bpfsys.OpJneImm, bpfsys.R4, 0x00c28001, "learn") // bytes 01 80 c2 00, little-endian
+	a.Ldx(bpfsys.OpLdxH, bpfsys.R4, bpfsys.R10, stDstKey+4)
+	a.Jmp(bpfsys.OpJeqImm, bpfsys.R4, 0, "learn")
+	a.AndImm(bpfsys.R4, 0xf0ff) // byte 4 must be 0, byte 5 below 0x10
+	a.Jmp(bpfsys.OpJeqImm, bpfsys.R4, 0, "drop")
 
 	// Learn: source -> ingress port, written when new, moved or stale.
-	a.label("learn")
-	a.call(fnKtimeGetNs)
-	a.mov(r8, r0)
+	a.Label("learn")
+	a.Call(fnKtimeGetNs)
+	a.Mov(bpfsys.R8, bpfsys.R0)
 	lookup(a, fdb, stSrcKey)
-	a.jmp(opJeqImm, r0, 0, "write")
-	a.ldx(opLdxW, r1, r0, 0)
-	a.jmpReg(opJneReg, r1, r7, "write")
-	a.ldx(opLdxDW, r1, r0, 8)
-	a.mov(r2, r8)
-	a.sub(r2, r1)
-	a.jmp(opJleImm, r2, int32(refresh), "forward")
-	a.label("write")
-	a.stx(opStxW, r10, stValue, r7)
-	a.st(opStW, r10, stValue+4, 0)
-	a.stx(opStxDW, r10, stValue+8, r8)
-	a.ldMap(r1, fdb)
-	a.mov(r2, r10)
-	a.addImm(r2, stSrcKey)
-	a.mov(r3, r10)
-	a.addImm(r3, stValue)
-	a.movImm(r4, bpfAny)
-	a.call(fnMapUpdateElem) // a full table just means no learning: frames flood
+	a.Jmp(bpfsys.OpJeqImm, bpfsys.R0, 0, "write")
+	a.Ldx(bpfsys.OpLdxW, bpfsys.R1, bpfsys.R0, 0)
+	a.JmpReg(bpfsys.OpJneReg, bpfsys.R1, bpfsys.R7, "write")
+	a.Ldx(bpfsys.OpLdxDW, bpfsys.R1, bpfsys.R0, 8)
+	a.Mov(bpfsys.R2, bpfsys.R8)
+	a.Sub(bpfsys.R2, bpfsys.R1)
+	a.Jmp(bpfsys.OpJleImm, bpfsys.R2, int32(refresh), "forward")
+	a.Label("write")
+	a.Stx(bpfsys.OpStxW, bpfsys.R10, stValue, bpfsys.R7)
+	a.St(bpfsys.OpStW, bpfsys.R10, stValue+4, 0)
+	a.Stx(bpfsys.OpStxDW, bpfsys.R10, stValue+8, bpfsys.R8)
+	a.LdMap(bpfsys.R1, fdb)
+	a.Mov(bpfsys.R2, bpfsys.R10)
+	a.AddImm(bpfsys.R2, stSrcKey)
+	a.Mov(bpfsys.R3, bpfsys.R10)
+	a.AddImm(bpfsys.R3, stValue)
+	a.MovImm(bpfsys.R4, bpfAny)
+	a.Call(fnMapUpdateElem) // a full table just means no learning: frames flood
 
 	// Forward: group destinations and unknown or aged ones flood; a known
 	// one on another port gets the frame alone; one on the ingress port
 	// gets nothing (the frame is already there).
-	a.label("forward")
-	a.ldx(opLdxB, r4, r10, stDstKey)
-	a.andImm(r4, 1)
-	a.jmp(opJneImm, r4, 0, "flood")
+	a.Label("forward")
+	a.Ldx(bpfsys.OpLdxB, bpfsys.R4, bpfsys.R10, stDstKey)
+	a.AndImm(bpfsys.R4, 1)
+	a.Jmp(bpfsys.OpJneImm, bpfsys.R4, 0, "flood")
 	lookup(a, fdb, stDstKey)
-	a.jmp(opJeqImm, r0, 0, "flood")
-	a.ldx(opLdxDW, r1, r0, 8)
-	a.mov(r2, r8)
-	a.sub(r2, r1)
-	a.ldImm64(r3, uint64(Ageing))
-	a.jmpReg(opJsgtReg, r2, r3, "flood")
-	a.ldx(opLdxW, r1, r0, 0)
-	a.jmpReg(opJeqReg, r1, r7, "drop")
-	a.movImm(r2, 0) // flags 0: out of the port (egress)
-	a.call(fnRedirect)
-	a.exit() // TC_ACT_REDIRECT, from the helper
+	a.Jmp(bpfsys.OpJeqImm, bpfsys.R0, 0, "flood")
+	a.Ldx(bpfsys.OpLdxDW, bpfsys.R1, bpfsys.R0, 8)
+	a.Mov(bpfsys.R2, bpfsys.R8)
+	a.Sub(bpfsys.R2, bpfsys.R1)
+	a.LdImm64(bpfsys.R3, uint64(Ageing))
+	a.JmpReg(bpfsys.OpJsgtReg, bpfsys.R2, bpfsys.R3, "flood")
+	a.Ldx(bpfsys.OpLdxW, bpfsys.R1, bpfsys.R0, 0)
+	a.JmpReg(bpfsys.OpJeqReg, bpfsys.R1, bpfsys.R7, "drop")
+	a.MovImm(bpfsys.R2, 0) // flags 0: out of the port (egress)
+	a.Call(fnRedirect)
+	a.Exit() // TC_ACT_REDIRECT, from the helper
 
 	// Flood: a clone to every port of the list but the ingress one; the
 	// list ends at its first 0 or after maxPorts entries.
-	a.label("flood")
-	a.st(opStW, r10, stZero, 0)
+	a.Label("flood")
+	a.St(bpfsys.OpStW, bpfsys.R10, stZero, 0)
 	lookup(a, ports, stZero)
-	a.jmp(opJeqImm, r0, 0, "drop")
-	a.mov(r9, r0)
-	a.movImm(r8, 0)
-	a.label("loop")
-	a.jmp(opJgeImm, r8, int32(maxPorts), "drop")
-	a.mov(r1, r8)
-	a.lshImm(r1, 2)
-	a.mov(r2, r9)
-	a.add(r2, r1)
-	a.ldx(opLdxW, r2, r2, 0)
-	a.jmp(opJeqImm, r2, 0, "drop")
-	a.addImm(r8, 1)
-	a.jmpReg(opJeqReg, r2, r7, "loop")
-	a.mov(r1, r6)
-	a.movImm(r3, 0)
-	a.call(fnCloneRedirect) // a port that is gone or down just fails
-	a.ja("loop")
+	a.Jmp(bpfsys.OpJeqImm, bpfsys.R0, 0, "drop")
+	a.Mov(bpfsys.R9, bpfsys.R0)
+	a.MovImm(bpfsys.R8, 0)
+	a.Label("loop")
+	a.Jmp(bpfsys.OpJgeImm, bpfsys.R8, int32(maxPorts), "drop")
+	a.Mov(bpfsys.R1, bpfsys.R8)
+	a.LshImm(bpfsys.R1, 2)
+	a.Mov(bpfsys.R2, bpfsys.R9)
+	a.Add(bpfsys.R2, bpfsys.R1)
+	a.Ldx(bpfsys.OpLdxW, bpfsys.R2, bpfsys.R2, 0)
+	a.Jmp(bpfsys.OpJeqImm, bpfsys.R2, 0, "drop")
+	a.AddImm(bpfsys.R8, 1)
+	a.JmpReg(bpfsys.OpJeqReg, bpfsys.R2, bpfsys.R7, "loop")
+	a.Mov(bpfsys.R1, bpfsys.R6)
+	a.MovImm(bpfsys.R3, 0)
+	a.Call(fnCloneRedirect) // a port that is gone or down just fails
+	a.Ja("loop")
 
-	a.label("drop")
-	a.movImm(r0, tcActShot)
-	a.exit()
-	return a.assemble()
+	a.Label("drop")
+	a.MovImm(bpfsys.R0, tcActShot)
+	a.Exit()
+	return a.Assemble()
 }

@@ -1,7 +1,6 @@
 package links
 
 import (
-	"encoding/binary"
 	"fmt"
 
 	"github.com/hymn-net/hymn/internal/bpfsys"
@@ -48,26 +47,19 @@ const (
 
 // redirectProgram is r1 = ifindex; r2 = 0; call bpf_redirect; exit: the
 // helper's return value (XDP_REDIRECT) is the verdict.
-func redirectProgram(ifindex int) []byte {
-	insn := func(code, regs byte, imm int32) []byte {
-		b := make([]byte, 8)
-		b[0], b[1] = code, regs
-		binary.LittleEndian.PutUint32(b[4:], uint32(imm))
-		return b
-	}
-	const (
-		movImm = 0xb7 // BPF_ALU64 | BPF_MOV | BPF_K
-		call   = 0x85 // BPF_JMP | BPF_CALL
-		exit   = 0x95 // BPF_JMP | BPF_EXIT
-	)
-	var p []byte
-	p = append(p, insn(movImm, 1, int32(ifindex))...)
-	p = append(p, insn(movImm, 2, 0)...)
-	p = append(p, insn(call, 0, bpfFuncRedirect)...)
-	p = append(p, insn(exit, 0, 0)...)
-	return p
+func redirectProgram(ifindex int) ([]byte, error) {
+	a := bpfsys.NewAsm()
+	a.MovImm(bpfsys.R1, int32(ifindex))
+	a.MovImm(bpfsys.R2, 0)
+	a.Call(bpfFuncRedirect)
+	a.Exit()
+	return a.Assemble()
 }
 
 func loadRedirect(ifindex int) (int, error) {
-	return bpfsys.LoadProgram(unix.BPF_PROG_TYPE_XDP, redirectProgram(ifindex), "hymn_redirect")
+	prog, err := redirectProgram(ifindex)
+	if err != nil {
+		return -1, err
+	}
+	return bpfsys.LoadProgram(unix.BPF_PROG_TYPE_XDP, prog, "hymn_redirect")
 }

@@ -1,8 +1,9 @@
-// Package bpfsys loads eBPF programs through the bpf(2) system call, on
-// the attr layout of uapi bpf.h: no libbpf, no compiler. hymn's programs
-// are a handful of hand-assembled instructions (links.RedirectXDP, the
-// switch of package bpfswitch); this is the one place that hands them to
-// the kernel and turns a refusal into an error that says why.
+// Package bpfsys assembles eBPF programs (Asm, a tiny assembler with
+// labels) and loads them through the bpf(2) system call, on the attr
+// layout of uapi bpf.h: no libbpf, no compiler. hymn's programs are
+// hand-assembled instructions (links.RedirectXDP, the switch of package
+// bpfswitch); this is the one place that encodes them, hands them to the
+// kernel and turns a refusal into an error that says why.
 package bpfsys
 
 import (

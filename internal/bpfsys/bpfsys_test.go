@@ -43,3 +43,11 @@ func TestLoadProgram(t *testing.T) {
 		t.Fatalf("an invalid program: error %v, want one naming the program and the verifier's reason (R0)", err)
 	}
 }
+
+func TestAsmUndefinedLabel(t *testing.T) {
+	a := NewAsm()
+	a.Ja("nowhere")
+	if _, err := a.Assemble(); err == nil {
+		t.Error("a jump to an undefined label assembled")
+	}
+}
