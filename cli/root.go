@@ -16,7 +16,6 @@ import (
 	"github.com/hymn-net/hymn"
 	"github.com/hymn-net/hymn/emulator"
 	"github.com/hymn-net/hymn/mnlog"
-	"github.com/hymn-net/hymn/nodes"
 	"github.com/hymn-net/hymn/topo"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -170,54 +169,6 @@ func parseTests(values []string) ([]string, error) {
 		}
 	}
 	return out, nil
-}
-
-// parseSwitch accepts lxbr (a Linux bridge), bpf (a BPF learning switch,
-// without stp) and, when Open vSwitch is installed, ovsbr (OVS in
-// userspace mode, standalone), with their stp option.
-func parseSwitch(spec string) (kind string, stp bool, err error) {
-	s, err := topo.ParseSpec(spec)
-	if err != nil {
-		return "", false, fmt.Errorf("%w: --switch: %v", ErrUsage, err)
-	}
-	switch s.Name {
-	case "lxbr", "default":
-		kind = "lxbr"
-	case "ovsbr":
-		if err := nodes.OVSAvailable(); err != nil {
-			return "", false, fmt.Errorf("%w: --switch ovsbr: %v", ErrUsage, err)
-		}
-		kind = "ovsbr"
-	case "bpf":
-		kind = "bpf"
-	case "ovs", "ovsk", "user", "ivs":
-		return "", false, fmt.Errorf("%w: --switch %s: OpenFlow switches need a controller, which hymn does not run; use --switch ovsbr (Open vSwitch, standalone) or lxbr (a Linux bridge)", ErrUsage, s.Name)
-	default:
-		return "", false, fmt.Errorf("%w: --switch %s: unknown switch; use lxbr, ovsbr or bpf", ErrUsage, s.Name)
-	}
-	if len(s.Args) > 0 {
-		return "", false, fmt.Errorf("%w: --switch %s: unexpected argument %q", ErrUsage, spec, s.Args[0])
-	}
-	for _, kv := range s.Kwargs {
-		if kv.Key != "stp" {
-			return "", false, fmt.Errorf("%w: --switch %s: unknown option %q (it takes stp)", ErrUsage, spec, kv.Key)
-		}
-		stp = kv.Value == "1" || strings.EqualFold(kv.Value, "true")
-		if kind == "bpf" && stp {
-			return "", false, fmt.Errorf("%w: --switch %s: STP needs --switch lxbr or ovsbr (a bpf switch has no spanning tree)", ErrUsage, spec)
-		}
-	}
-	return kind, stp, nil
-}
-
-func checkControllers(cs []string) error {
-	for _, c := range cs {
-		name := strings.SplitN(c, ",", 2)[0]
-		if name != "none" {
-			return fmt.Errorf("%w: --controller %s: OpenFlow controllers are not supported yet; hymn's Linux bridges forward without one (use --controller none, the default)", ErrUsage, name)
-		}
-	}
-	return nil
 }
 
 func runMN(ctx context.Context, f *mnFlags, stdin *os.File, stdout, stderr io.Writer) error {

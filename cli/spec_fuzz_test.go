@@ -2,10 +2,12 @@ package cli
 
 import (
 	"errors"
+	"io"
 	"math"
 	"strings"
 	"testing"
 
+	"github.com/hymn-net/hymn/mnlog"
 	"github.com/hymn-net/hymn/topo"
 )
 
@@ -126,17 +128,14 @@ func FuzzSwitchSpec(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, spec string) {
-		if strings.HasPrefix(strings.TrimSpace(spec), "ovsbr") {
-			return // asks the machine whether Open vSwitch is installed
-		}
-		kind, _, err := parseSwitch(spec)
+		c, err := parseSwitchSpec(spec, false, mnlog.New(io.Discard, mnlog.Info))
 		if err != nil {
 			if !errors.Is(err, ErrUsage) {
 				t.Fatalf("%q: not a usage error: %v", spec, err)
 			}
 			return
 		}
-		if kind == "" {
+		if c.kind == "" {
 			t.Fatalf("%q: accepted without a kind", spec)
 		}
 	})

@@ -66,16 +66,14 @@ func TestMNBPFSwitchSTP(t *testing.T) {
 	if code, _, stderr := run(t, "--switch", "bpf,foo=1", "--topo", "linear,2", "--test", "build"); code != 2 || !strings.Contains(stderr, `unknown option "foo"`) {
 		t.Errorf("--switch bpf,foo=1: exit %d, stderr %q", code, stderr)
 	}
-	if _, _, err := parseSwitch("bpf,stp=1"); err == nil {
-		t.Error("parseSwitch took bpf,stp=1")
+	lg := mnlog.New(io.Discard, mnlog.Info)
+	if _, err := parseSwitchSpec("bpf,stp=1", false, lg); err == nil {
+		t.Error("parseSwitchSpec took bpf,stp=1")
 	}
 	for _, spec := range []string{"bpf", "bpf,stp=0"} { // STP off is what a bpf switch does
-		if kind, stp, err := parseSwitch(spec); kind != "bpf" || stp || err != nil {
-			t.Errorf("parseSwitch(%s) = %s, %v, %v", spec, kind, stp, err)
+		if c, err := parseSwitchSpec(spec, false, lg); err != nil || c.kind != hymn.SwitchBPF || c.stp {
+			t.Errorf("parseSwitchSpec(%s) = %+v, %v", spec, c, err)
 		}
-	}
-	if c, err := parseSwitchSpec("bpf,stp=0", false, mnlog.New(io.Discard, mnlog.Info)); err != nil || c.kind != hymn.SwitchBPF || c.stp {
-		t.Errorf("parseSwitchSpec(bpf,stp=0) = %+v, %v", c, err)
 	}
 }
 
