@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/hymn-net/hymn/internal/fileio"
 )
 
 // shimFS is hymn's stand-in for the mininet Python package plus the script
@@ -76,7 +78,8 @@ func LoadCustomWith(ctx context.Context, path string, spec Spec, lim Limits) (*T
 	if err != nil {
 		return nil, nil, err
 	}
-	if _, err := os.Stat(abs); err != nil {
+	// Python would block opening a FIFO, or read a device forever.
+	if err := fileio.CheckRegular(abs); err != nil {
 		return nil, nil, fmt.Errorf("custom topology file: %w", err)
 	}
 	if spec.Name == "" {

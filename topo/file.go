@@ -356,6 +356,9 @@ func (l *fileLoader) node(e nodeEntry) {
 	}
 	l.nodeLine[e.name] = e.at.Line
 	l.addChecked(e.at, e.field, func() { l.t.AddNode(e.name, kind, params) })
+	if n := l.t.Node(e.name); n != nil {
+		n.Origin = fmt.Sprintf("%s:%d", l.File, e.at.Line)
+	}
 }
 
 // addChecked runs a Topo method and gives any mistake it records the
@@ -645,6 +648,7 @@ func (l *fileLoader) link(n *yaml.Node, field string) {
 	if len(l.Errs) > before {
 		return
 	}
+	lk.Origin = fmt.Sprintf("%s:%d", l.File, n.Line)
 	// Long node names make default interface names the kernel refuses;
 	// say so here, where the line is known, rather than at deploy time.
 	for i, e := range ends {

@@ -56,6 +56,7 @@ type Intf struct {
 type PlannedLink struct {
 	Intf1, Intf2 *Intf
 	Params       Params
+	Origin       string // where a file defined the link (Link.Origin)
 }
 
 // Peer returns the interface at the other end of the link.
@@ -177,7 +178,7 @@ func Resolve(t *Topo, opts AddressOptions) (*Plan, error) {
 			errs = append(errs, err)
 			continue
 		}
-		pl := &PlannedLink{Intf1: i1, Intf2: i2, Params: l.Params.Clone()}
+		pl := &PlannedLink{Intf1: i1, Intf2: i2, Params: l.Params.Clone(), Origin: l.Origin}
 		i1.Link, i2.Link = pl, pl
 		plan.Links = append(plan.Links, pl)
 		plan.index[l.Node1].Intfs = append(plan.index[l.Node1].Intfs, i1)
@@ -213,6 +214,9 @@ func Resolve(t *Topo, opts AddressOptions) (*Plan, error) {
 				i.MAC = hw
 			}
 		}
+	}
+	if len(errs) == 0 {
+		errs = append(errs, plan.checkDuplicateAddresses()...)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err

@@ -41,6 +41,9 @@ type Node struct {
 	Name   string
 	Kind   Kind
 	Params Params
+	// Origin is where a file defined the node ("topo.yaml:12"), for
+	// errors found after loading; empty for nodes added in Go.
+	Origin string
 }
 
 // IsSwitch reports whether the node is a switch. Everything else counts as a
@@ -61,6 +64,7 @@ type Link struct {
 	Node1, Node2 string
 	Port1, Port2 int
 	Params       Params
+	Origin       string // where a file defined the link, as Node.Origin
 }
 
 // ErrDuplicateNode is returned (wrapped) when a name is added twice.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -262,6 +263,10 @@ func TestFileSizeLimit(t *testing.T) {
 	if err := os.WriteFile(sparse, nil, 0o600); err != nil || os.Truncate(sparse, DefaultMaxFileSize+1) != nil {
 		t.Fatal("cannot make a sparse file")
 	}
+	fifo := filepath.Join(t.TempDir(), "fifo.yaml")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	big := filepath.Join(t.TempDir(), "big.yaml")
 	if err := os.WriteFile(big, []byte("nodes: [h1]\n"+strings.Repeat("# padding\n", 200)), 0o600); err != nil {
 		t.Fatal(err)
@@ -272,9 +277,11 @@ func TestFileSizeLimit(t *testing.T) {
 		load       func(string, Limits) (*Topo, FileOptions, error)
 		want       string
 	}{
-		{"dev zero", "/dev/zero", Limits{MaxFileSize: 1 << 20}, LoadFileWith, "/dev/zero is larger than the limit of 1 MiB (set --max-file-size to raise it)"},
+		{"dev zero", "/dev/zero", Limits{MaxFileSize: 1 << 20}, LoadFileWith, "/dev/zero: not a regular file: it is a character device"},
 		{"sparse", sparse, Limits{}, LoadFileWith, "sparse.yaml is larger than the limit of 16 MiB (set --max-file-size to raise it)"},
-		{"dev zero miniedit", "/dev/zero", Limits{MaxFileSize: 1 << 10}, LoadMiniEditWith, "larger than the limit of 1 KiB"},
+		{"dev zero miniedit", "/dev/zero", Limits{MaxFileSize: 1 << 10}, LoadMiniEditWith, "/dev/zero: not a regular file: it is a character device"},
+		{"fifo", fifo, Limits{}, LoadFileWith, "fifo.yaml: not a regular file: it is a named pipe (FIFO)"},
+		{"fifo miniedit", fifo, Limits{}, LoadMiniEditWith, "not a regular file: it is a named pipe (FIFO)"},
 		{"small limit", big, Limits{MaxFileSize: 100}, LoadFileWith, "larger than the limit of 100 bytes"},
 		{"raised", big, Limits{MaxFileSize: 1 << 20}, LoadFileWith, ""},
 		{"directory", t.TempDir(), Limits{}, LoadFileWith, "is a directory"},

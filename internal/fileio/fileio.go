@@ -14,11 +14,56 @@ import (
 // ErrTooLarge is wrapped by ReadLimited's error for a file above its limit.
 var ErrTooLarge = errors.New("file is too large")
 
-// ReadLimited reads a whole file, refusing anything above max bytes
-// without reading further: a regular file by its size, a device or pipe
-// after one buffer of max+1 bytes (so even /dev/zero ends after one pass).
+// ErrNotRegular is wrapped by CheckRegular's (and so ReadLimited's) error
+// for a path that names a FIFO, device, socket or directory.
+var ErrNotRegular = errors.New("not a regular file")
+
+// CheckRegular refuses, without opening it, a path that is not a regular
+// file (symbolic links are followed). Opening a FIFO for reading blocks
+// until a writer comes, and a device or socket never ends, so every file a
+// user names (topology, MiniEdit, custom, trace) is checked here first.
+func CheckRegular(path string) error {
+	st, err := os.Stat(path)
+	if pe, ok := errors.AsType[*os.PathError](err); ok {
+		pe.Op = "open" // what the caller asked for: "open x: no such file or directory"
+	}
+	if err != nil {
+		return err
+	}
+	if st.Mode().IsRegular() {
+		return nil
+	}
+	if st.IsDir() {
+		return &os.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w: it is a directory: %w", ErrNotRegular, syscall.EISDIR)}
+	}
+	return &os.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w: it is a %s", ErrNotRegular, kindOf(st.Mode()))}
+}
+
+func kindOf(m os.FileMode) string {
+	switch {
+	case m&os.ModeNamedPipe != 0:
+		return "named pipe (FIFO)"
+	case m&os.ModeSocket != 0:
+		return "socket"
+	case m&os.ModeCharDevice != 0:
+		return "character device"
+	case m&os.ModeDevice != 0:
+		return "block device"
+	}
+	return "special file"
+}
+
+// ReadLimited reads a whole regular file, refusing anything above max
+// bytes without reading further, and anything that is not a regular file
+// before opening it (CheckRegular). The size is checked again on what was
+// read, since a file can grow between the check and the read.
 func ReadLimited(path string, max int64) ([]byte, error) {
-	f, err := os.Open(path)
+	if err := CheckRegular(path); err != nil {
+		return nil, err
+	}
+	// O_NONBLOCK: should the path have been swapped for a FIFO since the
+	// check, the open still returns at once (and the Stat below refuses it).
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -27,25 +72,14 @@ func ReadLimited(path string, max int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if st.IsDir() {
-		return nil, &os.PathError{Op: "read", Path: path, Err: syscall.EISDIR}
+	if !st.Mode().IsRegular() {
+		return nil, &os.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w: it is a %s", ErrNotRegular, kindOf(st.Mode()))}
 	}
 	tooLarge := fmt.Errorf("%w: %s is larger than %d bytes", ErrTooLarge, path, max)
-	if st.Mode().IsRegular() && st.Size() > max {
+	if st.Size() > max {
 		return nil, tooLarge
 	}
-	var data []byte
-	if st.Mode().IsRegular() || max >= 64<<20 {
-		data, err = io.ReadAll(io.LimitReader(f, max+1))
-	} else {
-		buf := make([]byte, max+1)
-		var n int
-		n, err = io.ReadFull(f, buf)
-		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-			err = nil
-		}
-		data = buf[:n]
-	}
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {
 		return nil, err
 	}

@@ -24,6 +24,7 @@ type badInput struct {
 	name  string
 	args  []string
 	files map[string]string
+	fifos []string // named pipes made in {dir}: opening one to read would block
 }
 
 const vmCPUPinYAML = `nodes:
@@ -92,6 +93,27 @@ var badInputs = []badInput{
 	{name: "run without a file", args: []string{"run"}},
 	{name: "run missing file", args: []string{"run", "{dir}/missing.yaml", "--test", "build"}},
 	{name: "run a directory", args: []string{"run", "{dir}", "--test", "build"}},
+	// Not regular files: refused before they are opened (issue 22).
+	{name: "run a FIFO", args: []string{"run", "{dir}/fifo.yaml", "--test", "build"}, fifos: []string{"fifo.yaml"}},
+	{name: "MiniEdit FIFO", args: []string{"--custom", "{dir}/fifo.mn", "--test", "build"}, fifos: []string{"fifo.mn"}},
+	{name: "custom .py FIFO", args: []string{"--custom", "{dir}/fifo.py", "--topo", "t", "--test", "build"}, fifos: []string{"fifo.py"}},
+	{name: "--pre FIFO", args: []string{"--pre", "{dir}/fifo.pre", "--test", "build"}, fifos: []string{"fifo.pre"}},
+	{name: "trace FIFO", args: []string{"run", "{dir}/trace.yaml", "--test", "build"}, fifos: []string{"fifo.trace"},
+		files: map[string]string{"trace.yaml": yamlNodes("  - h1\n  - h2\n", "  - endpoints: [h1, h2]\n    params: {trace: fifo.trace}\n")}},
+	{name: "trace device", args: []string{"run", "{dir}/tracedev.yaml", "--test", "build"},
+		files: map[string]string{"tracedev.yaml": yamlNodes("  - h1\n  - h2\n", "  - endpoints: [h1, h2]\n    params: {trace: /dev/zero}\n")}},
+	// Two interfaces with one address on one LAN (issue 22).
+	{name: "YAML duplicate host address", args: []string{"run", "{dir}/dupip.yaml", "--test", "build"},
+		files: map[string]string{"dupip.yaml": yamlNodes("  - {name: h1, ip: 10.0.0.1/24}\n  - {name: h2, ip: 10.0.0.1/24}\n  - {name: s1, kind: switch}\n",
+			"  - endpoints: [h1, s1]\n  - endpoints: [h2, s1]\n")}},
+	{name: "YAML duplicate automatic address", args: []string{"run", "{dir}/dupauto.yaml", "--test", "build"},
+		files: map[string]string{"dupauto.yaml": yamlNodes("  - h1\n  - {name: h2, ip: 10.0.0.1/8}\n", "  - endpoints: [h1, h2]\n")}},
+	{name: "YAML duplicate link-end address", args: []string{"run", "{dir}/duplink.yaml", "--test", "build"},
+		files: map[string]string{"duplink.yaml": yamlNodes("  - h1\n  - {name: r1, kind: router}\n",
+			"  - a: {node: h1, ip: 192.168.1.1/24}\n    b: {node: r1, ip: 192.168.1.1/24}\n")}},
+	{name: "custom .py duplicate address", args: []string{"--custom", "{dir}/dupip.py", "--topo", "t", "--test", "build"},
+		files: map[string]string{"dupip.py": "from mininet.topo import Topo\n\nclass T(Topo):\n    def build(self):\n" +
+			"        s1 = self.addSwitch('s1')\n        for h in ('h1', 'h2'):\n            self.addLink(self.addHost(h, ip='10.0.0.7/8'), s1)\n\ntopos = {'t': (lambda: T())}\n"}},
 	{name: "YAML malformed", args: []string{"run", "{dir}/bad.yaml", "--test", "build"}, files: map[string]string{"bad.yaml": "nodes: [h1, \n  - : :\n"}},
 	{name: "YAML unknown key", args: []string{"run", "{dir}/key.yaml", "--test", "build"}, files: map[string]string{"key.yaml": "nodez: [h1]\n"}},
 	{name: "YAML duplicate node", args: []string{"run", "{dir}/dup.yaml", "--test", "build"},
@@ -290,6 +312,13 @@ func TestBadInputs(t *testing.T) {
 }
 
 func runBadInput(t *testing.T, watch *claimWatch, dir string, c badInput) time.Duration {
+	for _, name := range c.fifos {
+		path := filepath.Join(dir, name)
+		os.Remove(path)
+		if err := unix.Mkfifo(path, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for name, content := range c.files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
 			t.Fatal(err)
