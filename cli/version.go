@@ -12,12 +12,21 @@ import (
 // into the binary (with "+modified" when the tree had uncommitted changes),
 // and the Go toolchain.
 func versionText() string {
+	info, ok := debug.ReadBuildInfo()
+	return versionFrom(info, ok)
+}
+
+// noRevision is the revision line of a binary without VCS stamping (plain
+// go build where GOFLAGS=-buildvcs=false, or outside a checkout): it says
+// how to get one, since a bug report without a revision is hard to place.
+const noRevision = "revision: unknown (built without VCS stamping; use scripts/setup.sh or go build -buildvcs=true)\n"
+
+func versionFrom(info *debug.BuildInfo, ok bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "hymn %s\n", Version)
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		fmt.Fprintf(&b, "build information: not available (built without module support)\n")
-		fmt.Fprintf(&b, "go: %s %s/%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	if !ok || info == nil {
+		b.WriteString(noRevision)
+		fmt.Fprintf(&b, "go: %s %s/%s (no build information: built without module support)\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
 		return b.String()
 	}
 	settings := map[string]string{}
@@ -34,7 +43,7 @@ func versionText() string {
 			fmt.Fprintf(&b, "committed: %s\n", t)
 		}
 	} else {
-		fmt.Fprintf(&b, "revision: unknown (built outside a git checkout, or with -buildvcs=false)\n")
+		b.WriteString(noRevision)
 	}
 	tags := settings["-tags"]
 	if tags == "" {

@@ -3,6 +3,7 @@ package cli
 import (
 	"os/exec"
 	"regexp"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -33,6 +34,26 @@ func TestVersionNamesTheRevision(t *testing.T) {
 		for _, want := range []string{"hymn " + Version, "module: github.com/hymn-net/hymn", "committed: ", "go: go1."} {
 			if !strings.Contains(string(out), want) {
 				t.Errorf("hymn %s lacks %q:\n%s", args[0], want, out)
+			}
+		}
+	}
+}
+
+// A binary without VCS stamping says so, and how to get a stamped one,
+// rather than printing only its version (issue 22).
+func TestVersionWithoutVCSStamping(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		info *debug.BuildInfo
+		ok   bool
+	}{
+		{"no vcs settings", &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Path: "github.com/hymn-net/hymn", Version: "(devel)"}}, true},
+		{"no build info", nil, false},
+	} {
+		out := versionFrom(c.info, c.ok)
+		for _, want := range []string{"hymn " + Version + "\n", "revision: unknown (built without VCS stamping; use scripts/setup.sh or go build -buildvcs=true)\n", "go: go1."} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%s: %q lacks %q", c.name, out, want)
 			}
 		}
 	}
