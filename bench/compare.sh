@@ -30,8 +30,15 @@
 #   MN=mn, TOPO, PING_TOPO, BIG_TOPO, HYMN_REPS (3), MN_REPS (1),
 #   PING_REPS (3: pingall runs per tool), SETTLE_MAX (300: at most so many
 #   seconds of waiting for the kernel's netns cleanup after each run),
-#   HYMN_SWITCH (lxbr: hymn's --switch in tests 1-3, e.g. bpf; Mininet
-#   always runs --switch lxbr).
+#   HYMN_SWITCH (unset: no --switch, hymn's own default, which picks the
+#   eBPF switch for loop-free topologies; set, e.g. lxbr or bpf: hymn's
+#   --switch in tests 1-3; Mininet always runs --switch lxbr),
+#   MN_TIMEOUT (300: a Mininet run of tests 1-2 still going after so many
+#   seconds is killed and marked hung).
+#
+# A Mininet run that hangs or fails is marked (in the report, the summary and
+# the JSON: "mininet_failed") and the script goes on: it prints its summary
+# (and --json its JSON) and exits 0. It exits 1 only when hymn failed.
 #
 # Every run starts on a quiet kernel: the script waits until no kworker runs
 # network-namespace cleanup. How long that cleanup goes on after a tool has
@@ -57,7 +64,8 @@ PING_REPS=${PING_REPS:-3}
 SETTLE_MAX=${SETTLE_MAX:-300}
 MN=${MN:-mn}
 HYMN=${HYMN:-}
-HYMN_SWITCH=${HYMN_SWITCH:-lxbr}
+HYMN_SWITCH=${HYMN_SWITCH:-}
+MN_TIMEOUT=${MN_TIMEOUT:-300}
 JSON=0
 LOGDIR=
 
@@ -184,7 +192,8 @@ completed() {
 }
 
 median() {
-	printf '%s\n' "$@" | grep -v '^-$' | sort -g | awk '{ a[NR] = $1 }
+	# grep finds nothing when every run failed ("-"): not an error here.
+	printf '%s\n' "$@" | { grep -v '^-$' || true; } | sort -g | awk '{ a[NR] = $1 }
 		END { if (NR == 0) printf "-"
 		      else if (NR % 2) printf "%.4f", a[(NR + 1) / 2]
 		      else printf "%.4f", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
@@ -244,24 +253,46 @@ arr_() {
 
 # run_mn LOG TOPO TEST / run_hymn LOG TOPO [TEST [WRAPPER...]]: settle, run
 # timed, measure the kernel's cleanup tail; $ELAPSED and $TAIL as above.
+# A Mininet run that fails or hangs (killed after $MN_TIMEOUT s) is the
+# peer's failure, not the script's: run_mn prints why, sets $MN_FAILED to
+# "hung" or "failed" (empty when it worked), counts it in $MN_FAILURES and
+# returns 0, so the caller records "-" and the report goes on.
+MN_FAILED='' MN_FAILURES=0
 run_mn() {
+	local rc=0
 	settle
-	MN_DIRTY=1
-	if ! timed "$1" "$MN" --switch lxbr --controller none --topo "$2" --test "$3"; then
-		"$MN" -c >>"$LOGDIR/mn-clean.log" 2>&1 || true
-		fail "$1" "mn --topo $2 --test $3"
+	MN_DIRTY=1 MN_FAILED=''
+	timed "$1" timeout -k 5 "$MN_TIMEOUT" "$MN" --switch lxbr --controller none --topo "$2" --test "$3" || rc=$?
+	if ((rc != 0)); then
+		MN_FAILED=failed
+		if ((rc == 124 || rc == 137)); then MN_FAILED=hung; fi
+		MN_FAILURES=$((MN_FAILURES + 1))
+		echo "!!! Mininet's mn --topo $2 --test $3 $MN_FAILED (exit $rc after $ELAPSED s); last lines of its output ($1):" >&2
+		tail -n 5 "$1" | cut -d' ' -f2- >&2
 	fi
 	settle
 	"$MN" -c >>"$LOGDIR/mn-clean.log" 2>&1 || true
 	MN_DIRTY=0
 }
 
+# HYMN_ARGS: hymn's --switch when HYMN_SWITCH asks for one; none otherwise,
+# so hymn picks its own default (and says which in its build lines).
+HYMN_ARGS=()
+if [[ -n $HYMN_SWITCH ]]; then HYMN_ARGS=(--switch "$HYMN_SWITCH"); fi
 run_hymn() {
 	local log=$1 topo=$2 test=$3
 	shift 3
 	settle
-	timed "$log" "$@" "$HYMN" --switch "$HYMN_SWITCH" --topo "$topo" --test "$test" || fail "$log" "hymn --switch $HYMN_SWITCH --topo $topo --test $test"
+	timed "$log" "$@" "$HYMN" "${HYMN_ARGS[@]}" --topo "$topo" --test "$test" || fail "$log" "hymn ${HYMN_ARGS[*]} --topo $topo --test $test"
 	settle
+}
+
+# hymn_switch LOG: the switch hymn says it chose ("*** Switches: bpf ..."),
+# or HYMN_SWITCH, or "-".
+hymn_switch() {
+	local s
+	s=$(sed -n 's/^[0-9.]* \*\*\* Switches: \([a-z]*\).*/\1/p' "$1" | head -n 1)
+	printf '%s' "${s:-${HYMN_SWITCH:--}}"
 }
 
 # --- the machine ------------------------------------------------------------
@@ -277,22 +308,28 @@ HYMN_VERSION=$("$HYMN" version 2>/dev/null | head -n 1 || true)
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 
 echo "*** machine: $NCPU cores ($CPU), $MEM, kernel $KERNEL, load $LOAD0"
-echo "*** hymn: $HYMN ($HYMN_VERSION), --switch $HYMN_SWITCH; Mininet: $(command -v "$MN") $MN_VERSION, --switch lxbr"
+echo "*** hymn: $HYMN ($HYMN_VERSION), --switch ${HYMN_SWITCH:-"(hymn's default)"}; Mininet: $(command -v "$MN") $MN_VERSION, --switch lxbr"
 
 # --- 1. build + teardown ------------------------------------------------------
 echo "*** 1. build + teardown of $TOPO: hymn x$HYMN_REPS, Mininet x$MN_REPS"
-B_HYMN=() B_MN=() BT_HYMN=() BT_MN=()
+B_HYMN=() B_MN=() BT_HYMN=() BT_MN=() B_MN_FAILED=() B_SWITCH=-
 max=$((HYMN_REPS > MN_REPS ? HYMN_REPS : MN_REPS))
 for ((i = 1; i <= max; i++)); do # interleaved, so load changes hit both
 	if ((i <= HYMN_REPS)); then
 		run_hymn "$LOGDIR/build-hymn-$i.log" "$TOPO" build
 		B_HYMN+=("$ELAPSED") BT_HYMN+=("$(plus "$ELAPSED" "$TAIL")")
-		echo "    hymn    #$i: $ELAPSED s (hymn says $(completed "$LOGDIR/build-hymn-$i.log") s), kernel tail $TAIL s"
+		B_SWITCH=$(hymn_switch "$LOGDIR/build-hymn-$i.log")
+		echo "    hymn    #$i: $ELAPSED s (hymn says $(completed "$LOGDIR/build-hymn-$i.log") s, switch $B_SWITCH), kernel tail $TAIL s"
 	fi
 	if ((i <= MN_REPS)); then
 		run_mn "$LOGDIR/build-mn-$i.log" "$TOPO" build
-		B_MN+=("$ELAPSED") BT_MN+=("$(plus "$ELAPSED" "$TAIL")")
-		echo "    Mininet #$i: $ELAPSED s (Mininet says $(completed "$LOGDIR/build-mn-$i.log") s), kernel tail $TAIL s"
+		if [[ -n $MN_FAILED ]]; then
+			B_MN+=(-) BT_MN+=(-) B_MN_FAILED+=("$MN_FAILED")
+			echo "    Mininet #$i: $MN_FAILED after $ELAPSED s"
+		else
+			B_MN+=("$ELAPSED") BT_MN+=("$(plus "$ELAPSED" "$TAIL")")
+			echo "    Mininet #$i: $ELAPSED s (Mininet says $(completed "$LOGDIR/build-mn-$i.log") s), kernel tail $TAIL s"
+		fi
 	fi
 done
 B_HYMN_MED=$(median "${B_HYMN[@]}")
@@ -304,7 +341,7 @@ BT_RATIO=$(ratio "$BT_MN_MED" "$BT_HYMN_MED")
 
 # --- 2. pingall -----------------------------------------------------------------
 echo "*** 2. pingall on $PING_TOPO: x$PING_REPS each"
-P_HYMN=() P_MN=() PP_HYMN=() PP_MN=()
+P_HYMN=() P_MN=() PP_HYMN=() PP_MN=() P_MN_FAILED=()
 R_HYMN='' R_MN=''
 for ((i = 1; i <= PING_REPS; i++)); do
 	log=$LOGDIR/pingall-hymn-$i.log
@@ -314,10 +351,15 @@ for ((i = 1; i <= PING_REPS; i++)); do
 	r=$(results "$log")
 	[[ -z $R_HYMN || $r == "$R_HYMN" ]] || echo "!!! hymn's Results line changed: '$R_HYMN' then '$r'" >&2
 	R_HYMN=${R_HYMN:-$r}
-	echo "    hymn    #$i: $ELAPSED s, ping phase ${PP_HYMN[-1]} s: $r"
+	echo "    hymn    #$i: $ELAPSED s, ping phase ${PP_HYMN[-1]} s, switch $(hymn_switch "$log"): $r"
 
 	log=$LOGDIR/pingall-mn-$i.log
 	run_mn "$log" "$PING_TOPO" pingall
+	if [[ -n $MN_FAILED ]]; then
+		P_MN+=(-) PP_MN+=(-) P_MN_FAILED+=("$MN_FAILED")
+		echo "    Mininet #$i: $MN_FAILED after $ELAPSED s"
+		continue
+	fi
 	P_MN+=("$ELAPSED")
 	PP_MN+=("$(ping_phase "$log")")
 	r=$(results "$log")
@@ -336,7 +378,7 @@ if [[ -n $R_HYMN && $R_HYMN == "$R_MN" ]]; then SAME=yes; fi
 if [[ $SAME == no ]]; then echo "!!! the Results lines differ: hymn '$R_HYMN', Mininet '$R_MN'" >&2; fi
 
 # --- 3. hymn alone, big -----------------------------------------------------------
-BIG_WALL=- BIG_TAIL=- BIG_GNU_WALL=- BIG_RSS_KB=- BIG_RESULTS=- BIG_NODES=-
+BIG_WALL=- BIG_TAIL=- BIG_GNU_WALL=- BIG_RSS_KB=- BIG_RESULTS=- BIG_NODES=- BIG_SWITCH=-
 if [[ -n $BIG_TOPO ]]; then
 	echo "*** 3. hymn alone: pingpair on $BIG_TOPO"
 	log=$LOGDIR/pingpair-big-hymn.log
@@ -346,9 +388,10 @@ if [[ -n $BIG_TOPO ]]; then
 	BIG_GNU_WALL=$(sed -n 's/^[[:space:]]*Elapsed (wall clock) time (h:mm:ss or m:ss): //p' "$LOGDIR/pingpair-big-hymn.time" |
 		awk -F: '{ s = 0; for (i = 1; i <= NF; i++) s = s * 60 + $i; printf "%.2f", s }')
 	BIG_RESULTS=$(results "$log")
+	BIG_SWITCH=$(hymn_switch "$log")
 	# hosts + switches, from Mininet's "*** Adding hosts:" / "*** Adding switches:" lines
 	BIG_NODES=$(cut -d' ' -f2- "$log" | awk '/^\*\*\* Adding (hosts|switches):/ { getline; n += NF } END { print n + 0 }')
-	echo "    hymn: $BIG_WALL s, kernel tail $BIG_TAIL s, peak RSS $BIG_RSS_KB kB, $BIG_NODES nodes: $BIG_RESULTS"
+	echo "    hymn: $BIG_WALL s, kernel tail $BIG_TAIL s, peak RSS $BIG_RSS_KB kB, $BIG_NODES nodes, switch $BIG_SWITCH: $BIG_RESULTS"
 fi
 
 # --- 4. OpenFlow ----------------------------------------------------------------------
@@ -364,7 +407,7 @@ if [[ -n $SDN_TOPOS ]]; then
 	# hymn's Open vSwitch daemons and controllers (its children).
 	echo 'sh ps -o rss=,comm= --ppid $PPID | awk '"'"'/ovs-/ { s += $1 } END { print "SDN_RSS_KB", s }'"'" >"$TMP/sdn-rss.cli"
 	for st in $SDN_TOPOS; do
-		T_HYMN=() T_MN=() r_h='' r_m='' hung=0
+		T_HYMN=() T_MN=() r_h='' r_m='' hung=0 mnfail=0
 		for ((i = 1; i <= SDN_REPS; i++)); do
 			log=$LOGDIR/sdn-hymn-$st-$i.log
 			settle
@@ -385,6 +428,10 @@ if [[ -n $SDN_TOPOS ]]; then
 					hung=$((hung + 1))
 					T_MN+=(-)
 					echo "    Mininet $st #$i: hung, killed after $ELAPSED s"
+				elif ((rc != 0)); then
+					mnfail=$((mnfail + 1))
+					T_MN+=(-)
+					echo "    Mininet $st #$i: failed (exit $rc) after $ELAPSED s"
 				else
 					T_MN+=("$ELAPSED")
 					r_m=$(results "$log")
@@ -401,12 +448,14 @@ if [[ -n $SDN_TOPOS ]]; then
 		mh=$(median "${T_HYMN[@]}")
 		mm=$(median "${T_MN[@]}")
 		rt=$(ratio "$mm" "$mh")
-		mn_txt="$mm s"
+		mn_txt=$(secs "$mm")
 		if ((hung > 0)); then mn_txt="$mm s, $hung hung (killed at $SDN_MN_TIMEOUT s)"; fi
+		if ((mnfail > 0)); then mn_txt="$mn_txt, $mnfail failed"; fi
+		MN_FAILURES=$((MN_FAILURES + hung + mnfail))
 		echo "    hymn $st: median $mh s, memory ${per} kB per switch (Open vSwitch + controller RSS $rss kB / $nsw switches); Mininet: $mn_txt"
 		SDN_ROWS+=("$st|$mh|$mn_txt|$rt|$per|$r_h|$r_m")
-		SDN_JSON+=("$(printf '{"topo": "%s", "hymn_s": %s, "mininet_s": %s, "hymn_median_s": %s, "mininet_median_s": %s, "ratio": %s, "mininet_hung": %s, "hymn_kb_per_switch": %s, "results_hymn": "%s", "results_mininet": "%s"}' \
-			"$st" "$(arr_ "${T_HYMN[@]}")" "$(arr_ "${T_MN[@]}")" "$(num_ "$mh")" "$(num_ "$mm")" "$(num_ "$rt")" "$hung" "$(num_ "$per")" "$r_h" "$r_m")")
+		SDN_JSON+=("$(printf '{"topo": "%s", "hymn_s": %s, "mininet_s": %s, "hymn_median_s": %s, "mininet_median_s": %s, "ratio": %s, "mininet_hung": %s, "mininet_failed": %s, "hymn_kb_per_switch": %s, "results_hymn": "%s", "results_mininet": "%s"}' \
+			"$st" "$(arr_ "${T_HYMN[@]}")" "$(arr_ "${T_MN[@]}")" "$(num_ "$mh")" "$(num_ "$mm")" "$(num_ "$rt")" "$hung" "$mnfail" "$(num_ "$per")" "$r_h" "$r_m")")
 	done
 fi
 
@@ -460,18 +509,27 @@ LOAD1=$(cut -d' ' -f1-3 /proc/loadavg)
 mb() { awk -v k="$1" 'BEGIN { if (k == "-" || k == "") printf "-"; else printf "%.1f MiB", k / 1024 }'; }
 row() { printf '%-46s %-24s %-24s %s\n' "$@"; }
 echo
-echo "Summary ($NCPU cores, kernel $KERNEL, load $LOAD0 -> $LOAD1; hymn --switch $HYMN_SWITCH, Mininet --switch lxbr)"
+secs() { if [[ $1 == - || -z $1 ]]; then printf -- -; else printf '%s s' "$1"; fi; }
+# marked TEXT FAILURES...: TEXT, and how many Mininet runs hung or failed.
+marked() {
+	local t=$1
+	shift
+	if (($#)); then t+=" ($# of the runs: $(joined "$@"))"; fi
+	printf '%s' "$t"
+}
+echo "Summary ($NCPU cores, kernel $KERNEL, load $LOAD0 -> $LOAD1; hymn --switch ${HYMN_SWITCH:-"(default: $B_SWITCH)"}, Mininet --switch lxbr)"
+if ((MN_FAILURES)); then echo "!!! $MN_FAILURES Mininet run(s) hung or failed: their medians are of the runs that finished, '-' if none did"; fi
 row "measure" "hymn" "Mininet" "Mininet/hymn"
-row "build+teardown $TOPO (median of $HYMN_REPS/$MN_REPS)" "$B_HYMN_MED s" "$B_MN_MED s" "${B_RATIO}x"
+row "build+teardown $TOPO (median of $HYMN_REPS/$MN_REPS)" "$B_HYMN_MED s" "$(marked "$(secs "$B_MN_MED")" "${B_MN_FAILED[@]}")" "${B_RATIO}x"
 row "  all runs" "$(joined "${B_HYMN[@]}")" "$(joined "${B_MN[@]}")" ""
-row "  + kernel netns cleanup tail (median)" "$BT_HYMN_MED s" "$BT_MN_MED s" "${BT_RATIO}x"
-row "pingall $PING_TOPO, whole run (median of $PING_REPS)" "$P_HYMN_MED s" "$P_MN_MED s" "${P_RATIO}x"
-row "pingall $PING_TOPO, ping phase (median of $PING_REPS)" "$PP_HYMN_MED s" "$PP_MN_MED s" "${PP_RATIO}x"
+row "  + kernel netns cleanup tail (median)" "$BT_HYMN_MED s" "$(secs "$BT_MN_MED")" "${BT_RATIO}x"
+row "pingall $PING_TOPO, whole run (median of $PING_REPS)" "$P_HYMN_MED s" "$(marked "$(secs "$P_MN_MED")" "${P_MN_FAILED[@]}")" "${P_RATIO}x"
+row "pingall $PING_TOPO, ping phase (median of $PING_REPS)" "$PP_HYMN_MED s" "$(secs "$PP_MN_MED")" "${PP_RATIO}x"
 row "  all runs, whole" "$(joined "${P_HYMN[@]}")" "$(joined "${P_MN[@]}")" ""
 row "  all runs, ping phase" "$(joined "${PP_HYMN[@]}")" "$(joined "${PP_MN[@]}")" ""
 echo "pingall Results: hymn '$R_HYMN', Mininet '$R_MN' (same: $SAME)"
 if [[ -n $BIG_TOPO ]]; then
-	row "pingpair $BIG_TOPO ($BIG_NODES nodes), wall" "$BIG_WALL s" "-" ""
+	row "pingpair $BIG_TOPO ($BIG_NODES nodes, $BIG_SWITCH), wall" "$BIG_WALL s" "-" ""
 	row "  + kernel netns cleanup tail" "$(plus "$BIG_WALL" "$BIG_TAIL") s" "-" ""
 	row "pingpair $BIG_TOPO, peak RSS" "$(mb "$BIG_RSS_KB")" "-" ""
 	echo "pingpair Results: hymn '$BIG_RESULTS'"
@@ -492,6 +550,11 @@ if ((JSON)); then
 		printf '[%s]' "$out"
 	}
 	str() { printf '"%s"' "$(sed 's/\\/\\\\/g; s/"/\\"/g' <<<"$1")"; }
+	strs() { # a JSON array of strings
+		local out='' v
+		for v in "$@"; do out+=${out:+,}$(str "$v"); done
+		printf '[%s]' "$out"
+	}
 	leftjson=()
 	while IFS= read -r l; do
 		if [[ -n $l ]]; then leftjson+=("$(str "$l")"); fi
@@ -501,20 +564,21 @@ if ((JSON)); then
 		printf '  "machine": {"cores": %s, "cpu": %s, "kernel": %s, "memory": %s, "load_before": %s, "load_after": %s},\n' \
 			"$NCPU" "$(str "$CPU")" "$(str "$KERNEL")" "$(str "$MEM")" "$(str "$LOAD0")" "$(str "$LOAD1")"
 		printf '  "versions": {"hymn": %s, "mininet": %s},\n' "$(str "$HYMN_VERSION")" "$(str "$MN_VERSION")"
-		printf '  "hymn_switch": %s,\n' "$(str "$HYMN_SWITCH")"
+		printf '  "hymn_switch": %s, "hymn_switch_chosen": %s, "mininet_failures": %s,\n' "$(if [[ -n $HYMN_SWITCH ]]; then str "$HYMN_SWITCH"; else printf null; fi)" "$(str "$B_SWITCH")" "$MN_FAILURES"
 		printf '  "build": {"topo": %s, "hymn_s": %s, "mininet_s": %s, "hymn_median_s": %s, "mininet_median_s": %s, "ratio": %s,\n' \
 			"$(str "$TOPO")" "$(arr "${B_HYMN[@]}")" "$(arr "${B_MN[@]}")" "$(num "$B_HYMN_MED")" "$(num "$B_MN_MED")" "$(num "$B_RATIO")"
-		printf '    "with_kernel_tail_hymn_s": %s, "with_kernel_tail_mininet_s": %s, "with_kernel_tail_ratio": %s},\n' \
+		printf '    "with_kernel_tail_hymn_s": %s, "with_kernel_tail_mininet_s": %s, "with_kernel_tail_ratio": %s,\n' \
 			"$(arr "${BT_HYMN[@]}")" "$(arr "${BT_MN[@]}")" "$(num "$BT_RATIO")"
+		printf '    "mininet_failed": %s},\n' "$(strs "${B_MN_FAILED[@]}")"
 		printf '  "pingall": {"topo": %s, "hymn_s": %s, "mininet_s": %s, "hymn_median_s": %s, "mininet_median_s": %s, "ratio": %s,\n' \
 			"$(str "$PING_TOPO")" "$(arr "${P_HYMN[@]}")" "$(arr "${P_MN[@]}")" "$(num "$P_HYMN_MED")" "$(num "$P_MN_MED")" "$(num "$P_RATIO")"
 		printf '    "ping_phase_hymn_s": %s, "ping_phase_mininet_s": %s, "ping_phase_hymn_median_s": %s, "ping_phase_mininet_median_s": %s, "ping_phase_ratio": %s,\n' \
 			"$(arr "${PP_HYMN[@]}")" "$(arr "${PP_MN[@]}")" "$(num "$PP_HYMN_MED")" "$(num "$PP_MN_MED")" "$(num "$PP_RATIO")"
-		printf '    "results_hymn": %s, "results_mininet": %s, "results_same": %s},\n' \
-			"$(str "$R_HYMN")" "$(str "$R_MN")" "$([[ $SAME == yes ]] && echo true || echo false)"
+		printf '    "results_hymn": %s, "results_mininet": %s, "results_same": %s, "mininet_failed": %s},\n' \
+			"$(str "$R_HYMN")" "$(str "$R_MN")" "$([[ $SAME == yes ]] && echo true || echo false)" "$(strs "${P_MN_FAILED[@]}")"
 		if [[ -n $BIG_TOPO ]]; then
-			printf '  "big": {"topo": %s, "nodes": %s, "hymn_wall_s": %s, "kernel_tail_s": %s, "gnu_time_wall_s": %s, "hymn_max_rss_kb": %s, "results": %s},\n' \
-				"$(str "$BIG_TOPO")" "$(num "$BIG_NODES")" "$(num "$BIG_WALL")" "$(num "$BIG_TAIL")" "$(num "$BIG_GNU_WALL")" "$(num "$BIG_RSS_KB")" "$(str "$BIG_RESULTS")"
+			printf '  "big": {"topo": %s, "nodes": %s, "hymn_wall_s": %s, "kernel_tail_s": %s, "gnu_time_wall_s": %s, "hymn_max_rss_kb": %s, "results": %s, "switch": %s},\n' \
+				"$(str "$BIG_TOPO")" "$(num "$BIG_NODES")" "$(num "$BIG_WALL")" "$(num "$BIG_TAIL")" "$(num "$BIG_GNU_WALL")" "$(num "$BIG_RSS_KB")" "$(str "$BIG_RESULTS")" "$(str "$BIG_SWITCH")"
 		else
 			printf '  "big": null,\n'
 		fi
