@@ -199,6 +199,9 @@ median() {
 		      else printf "%.4f", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
 }
 
+# secs S: "S s", or "-" for a value no run gave.
+secs() { if [[ $1 == - || -z $1 ]]; then printf -- -; else printf '%s s' "$1"; fi; }
+
 # ratio A B: A/B with one decimal, or "-".
 ratio() {
 	awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-" || b + 0 == 0) printf "-"; else printf "%.1f", a / b }'
@@ -449,7 +452,7 @@ if [[ -n $SDN_TOPOS ]]; then
 		mm=$(median "${T_MN[@]}")
 		rt=$(ratio "$mm" "$mh")
 		mn_txt=$(secs "$mm")
-		if ((hung > 0)); then mn_txt="$mm s, $hung hung (killed at $SDN_MN_TIMEOUT s)"; fi
+		if ((hung > 0)); then mn_txt="$mn_txt, $hung hung (killed at $SDN_MN_TIMEOUT s)"; fi
 		if ((mnfail > 0)); then mn_txt="$mn_txt, $mnfail failed"; fi
 		MN_FAILURES=$((MN_FAILURES + hung + mnfail))
 		echo "    hymn $st: median $mh s, memory ${per} kB per switch (Open vSwitch + controller RSS $rss kB / $nsw switches); Mininet: $mn_txt"
@@ -509,7 +512,6 @@ LOAD1=$(cut -d' ' -f1-3 /proc/loadavg)
 mb() { awk -v k="$1" 'BEGIN { if (k == "-" || k == "") printf "-"; else printf "%.1f MiB", k / 1024 }'; }
 row() { printf '%-46s %-24s %-24s %s\n' "$@"; }
 echo
-secs() { if [[ $1 == - || -z $1 ]]; then printf -- -; else printf '%s s' "$1"; fi; }
 # marked TEXT FAILURES...: TEXT, and how many Mininet runs hung or failed.
 marked() {
 	local t=$1
