@@ -17,11 +17,60 @@ if ! command -v go >/dev/null; then
   exit 2
 fi
 
-echo "*** Installing Debian packages"
 export DEBIAN_FRONTEND=noninteractive
-# Every Debian package that hymn, a test, a bench script or a documented
-# feature uses; one per line with what needs it. A test that finds one of
+start=$SECONDS
+
+# install_missing [--no-install-recommends] PACKAGE...: apt-get install
+# what is not installed yet (apt-get update once, the first time something
+# is missing).
+updated=false
+install_missing() {
+  local missing=() p opts=()
+  if [ "${1:-}" = --no-install-recommends ]; then
+    opts=(--no-install-recommends)
+    shift
+  fi
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -gt 0 ] || return 0
+  if ! $updated; then
+    apt-get update -q
+    updated=true
+  fi
+  apt-get install -y -q "${opts[@]}" "${missing[@]}"
+}
+
+# Phase 1: what building hymn and its main job need, so a newcomer sees a
+# network pinged within minutes. Everything else comes after the main job.
+echo "*** Installing the Debian packages hymn itself needs"
+install_missing --no-install-recommends \
+  ca-certificates `# the Go module proxy over HTTPS (go mod download)` \
+  iproute2        `# ip, tc, bridge: nodes, links` \
+  iputils-ping    `# ping from nodes` \
+  procps util-linux bash `# sysctl, nsenter, node shells` \
+  git             `# the revision stamped into the binary (hymn version)`
+
+echo "*** Fetching Go modules and building hymn"
+go mod download
+mkdir -p bin
+# -buildvcs=auto: stamp the git revision into the binary (hymn version shows
+# it) even where GOFLAGS says -buildvcs=false, without failing outside git.
+# CGO_ENABLED=0: hymn is pure Go (only the DPDK port, build tag dpdk, uses
+# cgo), so the binary is the same whether gcc is installed yet or not.
+CGO_ENABLED=0 go build -buildvcs=auto -o bin/hymn ./cmd/hymn
+# The VM guest agent, static, next to hymn: VM boot images pick it up there.
+CGO_ENABLED=0 go build -o bin/hymn-agent ./vm/agent/cmd/hymn-agent
+
+echo "*** Running: bin/hymn --topo linear,4 --test pingall"
+bin/hymn --topo linear,4 --test pingall
+echo "*** hymn is ready after $((SECONDS - start)) s; installing what the tests, bench scripts and other backends use"
+
+# Phase 2: every Debian package that a hymn feature, a test or a bench
+# script uses; one per line with what needs it. A test that finds one of
 # these missing fails under HYMN_REQUIRE=all (CI) instead of skipping.
+# Test-only assets that take long to build (the envtest kube-apiserver,
+# golangci-lint) are built by scripts/test.sh when missing, not here.
 packages=(
   ca-certificates           # the Go module proxy over HTTPS (go mod download)
   iproute2                  # ip, tc, bridge: nodes, links, checks in tests
@@ -56,31 +105,5 @@ packages=(
   containerd runc containernetworking-plugins # scripts/k8s-check.sh's single-node Kubernetes (not run by CI)
   openssl                   # scripts/k8s-check.sh's cluster certificates
 )
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  apt-get update -q
-  apt-get install -y -q "${missing[@]}"
-fi
-
-echo "*** Fetching Go modules and building hymn"
-go mod download
-mkdir -p bin
-# -buildvcs=auto: stamp the git revision into the binary (hymn version shows
-# it) even where GOFLAGS says -buildvcs=false, without failing outside git.
-go build -buildvcs=auto -o bin/hymn ./cmd/hymn
-# The VM guest agent, static, next to hymn: VM boot images pick it up there.
-CGO_ENABLED=0 go build -o bin/hymn-agent ./vm/agent/cmd/hymn-agent
-
-echo "*** Building kube-apiserver and kubectl v1.37.2 for the kube module's envtest tests"
-# From the Go module proxy into /var/lib/hymn-k8s/bin, once: cold about 5
-# minutes and 2.8 GB of memory at the peak on 2 cores (kube-apiserver
-# 5m11s, kubectl about a minute more); cached, under a second.
-scripts/envtest-assets.sh >/dev/null
-echo "*** Building hymn-kube (the Kubernetes controller and command, module kube/)"
-(cd kube && go mod download && go build -o ../bin/hymn-kube ./cmd/hymn-kube)
-
-echo "*** Running: bin/hymn --topo linear,4 --test pingall"
-bin/hymn --topo linear,4 --test pingall
+install_missing "${packages[@]}"
+echo "*** Setup done in $((SECONDS - start)) s. Run the tests with ./scripts/test.sh"

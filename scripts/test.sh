@@ -45,12 +45,17 @@ echo "*** go test -tags dpdk -run DPDK ."
 go test -json -tags dpdk -count=1 -run DPDK . | "${report[@]}" "${require[@]}"
 # The kube module (kube/, its own go.mod, so the Kubernetes libraries stay
 # out of hymn's build): the Topology controller and hymn-kube against a real
-# kube-apiserver and etcd (envtest; scripts/setup.sh builds kube-apiserver
-# with scripts/envtest-assets.sh). Measured on the 2-core CI machine: this
+# kube-apiserver and etcd (envtest; kube-apiserver is built just below by
+# scripts/envtest-assets.sh when missing). Measured on the 2-core CI machine: this
 # step adds about 50 s with a warm build cache (vet, then 12 tests; each
 # envtest test starts its own apiserver in about 3 s), the same with or
 # without -race; a cold cache adds about 30 s of compiling without -race
 # and about 3 minutes with it. -race stays: it found a real race in the
 # tests' logging.
+if ! scripts/envtest-assets.sh --check >/dev/null 2>&1; then
+  echo "*** Building kube-apiserver and kubectl v1.37.2 for the kube module's envtest tests (only those tests use them; once, about 10 minutes on 2 cores, then cached in /var/lib/hymn-k8s)"
+fi
+KUBEBUILDER_ASSETS=$(scripts/envtest-assets.sh)
+export KUBEBUILDER_ASSETS
 echo "*** (cd kube && go vet ./... && go test -race ./...)"
 (cd kube && go vet ./... && go test -json -race -count=1 -timeout 15m ./...) | "${report[@]}" "${require[@]}"
