@@ -185,7 +185,7 @@ func (n *Network) log() *mnlog.Logger { return n.opts.Log }
 // CheckRoot returns ErrNotRoot unless the process is root.
 func CheckRoot() error {
 	if os.Geteuid() != 0 {
-		return fmt.Errorf("%w (namespaces and links need CAP_NET_ADMIN and CAP_SYS_ADMIN); try: sudo hymn ...", ErrNotRoot)
+		return fmt.Errorf("%w: run it with sudo (namespaces and links need CAP_NET_ADMIN and CAP_SYS_ADMIN)", ErrNotRoot)
 	}
 	return nil
 }
@@ -532,7 +532,6 @@ func (n *Network) teardown(verbose bool) error {
 
 	errs = append(errs, n.removeNATLink())
 	switches, hosts := n.plan.Switches(), n.plan.Hosts()
-	t0 = time.Now()
 	lg.Infof("*** Stopping %d switches\n", len(switches))
 	errs = append(errs, n.deleteNodes(ctx, switches))
 	// Controllers stop after the switches that use them (sdn.go).

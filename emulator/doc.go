@@ -19,7 +19,7 @@
 // min-heap keyed by (t_tx, seq), but with 100 000 packets queued it costs
 // a fraction of a heap's cache misses.
 //
-// Choices where the paper is silent (see specs/emulator.md, marked [C]):
+// Choices where the paper is silent (see docs/emulator-spec.md, marked [C]):
 //   - Time is int64 ns; D and R are float64. Jitter is always a standard
 //     deviation, also for uniform (NetEm uses a half-width).
 //   - Before the first rate interval closes, and always with

@@ -174,8 +174,8 @@ func (m *mnLoader) application(n *yaml.Node) {
 
 func (m *mnLoader) controllers(n *yaml.Node) {
 	n = yamlpos.Deref(n)
-	switch {
-	case n.Kind == yaml.SequenceNode:
+	switch n.Kind {
+	case yaml.SequenceNode:
 		for i, c := range n.Content {
 			f := fmt.Sprintf("controllers[%d]", i)
 			ps, ok := m.Mapping(c, f)
@@ -194,7 +194,7 @@ func (m *mnLoader) controllers(n *yaml.Node) {
 			}
 			m.addMiniEditController(name, opts, c, f+".opts") // controller.go
 		}
-	case n.Kind == yaml.MappingNode:
+	case yaml.MappingNode:
 		// Version 1 files hold one controller, {"c0": {...}}.
 		ps, _ := m.Mapping(n, "controllers")
 		for _, p := range ps {

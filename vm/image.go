@@ -559,24 +559,6 @@ func newerSources(dir, extra string, than time.Time) bool {
 	return newer
 }
 
-// copyFile is used by tests and tools that assemble images by hand.
-func copyFile(dst, src string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.Create(dst)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
-}
-
 // manifestName is the file in each cached image that lists the SHA-256 of
 // every other file in it.
 const manifestName = "manifest.json"
@@ -691,7 +673,7 @@ func verifyImage(dir string) error {
 			return fmt.Errorf("cached image %s: %w", dir, err)
 		}
 		if got := hex.EncodeToString(h.Sum(nil)); got != want {
-			return fmt.Errorf("cached image %s: %s has SHA-256 %.12s..., the manifest says %.12s...", dir, name, got, want)
+			return fmt.Errorf("cached image %s: %s has a SHA-256 starting %.12s, the manifest's starts %.12s", dir, name, got, want)
 		}
 	}
 	return nil

@@ -122,6 +122,31 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// defaults fills in what the caller left zero (only the cgo build uses
+// Options; the stub refuses before it looks at them).
+func (o *Options) defaults() {
+	if o.MaxFrame <= 0 {
+		o.MaxFrame = 1522
+	}
+	if o.RxDesc <= 0 {
+		o.RxDesc = 1024
+	}
+	if o.TxDesc <= 0 {
+		o.TxDesc = 1024
+	}
+	if o.Burst <= 0 {
+		o.Burst = 32
+	}
+	if o.IdleSleep > 0 {
+		if o.DeepIdleSleep <= 0 {
+			o.DeepIdleSleep = max(time.Millisecond, o.IdleSleep)
+		}
+		if o.DeepIdleAfter <= 0 {
+			o.DeepIdleAfter = 10 * time.Millisecond
+		}
+	}
+}
+
 // Built reports whether this binary has DPDK (the dpdk build tag).
 const Built = true
 

@@ -86,26 +86,3 @@ type Options struct {
 	// delayed from) up to DeepIdleSleep late.
 	DeepIdleSleep, DeepIdleAfter time.Duration
 }
-
-func (o *Options) defaults() {
-	if o.MaxFrame <= 0 {
-		o.MaxFrame = 1522
-	}
-	if o.RxDesc <= 0 {
-		o.RxDesc = 1024
-	}
-	if o.TxDesc <= 0 {
-		o.TxDesc = 1024
-	}
-	if o.Burst <= 0 {
-		o.Burst = 32
-	}
-	if o.IdleSleep > 0 {
-		if o.DeepIdleSleep <= 0 {
-			o.DeepIdleSleep = max(time.Millisecond, o.IdleSleep)
-		}
-		if o.DeepIdleAfter <= 0 {
-			o.DeepIdleAfter = 10 * time.Millisecond
-		}
-	}
-}

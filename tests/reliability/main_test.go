@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -363,15 +362,6 @@ func tempsOf(pid int) []string {
 	return out
 }
 
-// hymnClean runs the binary's clean and checks it succeeded.
-func hymnClean(t *testing.T) {
-	t.Helper()
-	out, err := exec.Command(hymnBin, "clean").CombinedOutput()
-	if err != nil {
-		t.Errorf("hymn clean: %v\n%s", err, out)
-	}
-}
-
 // lines splits output into its lines.
 func lines(b []byte) []string {
 	var out []string
@@ -381,5 +371,3 @@ func lines(b []byte) []string {
 	}
 	return out
 }
-
-func numCPU() int { return runtime.NumCPU() }

@@ -204,7 +204,7 @@ func (r *Request) Check() error {
 // checkIfName accepts what the kernel's dev_valid_name accepts.
 func checkIfName(name string) error {
 	if name == "" || len(name) > maxIfName || name == "." || name == ".." {
-		return fmt.Errorf("interface name %q: 1 to %d bytes, not . or ..", name, maxIfName)
+		return fmt.Errorf("interface name %q: 1 to %d bytes, and not \".\" or \"..\"", name, maxIfName)
 	}
 	if strings.ContainsAny(name, "/: \t\n\r\v\f") {
 		return fmt.Errorf("interface name %q contains '/', ':' or white space", name)
