@@ -43,8 +43,10 @@ type Options struct {
 	STP     bool         // STP on every switch (torus switches have it anyway)
 	// Switch is the switch kind: SwitchLinuxBridge (the default),
 	// SwitchOVSBridge (Open vSwitch in userspace mode, standalone),
-	// SwitchBPF (a MAC-learning BPF program on the ports, no bridge) or
-	// SwitchOVS (OpenFlow switches connected to the controllers).
+	// SwitchBPF (a MAC-learning BPF program on the ports, no bridge),
+	// SwitchOVS (OpenFlow switches connected to the controllers), or
+	// SwitchAuto (BPF switches where they serve, else Linux bridges: the
+	// hymn command's default; switchauto.go).
 	Switch  SwitchKind
 	Workers int // setup concurrency; 0 chooses from the CPU count
 	// CPU makes every host CPU-limited (mn --host cfs,cpu=F); nil for none.
@@ -106,6 +108,10 @@ type Network struct {
 	nodes   map[string]Node
 	links   []*netLink
 	claimed bool
+
+	// switchNote says which switch SwitchAuto chose and why, for Build's
+	// log (switchauto.go); empty when the caller named the kind.
+	switchNote string
 	built   bool
 	stopped bool
 
@@ -128,6 +134,7 @@ func New(t *topo.Topo, opts Options) (*Network, error) {
 	if opts.CPU != nil && !topo.ValidCPUFraction(opts.CPU.Fraction) && opts.CPU.Fraction != 0 {
 		return nil, fmt.Errorf("cpu=%v: must be a fraction in (0, 1], or -1 for no limit", opts.CPU.Fraction)
 	}
+	n.chooseSwitch() // switchauto.go: before anything asks which kind a switch is
 	plan, err := topo.Resolve(t, topo.AddressOptions{IPBase: opts.IPBase, AutoMAC: opts.AutoMAC})
 	if err != nil {
 		return nil, err
@@ -221,7 +228,11 @@ func (n *Network) Build(ctx context.Context) (err error) {
 		}
 	}()
 	lg := n.log()
-	lg.Info("*** Creating network\n*** Adding controller\n")
+	lg.Info("*** Creating network\n")
+	if n.switchNote != "" {
+		lg.Infof("*** Switches: %s\n", n.switchNote)
+	}
+	lg.Info("*** Adding controller\n")
 	hosts, switches := n.plan.Hosts(), n.plan.Switches()
 
 	lg.Info("*** Adding hosts:\n")

@@ -56,6 +56,7 @@ type mnFlags struct {
 	changed    func(name string) bool // whether a flag was given
 	jsonOut    bool                   // --json: --test results as JSON on stdout
 	captures   []string               // --capture LINK[,dir=..][,file=..]
+	ui         uiFlags                // --ui[=ADDR], --ui-read-only (ui.go)
 	// action, when set (hymn measure), runs on the started network
 	// instead of the tests or the shell.
 	action func(ctx context.Context, net *hymn.Network) error
@@ -87,6 +88,10 @@ torus,X,Y[,N]; arguments may be named (tree,depth=2,fanout=3).
 Tests (--test, several joined with '+'): pingall, pingpair, pingallfull,
 pingpairfull, iperf, iperfudp, all, build, none.
 Progress goes to stderr, as Mininet's does. hymn must run as root.`,
+Switches: by default hymn builds eBPF switches (--switch bpf, freed at once
+at teardown) for loop-free topologies without STP, and Linux bridges with
+STP for a torus or a topology that asks for STP; the "*** Switches:" line
+says which. --switch lxbr keeps Linux bridges; mn keeps Mininet's defaults.
 		Args:          cobra.ArbitraryArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -105,7 +110,7 @@ Progress goes to stderr, as Mininet's does. hymn must run as root.`,
 		setupMNMode(root, f) // mn.go
 	}
 	root.AddCommand(newCleanCmd(stdout, stderr), newVersionCmd(stdout), newEmulateCmd(), newRunCmd(stdin, stdout, stderr), NewGraphCmd(), NewVMCmd(), NewSRIOVCmd(), newMeasureCmd(stdin, stdout, stderr), newListCmd(stdout),
-		newWorkerCmd(stdin, stdout), newClusterCmd(stdin, stdout, stderr), newExecCmd(), newKubeCmd(stdout, stderr)) // cluster.go, exec.go, run_kube.go
+		newWorkerCmd(stdin, stdout), newClusterCmd(stdin, stdout, stderr), newExecCmd(), newKubeCmd(stdout, stderr), newUICmd(stdout)) // cluster.go, exec.go, run_kube.go, ui.go
 	return root
 }
 
@@ -113,7 +118,7 @@ Progress goes to stderr, as Mininet's does. hymn must run as root.`,
 func addMNFlags(fl *pflag.FlagSet, f *mnFlags) {
 	f.changed = fl.Changed
 	fl.StringVar(&f.topo, "topo", "minimal", "topology spec: "+strings.Join(topo.BuiltinNames(), "|")+"[,arg...][,key=value...]")
-	fl.StringVar(&f.switchSpec, "switch", "lxbr", "switch: lxbr[,stp=1] (a Linux bridge in its own namespace), ovsbr[,stp=1] (Open vSwitch in userspace mode, standalone), bpf (a MAC-learning switch in eBPF on each port's tc ingress: no bridge device, no STP, faster teardown), or ovsk|ovs|default|user[,stp=1,failMode=secure|standalone,protocols=OpenFlow13] (Open vSwitch OpenFlow switches connected to the controllers)")
+	fl.StringVar(&f.switchSpec, "switch", "auto", "switch: auto[,stp=1] (the default: bpf for a loop-free topology without STP, else lxbr, with STP where the topology asks for it; the build log's \"*** Switches:\" line says which), lxbr[,stp=1] (a Linux bridge in its own namespace), ovsbr[,stp=1] (Open vSwitch in userspace mode, standalone), bpf (a MAC-learning switch in eBPF on each port's tc ingress: no bridge device, no STP, faster teardown), or ovsk|ovs|default|user[,stp=1,failMode=secure|standalone,protocols=OpenFlow13] (Open vSwitch OpenFlow switches connected to the controllers)")
 	fl.StringArrayVar(&f.controller, "controller", nil, "controller (repeatable): default|ref|ovsc|remote[,ip=IP][,port=PORT]|none; without it, OpenFlow switches get default (ovs-testcontroller) and other switches none")
 	fl.StringVar(&f.link, "link", "default", "link type: default (veth), tc[,bw=MBIT,delay=T,jitter=T,loss=PCT,max_queue_size=N] or emu[,emulator params][,emulator=afpacket|dpdk] (hymn's emulator on every link; emulator=dpdk: DPDK ports, SR-IOV links only)")
 	fl.StringVar(&f.links, "links", "veth", "link backend: veth, or sriov[,pairs=PF:PF,vlans=400-4094,inventory=FILE,sim=auto|on|off,emulator=afpacket|dpdk] for SR-IOV VF pairs (simulated NIC without hardware); emulator=dpdk runs emulated VF links on DPDK ports (net_af_packet on simulated VFs, the VF's PMD under vfio-pci on hardware; needs a build with -tags dpdk)")
@@ -138,6 +143,7 @@ func addMNFlags(fl *pflag.FlagSet, f *mnFlags) {
 	fl.IntVar(&f.listenPort, "listenport", 6654, "accepted for compatibility: no effect without OpenFlow")
 	fl.BoolVar(&f.noListen, "nolistenport", false, "accepted for compatibility: no effect without OpenFlow")
 	fl.BoolVar(&f.jsonOut, "json", false, "print --test results (and measure's) as JSON on stdout; Mininet's lines stay on stderr")
+	addUIFlags(fl, &f.ui)
 	fl.StringArrayVar(&f.captures, "capture", nil, "capture a link to pcapng: NODE1-NODE2[,dir=a>b|b>a|both][,file=F.pcapng][,limit=BYTES] (repeatable)")
 	fl.StringVar(&f.custom, "custom", "", "topology file: a Mininet custom .py file (then --topo names one of its topos), a MiniEdit .mn file or a hymn YAML/JSON file")
 	fl.IntVar(&f.maxNodes, "max-nodes", 0, "refuse topologies with more nodes (0: what the machine's available memory holds, about 1 MiB per node; -1: no limit)")
@@ -339,6 +345,11 @@ func (r *mnRun) run(ctx context.Context) (err error) {
 	if err := startCaptures(r.net, r.flags.captures); err != nil {
 		return err
 	}
+	stopUI, err := startLiveView(r.net, r.flags.ui, r.lg) // ui.go
+	if err != nil {
+		return err
+	}
+	defer stopUI()
 	if r.flags.arp {
 		if err := r.net.StaticARP(ctx); err != nil {
 			return err
