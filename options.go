@@ -27,7 +27,8 @@ func (k SwitchKind) String() string {
 	return string(k)
 }
 
-// ParseSwitchKind parses a switch kind name: lxbr (or ""), ovsbr, bpf, or
+// ParseSwitchKind parses a switch kind name: lxbr (or ""), ovsbr, bpf, auto
+// (SwitchAuto: hymn chooses), or
 // ovsk (or Mininet's ovs, default and user, all Open vSwitch OpenFlow
 // switches here, as mn's --switch takes them).
 func ParseSwitchKind(s string) (SwitchKind, error) {
@@ -38,15 +39,17 @@ func ParseSwitchKind(s string) (SwitchKind, error) {
 		return SwitchOVSBridge, nil
 	case "bpf":
 		return SwitchBPF, nil
+	case "auto":
+		return SwitchAuto, nil
 	case "ovsk", "ovs", "default", "user":
 		return SwitchOVS, nil
 	}
-	return "", fmt.Errorf("unknown switch kind %q: use lxbr, ovsbr, bpf or ovsk", s)
+	return "", fmt.Errorf("unknown switch kind %q: use auto, lxbr, ovsbr, bpf or ovsk", s)
 }
 
 func (k SwitchKind) valid() bool {
 	switch k {
-	case "", SwitchLinuxBridge, SwitchOVSBridge, SwitchOVS, SwitchBPF:
+	case "", SwitchLinuxBridge, SwitchOVSBridge, SwitchOVS, SwitchBPF, SwitchAuto:
 		return true
 	}
 	return false

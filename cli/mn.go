@@ -22,7 +22,8 @@ type switchChoice struct {
 	openFlow  bool // an OpenFlow switch: it needs controllers
 }
 
-// parseSwitchSpec reads --switch: lxbr, ovsbr and bpf (a BPF
+// parseSwitchSpec reads --switch: auto (hymn's default: bpf where it
+// serves, else lxbr; hymn.SwitchAuto), lxbr, ovsbr and bpf (a BPF
 // MAC-learning switch, no STP) as before; ovsk, ovs,
 // default (Mininet's OVSSwitch) and user (UserSwitch) are Open vSwitch
 // OpenFlow switches in userspace mode, and so are in-namespace switches
@@ -37,7 +38,7 @@ func parseSwitchSpec(spec string, inNamespace bool, lg *mnlog.Logger) (switchCho
 		return c, fmt.Errorf("%w: --switch ivs: Indigo Virtual Switch is not available; use ovsk (Open vSwitch, OpenFlow), ovsbr or lxbr", ErrUsage)
 	}
 	if c.kind, err = hymn.ParseSwitchKind(s.Name); err != nil || s.Name == "" {
-		return c, fmt.Errorf("%w: --switch %s: unknown switch; use lxbr, ovsbr, bpf, ovsk, ovs, user or default", ErrUsage, s.Name)
+		return c, fmt.Errorf("%w: --switch %s: unknown switch; use auto, lxbr, ovsbr, bpf, ovsk, ovs, user or default", ErrUsage, s.Name)
 	}
 	options := "stp"
 	if c.openFlow = c.kind == hymn.SwitchOVS; c.openFlow {
@@ -55,7 +56,7 @@ func parseSwitchSpec(spec string, inNamespace bool, lg *mnlog.Logger) (switchCho
 	if c.kind == hymn.SwitchBPF {
 		options = "no options"
 	}
-	if c.kind != hymn.SwitchLinuxBridge && c.kind != hymn.SwitchBPF && c.kind != "" {
+	if c.kind != hymn.SwitchLinuxBridge && c.kind != hymn.SwitchBPF && c.kind != hymn.SwitchAuto && c.kind != "" {
 		if err := nodes.OVSAvailable(); err != nil {
 			return c, fmt.Errorf("%w: --switch %s: %v", ErrUsage, s.Name, err)
 		}
@@ -216,6 +217,8 @@ Options:
 hymn (running as mn) also takes:
   --switch=bpf          a MAC-learning switch in eBPF on each port's tc
                         ingress (no bridge device, no STP)
+  --switch=auto         hymn's own default: bpf for loop-free topologies
+                        without STP, Linux bridges (lxbr) otherwise
   --nodes=netns|vm      backend of the hosts
   --links=veth|sriov[,...]
                         link backend

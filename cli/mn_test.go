@@ -51,11 +51,24 @@ func TestMNPingAll(t *testing.T) {
 	}
 }
 
+// TestMNOutputIsMininets: with Mininet's switch (--switch lxbr) hymn prints
+// Mininet's lines exactly; with its own default it prints them too, plus
+// the one line after "*** Creating network" that says which switch it chose
+// (TestDefaultSwitchSaysWhich covers that line).
 func TestMNOutputIsMininets(t *testing.T) {
 	testenv.Root(t)
-	code, stdout, stderr := run(t, "--topo", "single,3", "--test", "pingall")
+	code, stdout, stderr := run(t, "--switch", "lxbr", "--topo", "single,3", "--test", "pingall")
 	if code != 0 || stdout != "" {
 		t.Fatalf("exit %d, stdout %q", code, stdout)
+	}
+	_, _, byDefault := run(t, "--topo", "single,3", "--test", "pingall")
+	if first, rest, ok := strings.Cut(byDefault, "\n"); ok {
+		if line, rest, ok := strings.Cut(rest, "\n"); ok && strings.HasPrefix(line, "*** Switches: bpf ") {
+			byDefault = first + "\n" + rest
+		}
+	}
+	if strip := regexp.MustCompile(`completed in [0-9.]+ seconds`); strip.ReplaceAllString(byDefault, "") != strip.ReplaceAllString(stderr, "") {
+		t.Errorf("the default switch's output, without its *** Switches: line, differs from --switch lxbr's:\n%s\nwant:\n%s", byDefault, stderr)
 	}
 	want := "*** Creating network\n*** Adding controller\n*** Adding hosts:\nh1 h2 h3 \n*** Adding switches:\ns1 \n" +
 		"*** Adding links:\n(h1, s1) (h2, s1) (h3, s1) \n*** Configuring hosts\nh1 h2 h3 \n" +

@@ -167,8 +167,10 @@ func TestShellWalkthrough(t *testing.T) {
 			t.Errorf("net lacks %q: %q", line, out)
 		}
 	}
+	// hymn's default switch for this topology is the eBPF switch (Mininet's
+	// LinuxBridge repr under --switch lxbr is compared in tests/compat).
 	out = s.command("dump")
-	for _, re := range []string{`<Host h1: h1-eth0:10.0.0.1 pid=\d+> `, `<Host h2: h2-eth0:10.0.0.2 pid=\d+> `, `<LinuxBridge s1: lo:127.0.0.1,s1-eth1:None,s1-eth2:None pid=\d+> `} {
+	for _, re := range []string{`<Host h1: h1-eth0:10.0.0.1 pid=\d+> `, `<Host h2: h2-eth0:10.0.0.2 pid=\d+> `, `<BPFSwitch s1: lo:127.0.0.1,s1-eth1:None,s1-eth2:None pid=\d+> `} {
 		if !regexp.MustCompile(re).MatchString(out) {
 			t.Errorf("dump lacks %s: %q", re, out)
 		}
