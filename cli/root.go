@@ -87,11 +87,11 @@ Topologies: minimal, single,K, reversed,K, linear,K[,N], tree,DEPTH,FANOUT,
 torus,X,Y[,N]; arguments may be named (tree,depth=2,fanout=3).
 Tests (--test, several joined with '+'): pingall, pingpair, pingallfull,
 pingpairfull, iperf, iperfudp, all, build, none.
-Progress goes to stderr, as Mininet's does. hymn must run as root.`,
 Switches: by default hymn builds eBPF switches (--switch bpf, freed at once
 at teardown) for loop-free topologies without STP, and Linux bridges with
 STP for a torus or a topology that asks for STP; the "*** Switches:" line
 says which. --switch lxbr keeps Linux bridges; mn keeps Mininet's defaults.
+Progress goes to stderr, as Mininet's does. hymn must run as root.`,
 		Args:          cobra.ArbitraryArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -111,6 +111,7 @@ says which. --switch lxbr keeps Linux bridges; mn keeps Mininet's defaults.
 	}
 	root.AddCommand(newCleanCmd(stdout, stderr), newVersionCmd(stdout), newEmulateCmd(), newRunCmd(stdin, stdout, stderr), NewGraphCmd(), NewVMCmd(), NewSRIOVCmd(), newMeasureCmd(stdin, stdout, stderr), newListCmd(stdout),
 		newWorkerCmd(stdin, stdout), newClusterCmd(stdin, stdout, stderr), newExecCmd(), newKubeCmd(stdout, stderr), newUICmd(stdout)) // cluster.go, exec.go, run_kube.go, ui.go
+	root.AddCommand(newPythonCmd(stdout), newPyserveCmd(stdout, stderr)) // python.go
 	return root
 }
 

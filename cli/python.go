@@ -1,0 +1,212 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/hymn-net/hymn"
+	"github.com/hymn-net/hymn/pyapi"
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+)
+
+// Environment variables through which hymn python gives the mininet
+// package its defaults; child processes inherit them, so a script that
+// starts "python3 -m mininet.examples.x" runs on the same backends.
+const (
+	envPyBin    = "HYMN_BIN"       // the hymn binary the package starts pyserve with
+	envPyNodes  = "HYMN_PY_NODES"  // netns | vm: every Host's backend
+	envPyLinks  = "HYMN_PY_LINKS"  // veth | sriov[,...]: every Link's backend
+	envPySwitch = "HYMN_PY_SWITCH" // a switch kind overriding Mininet(switch=...)
+	envPyKeep   = "HYMN_PY_KEEP"   // 1: leave the network when the script ends
+)
+
+// systemPython is Debian's interpreter, whose dist-packages hold the real
+// Mininet's examples (python3 -m mininet.examples.NAME finds them).
+const systemPython = "/usr/bin/python3"
+
+func newPythonCmd(stdout io.Writer) *cobra.Command {
+	var nodes, linksSpec, switchKind, module string
+	var keep, path bool
+	cmd := &cobra.Command{
+		Use:   "python [--nodes netns|vm] [--links veth|sriov[,...]] [--switch K] [--keep] (SCRIPT | -m MODULE) [ARGS...] | python --path",
+		Short: "Run a Mininet Python script against hymn",
+		Long: `hymn python runs the system's python3 with hymn's mininet package first on
+PYTHONPATH, so an unchanged Mininet script (from mininet.net import Mininet)
+builds its network with hymn. The package starts a hymn process for the
+network and talks to it over a private socket; when the script ends, by
+returning, raising or being killed, that network is removed (unless --keep;
+hymn clean removes it then).
+
+--nodes, --links and --switch change the defaults of Mininet(...): every
+Host a VM (--nodes vm), every Link a VF pair (--links sriov), every switch
+of kind K (lxbr, ovsbr, ovsk, bpf). Child processes inherit them.
+
+--path prints the directory to put first on PYTHONPATH for tools that
+start python3 themselves. See docs/python.md.`,
+		Args:          cobra.ArbitraryArgs,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir, err := pyapi.PackageDir()
+			if err != nil {
+				return err
+			}
+			if path {
+				if len(args) > 0 || module != "" {
+					return fmt.Errorf("%w: python --path takes no script", ErrUsage)
+				}
+				fmt.Fprintln(stdout, dir)
+				return nil
+			}
+			if module == "" && len(args) == 0 {
+				return fmt.Errorf("%w: python: give a SCRIPT or -m MODULE (see hymn python --help)", ErrUsage)
+			}
+			if _, err := hymn.ParseNodeBackend(nodes); err != nil {
+				return fmt.Errorf("%w: --nodes: %v", ErrUsage, err)
+			}
+			if linksSpec != "" {
+				if _, _, err := hymn.ParseLinkBackend(linksSpec); err != nil {
+					return fmt.Errorf("%w: --links: %v", ErrUsage, err)
+				}
+			}
+			if switchKind != "" {
+				if _, err := hymn.ParseSwitchKind(switchKind); err != nil {
+					return fmt.Errorf("%w: --switch: %v", ErrUsage, err)
+				}
+			}
+			py := systemPython
+			if _, err := os.Stat(py); err != nil {
+				if py, err = exec.LookPath("python3"); err != nil {
+					return fmt.Errorf("python3 is not installed (apt-get install python3): %w", err)
+				}
+			}
+			self, err := os.Executable()
+			if err != nil {
+				return fmt.Errorf("finding the hymn binary: %w", err)
+			}
+			argv := []string{py}
+			if module != "" {
+				argv = append(argv, "-m", module)
+			}
+			argv = append(argv, args...)
+			env := append(os.Environ(),
+				"PYTHONPATH="+dir+pathTail(os.Getenv("PYTHONPATH")),
+				envPyBin+"="+self, envPyNodes+"="+nodes, envPyLinks+"="+linksSpec, envPySwitch+"="+switchKind)
+			if keep {
+				env = append(env, envPyKeep+"=1")
+			}
+			// The script takes this process's place: its exit status,
+			// signals and terminal are the user's.
+			return syscall.Exec(py, argv, env)
+		},
+	}
+	cmd.Flags().SetInterspersed(false) // the script's flags are its own
+	cmd.Flags().StringVar(&nodes, "nodes", "", "backend of every Host: netns or vm")
+	cmd.Flags().StringVar(&linksSpec, "links", "", "backend of every Link: veth or sriov[,key=value...]")
+	cmd.Flags().StringVar(&switchKind, "switch", "", "kind of every switch: lxbr, ovsbr, ovsk or bpf")
+	cmd.Flags().BoolVar(&keep, "keep", false, "leave the network running when the script ends (hymn clean removes it)")
+	cmd.Flags().BoolVar(&path, "path", false, "print the directory to put first on PYTHONPATH and exit")
+	cmd.Flags().StringVarP(&module, "module", "m", "", "run a module as python3 -m does")
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return fmt.Errorf("%w: %v", ErrUsage, err) })
+	return cmd
+}
+
+func pathTail(p string) string {
+	if p == "" {
+		return ""
+	}
+	return ":" + p
+}
+
+// newPyserveCmd is the hidden server the mininet package starts: it
+// listens on --socket, takes one connection, and serves the network until
+// that connection ends or its parent dies.
+func newPyserveCmd(stdout, stderr io.Writer) *cobra.Command {
+	var socket string
+	var keep, debug bool
+	cmd := &cobra.Command{
+		Use:           "pyserve --socket PATH [--keep]",
+		Hidden:        true,
+		Args:          usageArgs(cobra.NoArgs),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if socket == "" {
+				return fmt.Errorf("%w: pyserve: --socket is required", ErrUsage)
+			}
+			parent := os.Getppid()
+			// The script's death ends the network even if the socket's
+			// close is missed (the fd inherited by a child it spawned).
+			if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(syscall.SIGTERM), 0, 0, 0); err != nil {
+				return fmt.Errorf("pyserve: PR_SET_PDEATHSIG: %w", err)
+			}
+			ctx, cancel := context.WithCancel(cmd.Context())
+			defer cancel()
+			// Ctrl-C belongs to the script (it may catch it and call
+			// net.stop()); the server ends with its connection.
+			signal.Ignore(syscall.SIGINT)
+			go func() {
+				for ctx.Err() == nil {
+					if os.Getppid() != parent {
+						cancel()
+						return
+					}
+					time.Sleep(500 * time.Millisecond)
+				}
+			}()
+			ln, err := pyapi.Listen(socket)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(stdout, "ready")
+			conn, err := acceptOne(ctx, ln)
+			ln.Close()
+			os.Remove(socket)
+			if err != nil {
+				return err
+			}
+			cfg := pyapi.Config{Keep: keep, Version: Version}
+			if debug {
+				cfg.Debug = stderr
+			}
+			return pyapi.Serve(ctx, conn, cfg)
+		},
+	}
+	cmd.Flags().StringVar(&socket, "socket", "", "the Unix socket to listen on (its directory must be 0700)")
+	cmd.Flags().BoolVar(&keep, "keep", false, "leave the network when the connection ends")
+	cmd.Flags().BoolVar(&debug, "debug", false, "log each request on stderr")
+	return cmd
+}
+
+// acceptOne takes the one client, or gives up after 30 s or when ctx ends.
+func acceptOne(ctx context.Context, ln net.Listener) (net.Conn, error) {
+	type result struct {
+		c   net.Conn
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		c, err := ln.Accept()
+		ch <- result{c, err}
+	}()
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			return nil, fmt.Errorf("pyserve: accepting the client: %w", r.err)
+		}
+		return r.c, nil
+	case <-ctx.Done():
+		return nil, errors.New("pyserve: the client went away before connecting")
+	case <-time.After(30 * time.Second):
+		return nil, errors.New("pyserve: no client connected within 30 s")
+	}
+}

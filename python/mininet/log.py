@@ -1,0 +1,47 @@
+"Logging functions of mininet.log, writing to stderr as Mininet does."
+
+import logging
+import sys
+
+LEVELS = {'debug': logging.DEBUG, 'info': logging.INFO,
+          'output': 25, 'warning': logging.WARNING, 'warn': logging.WARNING,
+          'error': logging.ERROR, 'critical': logging.CRITICAL}
+LOGLEVELDEFAULT = 'output'
+_level = [LEVELS[LOGLEVELDEFAULT]]
+
+
+def setLogLevel(levelname=None):
+    "Set the level below which messages are dropped."
+    _level[0] = LEVELS.get(levelname or LOGLEVELDEFAULT, logging.INFO)
+
+
+def _writer(level):
+    def write(*args, **_kwargs):
+        if level >= _level[0]:
+            sys.stderr.write(''.join(str(a) for a in args))
+    return write
+
+
+debug = _writer(logging.DEBUG)
+info = _writer(logging.INFO)
+output = _writer(25)
+warn = warning = _writer(logging.WARNING)
+error = _writer(logging.ERROR)
+critical = _writer(logging.CRITICAL)
+
+
+class MininetLogger(object):
+    "The lg object: the same functions as methods."
+    debug = staticmethod(debug)
+    info = staticmethod(info)
+    output = staticmethod(output)
+    warn = warning = staticmethod(warn)
+    error = staticmethod(error)
+    critical = staticmethod(critical)
+    setLogLevel = staticmethod(setLogLevel)
+
+    def isEnabledFor(self, level):
+        return level >= _level[0]
+
+
+lg = MininetLogger()

@@ -1,0 +1,677 @@
+"""mininet.net for hymn: the Mininet class, over a hymn network.
+
+Mininet's control flow is kept: Mininet(topo) builds at once (build()
+calls buildFromTopo, which adds controllers, hosts, switches and links
+through addController/addHost/addSwitch/addLink, then configHosts calls
+each host's config()), start() starts controllers and then each switch
+with start(controllers), stop() stops them in Mininet's order. What
+Mininet does with the kernel is asked of hymn instead: the whole
+topology goes to hymn in one build request when build() runs; nodes and
+links added after that are added to the running network live.
+"""
+
+import os
+import select
+import time
+
+from mininet.log import info, error, debug, output, warn
+from mininet.node import (Node, Host, Switch, Controller, OVSKernelSwitch,
+                          DefaultController, CPULimitedHost, ShellError)
+from mininet.link import Link, Intf, _pendingAdopt
+from mininet.util import (netParse, ipAdd, macColonHex, numCores, irange,
+                          BaseString, waitListening)
+from mininet import _hymn
+
+VERSION = "2.3.0 (hymn)"
+
+
+def _unsupported(what, instead):
+    raise NotImplementedError('%s is not supported by hymn: %s'
+                              % (what, instead))
+
+
+class Mininet(object):
+    "A network of hosts, switches, links and controllers, run by hymn."
+
+    def __init__(self, topo=None, switch=OVSKernelSwitch, host=Host,
+                 controller=DefaultController, link=Link, intf=Intf,
+                 build=True, xterms=False, cleanup=False,
+                 ipBase='10.0.0.0/8', inNamespace=False,
+                 autoSetMacs=False, autoStaticArp=False, autoPinCpus=False,
+                 listenPort=None, waitConnected=False):
+        if xterms:
+            _unsupported('Mininet(xterms=True)',
+                         'hymn has no X terminals; use the CLI or '
+                         'hymn exec NODE')
+        self.topo = topo
+        self.switch = switch
+        self.host = host
+        self.controller = controller
+        self.link = link
+        self.intf = intf
+        self.ipBase = ipBase
+        self.ipBaseNum, self.prefixLen = netParse(self.ipBase)
+        hostIP = (0xffffffff >> self.prefixLen) & self.ipBaseNum
+        self.nextIP = hostIP if hostIP > 0 else 1
+        self.inNamespace = inNamespace
+        self.xterms = xterms
+        self.cleanup = cleanup
+        self.autoSetMacs = autoSetMacs
+        self.autoStaticArp = autoStaticArp
+        self.autoPinCpus = autoPinCpus
+        self.numCores = numCores()
+        self.nextCore = 0
+        self.listenPort = listenPort
+        self.waitConn = waitConnected
+        self.hosts = []
+        self.switches = []
+        self.controllers = []
+        self.links = []
+        self.nameToNode = {}
+        self.terms = []
+        self.conn = None
+        self.hymnRun = None
+        self.built = False
+        self.stopped = False
+        self._adopt = []
+        Mininet.init()
+        if topo and build:
+            self.build()
+
+    # --- nodes -----------------------------------------------------------
+
+    def _own(self, node):
+        node.net = self
+        self.nameToNode[node.name] = node
+        if self.built:
+            self._deployNode(node)
+        return node
+
+    def addHost(self, name, cls=None, **params):
+        "Add a host (to the running network if it was built)."
+        defaults = {'ip': ipAdd(self.nextIP, ipBaseNum=self.ipBaseNum,
+                                prefixLen=self.prefixLen) +
+                    '/%s' % self.prefixLen}
+        if self.autoSetMacs:
+            defaults['mac'] = macColonHex(self.nextIP)
+        if self.autoPinCpus:
+            defaults['cores'] = self.nextCore
+            self.nextCore = (self.nextCore + 1) % self.numCores
+        self.nextIP += 1
+        defaults.update(params)
+        if not cls:
+            cls = self.host
+        h = cls(name, **defaults)
+        self.hosts.append(h)
+        return self._own(h)
+
+    def addSwitch(self, name, cls=None, **params):
+        "Add a switch (to the running network if it was built)."
+        defaults = {'listenPort': self.listenPort,
+                    'inNamespace': self.inNamespace}
+        defaults.update(params)
+        if not cls:
+            cls = self.switch
+        sw = cls(name, **defaults)
+        if not self.inNamespace and self.listenPort:
+            self.listenPort += 1
+        self.switches.append(sw)
+        return self._own(sw)
+
+    def addController(self, name='c0', controller=None, **params):
+        "Add a controller (hymn runs it for OpenFlow switches)."
+        if not controller:
+            controller = self.controller
+        if isinstance(name, Controller):
+            c = name
+            name = c.name
+        else:
+            c = controller(name, **params)
+        if c:
+            self.controllers.append(c)
+            c.net = self
+            self.nameToNode[name] = c
+            if self.built:
+                _unsupported('addController on a running network',
+                             'add controllers before build()/start()')
+        return c
+
+    def addNAT(self, name='nat0', connect=True, inNamespace=False,
+               **params):
+        "Add Mininet's NAT node: hymn masquerades the hosts' traffic."
+        from mininet.nodelib import NAT
+        nat = self.addHost(name, cls=NAT, inNamespace=True,
+                           subnet=self.ipBase, **params)
+        if connect:
+            if not isinstance(connect, Node):
+                connect = self.switches[0]
+            self.addLink(nat, connect)
+            natIP = nat.params['ip'].split('/')[0]
+            for host in self.hosts:
+                if host.inNamespace and host is not nat:
+                    host.params.setdefault('defaultRoute', 'via %s' % natIP)
+        return nat
+
+    def addNode(self, name, cls=Node, **params):
+        return self.addHost(name, cls=cls, **params)
+
+    def delNode(self, node, nodes=None):
+        if self.built:
+            self.conn.request('delNode', name=node.name)
+        for lst in (self.hosts, self.switches, self.controllers):
+            if node in lst:
+                lst.remove(node)
+        for link in list(self.links):
+            if node in (link.intf1.node, link.intf2.node):
+                self.links.remove(link)
+        self.nameToNode.pop(node.name, None)
+        node.stop()
+
+    def delHost(self, host):
+        self.delNode(host)
+
+    def delSwitch(self, switch):
+        self.delNode(switch)
+
+    def delController(self, controller):
+        self.delNode(controller)
+
+    def getNodeByName(self, *args):
+        if len(args) == 1:
+            return self.nameToNode[args[0]]
+        return [self.nameToNode[n] for n in args]
+
+    def get(self, *args):
+        return self.getNodeByName(*args)
+
+    def __getitem__(self, key):
+        return self.nameToNode[key]
+
+    def __delitem__(self, key):
+        self.delNode(self.nameToNode[key])
+
+    def __iter__(self):
+        for node in self.hosts + self.switches + self.controllers:
+            yield node.name
+
+    def __len__(self):
+        return len(self.hosts) + len(self.switches) + len(self.controllers)
+
+    def __contains__(self, item):
+        return item in self.nameToNode
+
+    def keys(self):
+        return list(self)
+
+    def values(self):
+        return [self[n] for n in self]
+
+    def items(self):
+        return zip(self.keys(), self.values())
+
+    @staticmethod
+    def randMac():
+        import random
+        return macColonHex(random.randint(1, 2 ** 48 - 1) & 0xfeffffffffff |
+                           0x020000000000)
+
+    # --- links -----------------------------------------------------------
+
+    def addLink(self, node1, node2, port1=None, port2=None, cls=None,
+                **params):
+        "Add a link (to the running network if it was built)."
+        node1 = node1 if not isinstance(node1, BaseString) else self[node1]
+        node2 = node2 if not isinstance(node2, BaseString) else self[node2]
+        options = dict(params)
+        if port1 is not None:
+            options['port1'] = port1
+        if port2 is not None:
+            options['port2'] = port2
+        cls = self.link if cls is None else cls
+        options.setdefault('intf', self.intf)
+        link = cls(node1, node2, **options)
+        self.links.append(link)
+        return link
+
+    def delLink(self, link):
+        if self.built:
+            link.delete()
+        self.links.remove(link)
+
+    def linksBetween(self, node1, node2):
+        return [link for link in self.links
+                if (node1, node2) in ((link.intf1.node, link.intf2.node),
+                                      (link.intf2.node, link.intf1.node))]
+
+    def delLinkBetween(self, node1, node2, index=0, allLinks=False):
+        links = self.linksBetween(node1, node2)
+        if not allLinks:
+            links = [links[index]]
+        for link in links:
+            self.delLink(link)
+        return links
+
+    # --- building ----------------------------------------------------------
+
+    def configHosts(self):
+        "Call each host's config() (Mininet's configDefault)."
+        for host in self.hosts:
+            info(host.name + ' ')
+            host.configDefault()
+        info('\n')
+
+    def buildFromTopo(self, topo=None):
+        "Add the topology's nodes and links, printing Mininet's lines."
+        info('*** Creating network\n')
+        if not self.controllers and self.controller:
+            info('*** Adding controller\n')
+            classes = self.controller
+            if not isinstance(classes, list):
+                classes = [classes]
+            for i, cls in enumerate(classes):
+                if isinstance(cls, Controller):
+                    self.addController(cls)
+                else:
+                    self.addController('c%d' % i, cls)
+        info('*** Adding hosts:\n')
+        for hostName in topo.hosts():
+            self.addHost(hostName, **topo.nodeInfo(hostName))
+            info(hostName + ' ')
+        info('\n*** Adding switches:\n')
+        for switchName in topo.switches():
+            params = topo.nodeInfo(switchName)
+            cls = params.get('cls', self.switch)
+            self.addSwitch(switchName, **params)
+            info(switchName + ' ')
+        info('\n*** Adding links:\n')
+        for srcName, dstName, params in topo.links(sort=True,
+                                                    withInfo=True):
+            self.addLink(**params)
+            info('(%s, %s) ' % (srcName, dstName))
+        info('\n')
+
+    def configureControlNetwork(self):
+        "Switches and controllers reach each other through hymn."
+
+    def _switchKind(self):
+        forced = _hymn.defaults()['switch']
+        if forced:
+            return forced
+        kinds = []
+        for s in self.switches:
+            k = getattr(s, 'hymnKind', 'lxbr')
+            if k not in kinds:
+                kinds.append(k)
+        if not kinds:
+            cls = self.switch
+            k = getattr(cls, 'hymnKind', None)
+            if k is None:
+                try:
+                    k = getattr(cls('s0'), 'hymnKind', 'lxbr')
+                except Exception:
+                    k = 'lxbr'
+            return k
+        if len(kinds) > 1:
+            warn('*** hymn: switches of kinds %s in one network: all are '
+                 'built as %s\n' % (', '.join(kinds), kinds[0]))
+        return kinds[0]
+
+    def _nodeSpec(self, node):
+        kind = getattr(node, 'kind', 'host')
+        return {'name': node.name, 'kind': kind,
+                'params': node.hymnParams()}
+
+    def _linkSpec(self, link):
+        return {'node1': link.intf1.node.name, 'node2': link.intf2.node.name,
+                'port1': link.port1, 'port2': link.port2,
+                'params': link.hymnParams()}
+
+    def _connect(self):
+        if self.conn is None:
+            self.conn = _hymn.Connection()
+        return self.conn
+
+    def _ensureBuilt(self, why=''):
+        if not self.built:
+            debug('*** %s needs the network: building it\n' % why)
+            self.build()
+
+    def _absorb(self, infos):
+        "Take hymn's view of the nodes: backend, MACs, namespaces."
+        byName = dict((n['name'], n) for n in infos)
+        for name, node in self.nameToNode.items():
+            ni = byName.get(name)
+            if ni is None:
+                continue
+            node.hymn = ni
+            for ii in ni.get('intfs') or []:
+                intf = node.nameToIntf.get(ii['name'])
+                if intf is None:
+                    continue
+                if ii.get('ip'):
+                    intf.ip, intf.prefixLen = ii['ip'], ii.get('prefixLen')
+                if ii.get('mac'):
+                    intf.mac = ii['mac']
+
+    def build(self):
+        "Build the network: the topology's nodes, then hymn builds it all."
+        if self.topo:
+            self.buildFromTopo(self.topo)
+        if self.inNamespace:
+            self.configureControlNetwork()
+        kind = self._switchKind()
+        d = _hymn.defaults()
+        controllers = []
+        if kind == 'ovsk':
+            for c in self.controllers:
+                spec = c.hymnSpecString()
+                if spec:
+                    controllers.append({'name': c.name, 'spec': spec})
+        nodes = [self._nodeSpec(n) for n in self.hosts + self.switches]
+        links = [self._linkSpec(l) for l in self.links]
+        conn = self._connect()
+        res = conn.request('build', nodes=nodes, links=links,
+                           controllers=controllers, options={
+                               'switch': kind, 'nodes': d['nodes'],
+                               'links': d['links'], 'ipBase': self.ipBase,
+                               'autoSetMacs': self.autoSetMacs,
+                               'autoStaticArp': self.autoStaticArp})
+        self.hymnRun = res["run"]
+        self.built = True
+        for link in self.links:
+            link.deployed = True
+        self._absorb(res['nodes'])
+        for intf in _pendingAdopt + self._adopt:
+            self._adoptIntf(intf)
+        del _pendingAdopt[:]
+        info('*** Configuring hosts\n')
+        self.configHosts()
+
+    def _deployNode(self, node):
+        res = self.conn.request('addNode', **self._nodeSpec(node))
+        self._absorb([res])
+
+    def _deployLink(self, link):
+        spec = self._linkSpec(link)
+        res = self.conn.request('addLink', **spec)
+        link.deployed = True
+        self._absorb([res['node1'], res['node2']])
+
+    def _adoptIntf(self, intf):
+        if not self.built:
+            self._adopt.append(intf)
+            return
+        res = self.conn.request('adoptIntf', node=intf.node.name,
+                                name=intf.name,
+                                ip=intf.params.get('ip') or '')
+        self._absorb([res])
+
+    # --- running -----------------------------------------------------------
+
+    def start(self):
+        "Start controllers and switches (building first if needed)."
+        if not self.built:
+            self.build()
+        info('*** Starting controller\n')
+        for controller in self.controllers:
+            info(controller.name + ' ')
+        self.conn.request('start')
+        for controller in self.controllers:
+            controller.start()
+        info('\n')
+        info('*** Starting %s switches\n' % len(self.switches))
+        for switch in self.switches:
+            info(switch.name + ' ')
+            switch.start(self.controllers)
+        info('\n')
+        if self.waitConn:
+            self.waitConnected(self.waitConn)
+
+    def stop(self):
+        "Stop everything and have hymn remove the network."
+        if self.stopped:
+            return
+        self.stopped = True
+        info('*** Stopping %i controllers\n' % len(self.controllers))
+        for controller in self.controllers:
+            info(controller.name + ' ')
+            controller.stop()
+        info('\n')
+        info('*** Stopping %i links\n' % len(self.links))
+        for link in self.links:
+            info('.')
+            link.stop()
+        info('\n')
+        info('*** Stopping %i switches\n' % len(self.switches))
+        for switch in self.switches:
+            info(switch.name + ' ')
+            switch.stop()
+        info('\n')
+        info('*** Stopping %i hosts\n' % len(self.hosts))
+        for host in self.hosts:
+            info(host.name + ' ')
+            host.terminate()
+        if self.conn is not None:
+            try:
+                self.conn.request('stop')
+            finally:
+                self.conn.close()
+        info('\n*** Done\n')
+
+    def waitConnected(self, timeout=None, delay=.5):
+        "Wait for the switches to connect to their controllers."
+        info('*** Waiting for switches to connect\n')
+        self.conn.request('waitConnected')
+        for switch in self.switches:
+            info('%s ' % switch)
+        info('\n')
+        return True
+
+    def run(self, test, *args, **kwargs):
+        "Start, run test, stop; return the test's result."
+        self.start()
+        info('*** Running test\n')
+        result = test(*args, **kwargs)
+        self.stop()
+        return result
+
+    def monitor(self, hosts=None, timeoutms=-1):
+        "Yield (host, line) from the hosts' shells as output arrives."
+        if hosts is None:
+            hosts = self.hosts
+        poller = select.poll()
+        h1 = hosts[0]
+        for host in hosts:
+            poller.register(host.stdout)
+        while True:
+            ready = poller.poll(timeoutms)
+            for fd, event in ready:
+                host = h1.outToNode[fd]
+                if event & select.POLLIN:
+                    line = host.readline()
+                    if line is not None:
+                        yield host, line
+            if not ready:
+                yield None, None
+
+    def staticArp(self):
+        for src in self.hosts:
+            for dst in self.hosts:
+                if src != dst:
+                    src.setARP(ip=dst.IP(), mac=dst.MAC())
+
+    # --- tests -----------------------------------------------------------
+
+    def _pingResults(self, hosts, timeout):
+        self._ensureBuilt('ping')
+        names = [h.name for h in hosts if h.intfs]
+        return self.conn.request('ping', hosts=names,
+                                 timeout=float(timeout or 0))
+
+    def _pingRows(self, hosts, results):
+        got = {}
+        for r in results:
+            got[(r['src'], r['dst'])] = r
+        for node in hosts:
+            output('%s -> ' % node.name)
+            for dest in hosts:
+                if node != dest:
+                    r = got.get((node.name, dest.name))
+                    received = r['received'] if r else 0
+                    output(('%s ' % dest.name) if received else 'X ')
+            output('\n')
+
+    def ping(self, hosts=None, timeout=None):
+        "Ping between all the hosts; return the percentage dropped."
+        packets = lost = 0
+        ploss = None
+        if not hosts:
+            hosts = self.hosts
+            output('*** Ping: testing ping reachability\n')
+        results = self._pingResults(hosts, timeout)
+        self._pingRows(hosts, results)
+        for r in results:
+            packets += r['sent']
+            lost += r['sent'] - r['received']
+        if packets > 0:
+            ploss = 100.0 * lost / packets
+            received = packets - lost
+            output("*** Results: %i%% dropped (%d/%d received)\n" %
+                   (ploss, received, packets))
+        else:
+            ploss = 0
+            output("*** Warning: No packets sent\n")
+        return ploss
+
+    def pingFull(self, hosts=None, timeout=None):
+        "Ping between all the hosts; return every pair's figures."
+        all_outputs = []
+        if not hosts:
+            hosts = self.hosts
+            output('*** Ping: testing ping reachability\n')
+        results = self._pingResults(hosts, timeout)
+        self._pingRows(hosts, results)
+        output("*** Results: \n")
+        for r in results:
+            src, dest = self[r['src']], self[r['dst']]
+            out = (r['sent'], r['received'], r['rttmin'], r['rttavg'],
+                   r['rttmax'], r['rttdev'])
+            all_outputs.append((src, dest, out))
+            output(" %s->%s: %s/%s, " % (src, dest, r['sent'],
+                                        r['received']))
+            output("rtt min/avg/max/mdev %0.3f/%0.3f/%0.3f/%0.3f ms\n" %
+                   (r['rttmin'], r['rttavg'], r['rttmax'], r['rttdev']))
+        return all_outputs
+
+    def pingAll(self, timeout=None):
+        return self.ping(timeout=timeout)
+
+    def pingPair(self):
+        return self.ping(hosts=self.hosts[:2])
+
+    def pingAllFull(self):
+        return self.pingFull()
+
+    def pingPairFull(self):
+        return self.pingFull(hosts=self.hosts[:2])
+
+    def iperf(self, hosts=None, l4Type='TCP', udpBw='10M', fmt=None,
+              seconds=5, port=5001):
+        "Measure TCP (or UDP) bandwidth; return [server, client] rates."
+        self._ensureBuilt('iperf')
+        hosts = hosts or [self.hosts[0], self.hosts[-1]]
+        assert len(hosts) == 2
+        client, server = hosts
+        output('*** Iperf: testing', l4Type, 'bandwidth between',
+               client, 'and', server, '\n')
+        if l4Type not in ('TCP', 'UDP'):
+            raise Exception('Unexpected l4 type: %s' % l4Type)
+        res = self.conn.request('iperf', client=client.name,
+                                server=server.name, seconds=seconds,
+                                udp=(l4Type == 'UDP'), udpBw=udpBw)
+        result = [res['serverText'], res['clientText']]
+        if l4Type == 'UDP':
+            result.insert(0, udpBw)
+        output('*** Results: %s\n' % result)
+        return result
+
+    def runCpuLimitTest(self, cpu, duration=5):
+        """Run a busy loop on every host for duration s; return the CPU
+        share each got (percent of the machine), printed as Mininet's."""
+        pct = cpu * 100
+        info('*** Testing CPU %.0f%% bandwidth limit\n' % pct)
+        hosts = self.hosts
+        cores = numCores()
+        for h in hosts:
+            for _ in range(cores):
+                h.cmd('while true; do a=1; done &')
+        usage = lambda h: _cpuUsage(h)
+        before = [usage(h) for h in hosts]
+        t0 = time.time()
+        time.sleep(duration)
+        elapsed = time.time() - t0
+        after = [usage(h) for h in hosts]
+        fractions = []
+        for b, a in zip(before, after):
+            if a is None or b is None:
+                fractions.append(None)
+            else:
+                fractions.append(100.0 * (a - b) / 1e6 / elapsed / cores)
+        for h in hosts:
+            h.cmd('kill %%1 2>/dev/null; kill $(jobs -p) 2>/dev/null; wait')
+        output('*** Results: %s\n' % fractions)
+        return fractions
+
+    def configLinkStatus(self, src, dst, status):
+        "Bring the links between src and dst up or down."
+        if src not in self.nameToNode:
+            error('src not in network: %s\n' % src)
+            return
+        if dst not in self.nameToNode:
+            error('dst not in network: %s\n' % dst)
+            return
+        self._ensureBuilt('configLinkStatus')
+        try:
+            self.conn.request('linkStatus', node1=src, node2=dst,
+                              status=status)
+        except _hymn.HymnError as e:
+            if 'not connected' in str(e):
+                error('src and dst not connected: %s %s\n' % (src, dst))
+            else:
+                error('link status change failed: %s\n' % e)
+
+    def interact(self):
+        "Start, run the CLI, stop."
+        from mininet.cli import CLI
+        self.start()
+        result = CLI(self)
+        self.stop()
+        return result
+
+    inited = False
+
+    @classmethod
+    def init(cls):
+        cls.inited = True
+
+
+def _cpuUsage(host):
+    d = (host.hymn or {}).get('cgroup')
+    if not d:
+        return None
+    try:
+        with open(os.path.join(d, 'cpu.stat')) as f:
+            for line in f:
+                k, v = line.split()
+                if k == 'usage_usec':
+                    return int(v)
+    except OSError:
+        return None
+    return None
+
+
+class MininetWithControlNet(Mininet):
+    def __init__(self, *args, **kwargs):
+        _unsupported('MininetWithControlNet',
+                     'hymn connects switches and controllers itself; '
+                     'use Mininet')
