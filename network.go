@@ -108,12 +108,12 @@ type Network struct {
 	nodes   map[string]Node
 	links   []*netLink
 	claimed bool
+	built   bool
+	stopped bool
 
 	// switchNote says which switch SwitchAuto chose and why, for Build's
 	// log (switchauto.go); empty when the caller named the kind.
 	switchNote string
-	built   bool
-	stopped bool
 
 	// Backend state made on first use (emulated.go, sriovlink.go).
 	emuState atomic.Pointer[helperNS]
@@ -134,7 +134,6 @@ func New(t *topo.Topo, opts Options) (*Network, error) {
 	if opts.CPU != nil && !topo.ValidCPUFraction(opts.CPU.Fraction) && opts.CPU.Fraction != 0 {
 		return nil, fmt.Errorf("cpu=%v: must be a fraction in (0, 1], or -1 for no limit", opts.CPU.Fraction)
 	}
-	n.chooseSwitch() // switchauto.go: before anything asks which kind a switch is
 	plan, err := topo.Resolve(t, topo.AddressOptions{IPBase: opts.IPBase, AutoMAC: opts.AutoMAC})
 	if err != nil {
 		return nil, err
@@ -143,6 +142,7 @@ func New(t *topo.Topo, opts Options) (*Network, error) {
 		opts.Workers = defaultWorkers()
 	}
 	n := &Network{opts: opts, plan: plan, run: owner.NewRunID(), nodes: map[string]Node{}}
+	n.chooseSwitch() // switchauto.go: before anything asks which kind a switch is
 	if err := n.initSDN(t); err != nil {
 		return nil, err
 	}
