@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -130,27 +131,38 @@ func (o *offloadNet) tcpRate(t *testing.T, d time.Duration) float64 {
 // without). Through the emulator the gain measured 1.9–2.6× (loads 3 to
 // 19), with ±25 % between single runs on the shared machine; so the test
 // asks for 1.5×, the plain link's gain less that noise. Both variants take
-// turns, 3 runs each, and their medians are compared.
+// turns (on, off, on, off, ...: the machine's load moves both alike), and
+// the median of the 5 pairs' ratios is judged: a stall or a burst of load
+// from elsewhere spoils the one or two pairs it lands in, not the median.
 func TestEmulatedOffloadsTCPRate(t *testing.T) {
 	on := newOffloadNet(t, true, emulator.DefaultConfig())
 	off := newOffloadNet(t, false, emulator.DefaultConfig())
-	var rOn, rOff []float64
-	for range 3 {
-		rOn = append(rOn, on.tcpRate(t, 2*time.Second))
-		rOff = append(rOff, off.tcpRate(t, 2*time.Second))
+	var rOn, rOff, ratios []float64
+	for range 5 {
+		a := on.tcpRate(t, 1200*time.Millisecond)
+		b := off.tcpRate(t, 1200*time.Millisecond)
+		rOn, rOff = append(rOn, a), append(rOff, b)
+		ratios = append(ratios, a/max(b, 1))
 	}
-	slices.Sort(rOn)
-	slices.Sort(rOff)
-	mOn, mOff := rOn[1], rOff[1]
-	t.Logf("TCP through a zero-delay emulated link: offloads on %.2f Gbit/s %v, off %.2f Gbit/s %v: %.2f×",
-		mOn*8/1e9, gbits(rOn), mOff*8/1e9, gbits(rOff), mOn/mOff)
-	if mOn < 1.5*mOff {
-		t.Errorf("offloads on carries %.2f Gbit/s, less than 1.5 times the %.2f Gbit/s of offloads off", mOn*8/1e9, mOff*8/1e9)
+	sorted := slices.Sorted(slices.Values(ratios))
+	median := sorted[len(sorted)/2]
+	t.Logf("TCP through a zero-delay emulated link, interleaved: offloads on %v Gbit/s, off %v Gbit/s; ratios %s: median %.2f×",
+		gbits(rOn), gbits(rOff), ratioList(ratios), median)
+	if median < 1.5 {
+		t.Errorf("offloads on carries a median %.2f times what offloads off carries (pairs %s), want at least 1.5", median, ratioList(ratios))
 	}
 	st := on.link.Fwd.Stats(emulator.AtoB)
 	if st.Emulator.Sent == 0 || st.Emulator.SentBytes/st.Emulator.Sent < 3000 {
 		t.Errorf("offloads on: %d frames, %d bytes: no super-frames went through", st.Emulator.Sent, st.Emulator.SentBytes)
 	}
+}
+
+func ratioList(r []float64) string {
+	var s []string
+	for _, v := range r {
+		s = append(s, fmt.Sprintf("%.2f", v))
+	}
+	return strings.Join(s, " ")
 }
 
 func gbits(r []float64) []string {

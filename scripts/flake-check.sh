@@ -1,0 +1,229 @@
+#!/usr/bin/env bash
+# scripts/flake-check.sh: runs every test that judges a time, a rate or a
+# ratio of them (delays, RTTs, throughput, pps, wall-clock bounds, schedule
+# steps) many times under the race detector, beside scripts/stall-inject.py
+# (which takes every CPU away for 10-25 ms every 2-6 s, as a shared host
+# does), and prints how many runs of each passed. Exit status 1 when any row
+# is below its count, 2 on a usage error. Needs root (the tests build
+# namespaces; stall-inject runs at SCHED_FIFO 99).
+#
+#   sudo scripts/flake-check.sh                 # every row, -count=10
+#   sudo scripts/flake-check.sh --count 2 --run 'emulator|Schedule'
+#   scripts/flake-check.sh --list               # the rows, nothing run
+#
+# One `go test -race -p 1 -count=N -run '^Test$'` per row, one row at a
+# time, so that no two tests (or packages) measure each other. The DPDK
+# rows run as scripts/test.sh runs them: -tags dpdk, without -race; so does
+# TestGeneratorOutrunsVeth, a property of the generator, which is measured
+# without the race detector (its file is built with !race). A run
+# that skips counts as not passed (a skip proves nothing about stability):
+# it is shown in the table and makes the exit status 1. The -json output of
+# every row is kept in the log directory (printed at the start;
+# FLAKE_LOGDIR sets it).
+#
+# The list below must name every such test: one line per test, its package
+# (a directory of this module) and its name, then any extra go test flags
+# ("norace" drops -race). Tests that judge time only on a virtual clock
+# (emulator/schedule_test.go, sim_test.go, ...) are deterministic and not
+# listed. When a test that measures time is added, add its line here.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$PATH:/usr/local/go/bin"
+
+TESTS=$(cat <<'EOF'
+# The root package: emulated links, schedules and traces, pings, iperf.
+.                     TestEmulatedLinkChange
+.                     TestEmulatedDelayAccuracy
+.                     TestEmulatedLiveChange
+.                     TestEmulatedLoss
+.                     TestEmulatedGilbertElliott
+.                     TestEmulatedPolicer
+.                     TestEmulatorInsertedLive
+.                     TestEmulatedBandwidth
+.                     TestEmulatedOverload
+.                     TestSchedulePingStep
+.                     TestScheduleFromParams
+.                     TestTraceIperf
+.                     TestTraceOutage
+.                     TestMeasurePlainLine
+.                     TestMeasureEmulatedDelay
+.                     TestGeneratorOutrunsVeth         norace
+.                     TestSRIOVEmulatedLink
+.                     TestMixedVMAndNamespaceHosts
+.                     TestPersistentShell
+.                     TestExecAndCancel
+.                     TestDPDKPortsInTopology          -tags=dpdk norace
+# The emulator's forwarder on in-memory and real ports.
+./emulator            TestForwarderDelaysBothDirections
+./emulator            TestForwarderIdleCPU
+./emulator            TestForwarderCoalesces
+./emulator/afpacket   TestPortWaitWakes
+./emulator/dpdk       TestIdleLinkCPU                  -tags=dpdk norace
+./emulator/dpdk       TestForwarderOverWire            -tags=dpdk norace
+./emulator/dpdk       TestAFPacketBetweenNamespaces    -tags=dpdk norace
+./links               TestEmulatedOffloadsTCPRate
+./measure             TestLoopback
+./measure             TestZeroLossSearch
+./internal/stallwatch TestSeesAStoppedProcess
+# Split networks: cut links in VXLAN between two "machines".
+./cluster             TestVXLANAcrossMachines
+./cluster             TestVXLANEmulatedCutLink
+./cluster             TestVXLANCutLinkDelay
+./cluster             TestVMCutLink
+# Examples whose tests follow a schedule or a trace in real time.
+./examples/satellite  TestSatelliteSteps
+./examples/evening    TestEveningDay
+./examples/cellular   TestCellularFollowsTrace
+# Wall-clock bounds: refusals within a second, cancellation, grace times.
+./cli                 TestBadInputEndToEnd
+./cli                 TestInterruptWhileLoading
+./cli                 TestMNTestNoneUnderTwoSeconds
+./cli                 TestShellForgeryAndCtrlCBinary
+./internal/owner      TestStopWaitsUntilProcessesExit
+./internal/owner      TestWaitExitNeverSignals
+./internal/shellproc  TestShellForgedMarkerBash
+./internal/shellproc  TestShellForgedMarkerNode
+./internal/shellproc  TestShellInterrupt
+./topo                TestBuiltinSizeLimit
+./topo                TestFileSizeLimit
+./topo                TestCustomLimits
+./hymntest            TestWaitFor
+./vm                  TestParseParamsBounds
+./vm                  TestBuildImageCached
+./vm                  TestQMPGreetingNeverComes
+./vm                  TestAgentShellCancel
+./vm                  TestWatchBootStarved
+./vm                  TestSchedstatDelaysRealContention
+./vm                  TestVMBootTimeoutLeavesNothing
+EOF
+)
+
+usage() {
+  cat <<'EOF'
+usage: scripts/flake-check.sh [--count N] [--run REGEXP] [--list]
+  --count N     runs per test (default 10)
+  --run REGEXP  only the rows whose "package test" line matches REGEXP (grep -E)
+  --list        print the rows and exit
+EOF
+}
+
+count=10
+filter=""
+list=false
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --count) [ $# -ge 2 ] || { usage >&2; exit 2; }; count=$2; shift 2 ;;
+    --count=*) count=${1#--count=}; shift ;;
+    --run) [ $# -ge 2 ] || { usage >&2; exit 2; }; filter=$2; shift 2 ;;
+    --run=*) filter=${1#--run=}; shift ;;
+    --list) list=true; shift ;;
+    -h | --help) usage; exit 0 ;;
+    *) echo "flake-check: unknown argument $1" >&2; usage >&2; exit 2 ;;
+  esac
+done
+case "$count" in
+  '' | *[!0-9]* | 0) echo "flake-check: --count wants a positive number, not '$count'" >&2; exit 2 ;;
+esac
+
+rows=$(printf '%s\n' "$TESTS" | grep -v '^#' | grep -v '^[[:space:]]*$')
+if [ -n "$filter" ]; then
+  # The filter sees "package test", with the package as listed.
+  rows=$(printf '%s\n' "$rows" | awk '{print $1" "$2"\t"$0}' | { grep -E -- "$(printf '%s' "$filter" | sed 's/\t/ /g')" || true; } | cut -f2-)
+  if [ -z "$rows" ]; then
+    echo "flake-check: no row matches '$filter' (see --list)" >&2
+    exit 2
+  fi
+fi
+if $list; then
+  printf '%s\n' "$rows"
+  exit 0
+fi
+if [ "$(id -u)" -ne 0 ]; then
+  echo "flake-check: needs root (the tests build namespaces; stall-inject runs at SCHED_FIFO 99)" >&2
+  exit 2
+fi
+
+logdir=${FLAKE_LOGDIR:-/var/tmp/hymn-flake-check.$(date -u +%Y%m%dT%H%M%SZ)}
+mkdir -p "$logdir"
+echo "*** flake-check: $(printf '%s\n' "$rows" | wc -l) tests, -count=$count each, beside scripts/stall-inject.py; logs in $logdir"
+
+inject=""
+stop_inject() {
+  if [ -n "$inject" ]; then
+    # stall-inject's SIGTERM handler stops its per-CPU children.
+    kill -TERM "$inject" 2>/dev/null || true
+    wait "$inject" 2>/dev/null || true
+    inject=""
+  fi
+}
+trap stop_inject EXIT
+trap 'stop_inject; exit 130' INT
+trap 'stop_inject; exit 143' TERM
+python3 scripts/stall-inject.py -v 2>>"$logdir/stall-inject.txt" &
+inject=$!
+sleep 0.5
+if ! kill -0 "$inject" 2>/dev/null; then
+  echo "flake-check: scripts/stall-inject.py did not start:" >&2
+  cat "$logdir/stall-inject.txt" >&2
+  exit 1
+fi
+
+# count_runs FILE TEST prints "passed failed skipped" for the top-level
+# test TEST in a go test -json stream.
+count_runs() {
+  python3 - "$1" "$2" <<'EOF'
+import json, sys
+path, name = sys.argv[1], sys.argv[2]
+n = {"pass": 0, "fail": 0, "skip": 0}
+with open(path, errors="replace") as f:
+    for line in f:
+        try:
+            ev = json.loads(line)
+        except ValueError:
+            continue
+        test = ev.get("Test", "")
+        if test == name and ev.get("Action") in n:
+            n[ev["Action"]] += 1
+print(n["pass"], n["fail"], n["skip"])
+EOF
+}
+
+table=()
+bad=0
+start=$(date +%s)
+while read -r pkg name flags; do
+  args=(-json -p 1 -count="$count" -timeout 60m -run "^${name}\$")
+  race=(-race)
+  for f in $flags; do
+    case "$f" in
+      norace) race=() ;;
+      *) args+=("$f") ;;
+    esac
+  done
+  out="$logdir/$(printf '%s' "${pkg#./}" | tr '/.' '__')-$name.json"
+  t0=$(date +%s)
+  go test "${race[@]}" "${args[@]}" "$pkg" >"$out" 2>&1 || true
+  read -r passed failed skipped < <(count_runs "$out" "$name")
+  note=""
+  [ "$failed" -gt 0 ] && note+=" $failed failed"
+  [ "$skipped" -gt 0 ] && note+=" $skipped skipped"
+  if [ "$passed" -lt "$count" ]; then
+    bad=1
+    [ "$((passed + failed + skipped))" -lt "$count" ] && note+=" $((count - passed - failed - skipped)) not run (build error, panic or timeout: see the log)"
+  fi
+  line=$(printf '%3d/%-3d %-22s %s%s' "$passed" "$count" "$pkg" "$name" "${note:+  (${note# })}")
+  table+=("$line")
+  echo "$line  [$(($(date +%s) - t0)) s]"
+  if [ "$passed" -lt "$count" ]; then echo "        log: $out"; fi
+done <<<"$rows"
+stop_inject
+stalls=$(grep -c 'stalled' "$logdir/stall-inject.txt" 2>/dev/null || true)
+
+echo
+echo "*** flake-check: passes per test, -race -count=$count beside stall-inject ($stalls stalls injected in $(($(date +%s) - start)) s)"
+printf '%s\n' "${table[@]}"
+if [ "$bad" -ne 0 ]; then
+  echo "*** flake-check: some tests passed fewer than $count of $count runs; their go test -json output is in $logdir"
+  exit 1
+fi
+echo "*** flake-check: every test passed $count of $count"
