@@ -363,6 +363,11 @@ func TestStopWaitsUntilProcessesExit(t *testing.T) {
 // WaitExit waits for processes to exit on their own and never signals
 // them.
 func TestWaitExitNeverSignals(t *testing.T) {
+	// The clock starts before the short sleep does, so a correct WaitExit
+	// returns 300 ms after it at the earliest, however long the machine
+	// takes to start the two processes (started before them, a stall or
+	// a slow fork between them shortened the interval measured).
+	t0 := time.Now()
 	short, err := os.StartProcess("/bin/sleep", []string{"sleep", "0.3"}, &os.ProcAttr{})
 	if err != nil {
 		t.Fatal(err)
@@ -372,12 +377,11 @@ func TestWaitExitNeverSignals(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { long.Kill(); long.Wait() }()
-	t0 := time.Now()
 	if err := WaitExit([]int{short.Pid}, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if took := time.Since(t0); took < 250*time.Millisecond {
-		t.Errorf("WaitExit returned after %v, before the process exited", took)
+	if took := time.Since(t0); took < 300*time.Millisecond {
+		t.Errorf("WaitExit returned %v after the process started, before its 300 ms sleep ended", took)
 	}
 	if err := WaitExit([]int{long.Pid}, 200*time.Millisecond); err == nil {
 		t.Error("WaitExit on a process that keeps running returned no error")
