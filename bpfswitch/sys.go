@@ -46,19 +46,29 @@ func createMap(mapType, keySize, valueSize, maxEntries, flags uint32, name strin
 	return fd, nil
 }
 
+// The key and value pointers travel inside the attr as integers, which the
+// garbage collector neither sees nor updates: a key on the caller's stack
+// (writePorts' zero) moved with a growing stack before the call, and the
+// kernel read a stale slot (the port list's update failed with E2BIG, an
+// array index beyond the map, when 8 goroutines attached ports at once).
+// bpfsys.Pin moves them to the heap and holds them for the call.
+
 func mapUpdate(fd int, key, value unsafe.Pointer) error {
+	defer bpfsys.Pin(key, value)()
 	attr := mapElemAttr{mapFd: uint32(fd), key: uint64(uintptr(key)), value: uint64(uintptr(value)), flags: bpfAny}
 	_, err := bpf(unix.BPF_MAP_UPDATE_ELEM, unsafe.Pointer(&attr), unsafe.Sizeof(attr))
 	return err
 }
 
 func mapLookup(fd int, key, value unsafe.Pointer) error {
+	defer bpfsys.Pin(key, value)()
 	attr := mapElemAttr{mapFd: uint32(fd), key: uint64(uintptr(key)), value: uint64(uintptr(value))}
 	_, err := bpf(unix.BPF_MAP_LOOKUP_ELEM, unsafe.Pointer(&attr), unsafe.Sizeof(attr))
 	return err
 }
 
 func mapDelete(fd int, key unsafe.Pointer) error {
+	defer bpfsys.Pin(key)()
 	attr := mapElemAttr{mapFd: uint32(fd), key: uint64(uintptr(key))}
 	_, err := bpf(unix.BPF_MAP_DELETE_ELEM, unsafe.Pointer(&attr), unsafe.Sizeof(attr))
 	return err
@@ -67,6 +77,7 @@ func mapDelete(fd int, key unsafe.Pointer) error {
 // mapNextKey writes the key after key (the first one for a nil key) to
 // next; it returns false after the last.
 func mapNextKey(fd int, key, next unsafe.Pointer) (bool, error) {
+	defer bpfsys.Pin(key, next)()
 	attr := mapElemAttr{mapFd: uint32(fd), key: uint64(uintptr(key)), value: uint64(uintptr(next))}
 	_, err := bpf(unix.BPF_MAP_GET_NEXT_KEY, unsafe.Pointer(&attr), unsafe.Sizeof(attr))
 	if errors.Is(err, unix.ENOENT) {

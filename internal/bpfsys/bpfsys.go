@@ -40,6 +40,22 @@ func Syscall(cmd int, attr unsafe.Pointer, size uintptr) (int, error) {
 	return int(r), nil
 }
 
+// Pin keeps the objects at the given addresses where they are until the
+// returned function is called: an address that reaches the kernel as an
+// integer inside an attr (a key, a value, a program's instructions) is
+// invisible to the garbage collector, and an object on a goroutine's stack
+// moves when the stack grows. Pinning moves such an object to the heap (the
+// argument escapes) and keeps it there; nil pointers are skipped.
+func Pin(ptrs ...unsafe.Pointer) (unpin func()) {
+	var p runtime.Pinner
+	for _, ptr := range ptrs {
+		if ptr != nil {
+			p.Pin(ptr)
+		}
+	}
+	return p.Unpin
+}
+
 // ObjName is a kernel object name: at most 15 characters of
 // [A-Za-z0-9_.], others left out.
 func ObjName(s string) [16]byte {
@@ -64,6 +80,7 @@ func ObjName(s string) [16]byte {
 // loads again with a log, for the verifier's last words.
 func LoadProgram(progType uint32, insns []byte, name string) (int, error) {
 	license := []byte("GPL\x00")
+	defer Pin(unsafe.Pointer(&insns[0]), unsafe.Pointer(&license[0]))()
 	attr := progLoadAttr{
 		progType: progType,
 		insnCnt:  uint32(len(insns) / 8),
@@ -80,6 +97,7 @@ func LoadProgram(progType uint32, insns []byte, name string) (int, error) {
 	logBuf := make([]byte, 1<<20)
 	attr.logLevel = 1
 	attr.logSize = uint32(len(logBuf))
+	defer Pin(unsafe.Pointer(&logBuf[0]))()
 	attr.logBuf = uint64(uintptr(unsafe.Pointer(&logBuf[0])))
 	fd, err2 := Syscall(unix.BPF_PROG_LOAD, unsafe.Pointer(&attr), unsafe.Sizeof(attr))
 	runtime.KeepAlive(insns)
