@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/hymn-net/hymn/internal/netnsx"
 	"github.com/hymn-net/hymn/measure"
+	"github.com/hymn-net/hymn/nodes"
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 )
 
 // Measure runs `hymn measure` from host from to host to: UDP at each of
@@ -37,6 +40,15 @@ func (n *Network) Measure(ctx context.Context, from, to string, cfg measure.Conf
 	cfg.Dst = netip.AddrPortFrom(ip, cfg.Dst.Port())
 	cfg.InSender = func(fn func() error) error { return netnsx.Do(src.NsHandle(), fn) }
 	cfg.InReceiver = func(fn func() error) error { return netnsx.Do(dst.NsHandle(), fn) }
+	if cfg.GeneratorRate == nil {
+		// Every report says how fast its generator is, the kind the
+		// trials use, so a rate near it reads as the generator's limit,
+		// not the path's.
+		cfg.GeneratorRate = func(g measure.Generator) (float64, error) {
+			r, err := n.GeneratorRate(ctx, from, cfg.Frame, g, measure.GeneratorCheckDefault)
+			return r.PPS, err
+		}
+	}
 	rep, err := measure.Run(ctx, cfg)
 	if rep != nil {
 		rep.From, rep.To = from, to
@@ -47,16 +59,72 @@ func (n *Network) Measure(ctx context.Context, from, to string, cfg measure.Conf
 	return rep, nil
 }
 
-// GeneratorRate measures what the measure generator sends from host on one
-// core with nothing in its way: a veth pair whose peer stays down, with a
-// permanent neighbour in 198.18.0.0/15 (RFC 2544's benchmarking range), is
-// added to the host for d and removed after, so every packet goes through
-// the UDP stack and veth's transmit and is dropped there (this kernel has
-// no dummy driver). Packets/s.
-func (n *Network) GeneratorRate(ctx context.Context, host string, frame int, d time.Duration) (float64, error) {
+// GeneratorRate measures what the measure generator g (measure.GenAuto:
+// the one a measurement from host would use) sends from host on one core
+// with nothing in its way. See withSink for where the packets go.
+func (n *Network) GeneratorRate(ctx context.Context, host string, frame int, g measure.Generator, d time.Duration) (measure.GeneratorResult, error) {
+	var out measure.GeneratorResult
+	err := n.withSink(host, func(in measure.RunFunc, dst netip.AddrPort) error {
+		var err error
+		out, err = measure.GeneratorRate(ctx, in, dst, frame, g, d)
+		return err
+	})
+	return out, err
+}
+
+// CompareGenerators measures every generator alone from host, side by
+// side: rounds rounds of d each, the generators interleaved in each
+// round, so a change in the machine's load shows in all of them alike.
+// Each result is the median of its rounds; a generator that cannot run
+// on this kernel is left out.
+func (n *Network) CompareGenerators(ctx context.Context, host string, frame, rounds int, d time.Duration) ([]measure.GeneratorResult, error) {
+	if rounds < 1 {
+		rounds = 1
+	}
+	rates := make([][]float64, len(measure.Generators))
+	err := n.withSink(host, func(in measure.RunFunc, dst netip.AddrPort) error {
+		for range rounds {
+			for i, g := range measure.Generators {
+				r, err := measure.GeneratorRate(ctx, in, dst, frame, g, d)
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				if err == nil {
+					rates[i] = append(rates[i], r.PPS)
+				}
+			}
+		}
+		return nil
+	})
+	var out []measure.GeneratorResult
+	for i, g := range measure.Generators {
+		if len(rates[i]) > 0 {
+			out = append(out, measure.GeneratorResult{Generator: g.String(), PPS: median(rates[i])})
+		}
+	}
+	return out, err
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// withSink runs fn with a sink for the generator in host: a veth pair
+// (this kernel has no dummy driver), both ends up so the transmit side
+// has carrier (PACKET_QDISC_BYPASS and AF_XDP send only on a link with
+// carrier), and a permanent neighbour in 198.18.0.0/15 (RFC 2544's
+// benchmarking range) whose MAC address is not the peer's: the peer drops
+// every frame at the first step of its receive path (not addressed to
+// it), as cheaply as a path can take a frame. The pair is removed after.
+func (n *Network) withSink(host string, fn func(in measure.RunFunc, dst netip.AddrPort) error) error {
 	node, err := n.NsNode(host)
 	if err != nil {
-		return 0, fmt.Errorf("generator rate: %w", err)
+		return fmt.Errorf("generator rate: %w", err)
 	}
 	const dev = "hymngen0"
 	local := netip.MustParsePrefix("198.18.0.1/30")
@@ -70,11 +138,17 @@ func (n *Network) GeneratorRate(ctx context.Context, host string, frame int, d t
 		if err != nil {
 			return err
 		}
+		p, err := h.LinkByName(dev + "p")
+		if err != nil {
+			return err
+		}
 		if err := h.AddrAdd(l, &netlink.Addr{IPNet: &net.IPNet{IP: local.Addr().AsSlice(), Mask: net.CIDRMask(local.Bits(), 32)}}); err != nil {
 			return err
 		}
-		if err := h.LinkSetUp(l); err != nil {
-			return err
+		for _, x := range []netlink.Link{p, l} {
+			if err := h.LinkSetUp(x); err != nil {
+				return err
+			}
 		}
 		return h.NeighAdd(&netlink.Neigh{LinkIndex: l.Attrs().Index, State: netlink.NUD_PERMANENT, IP: peer.AsSlice(),
 			HardwareAddr: net.HardwareAddr{0x02, 0, 0, 0, 0, 2}})
@@ -86,8 +160,33 @@ func (n *Network) GeneratorRate(ctx context.Context, host string, frame int, d t
 		return nil
 	})
 	if err != nil {
-		return 0, fmt.Errorf("generator rate: sink interface in %s: %w", host, err)
+		return fmt.Errorf("generator rate: sink interface in %s: %w", host, err)
 	}
-	return measure.GeneratorRate(ctx, func(fn func() error) error { return netnsx.Do(node.NsHandle(), fn) },
-		netip.AddrPortFrom(peer, 9), frame, 0, d)
+	if err := waitCarrier(node, dev); err != nil {
+		return fmt.Errorf("generator rate: %w", err)
+	}
+	return fn(func(fn func() error) error { return netnsx.Do(node.NsHandle(), fn) }, netip.AddrPortFrom(peer, 9))
+}
+
+// waitCarrier waits up to a second for dev in node to report carrier
+// (a veth does once both ends are up; the operational state follows).
+func waitCarrier(node *nodes.NsNode, dev string) error {
+	deadline := time.Now().Add(time.Second)
+	for {
+		var up bool
+		node.Netlink(func(h *netlink.Handle) error {
+			l, err := h.LinkByName(dev)
+			if err == nil {
+				up = l.Attrs().RawFlags&unix.IFF_LOWER_UP != 0
+			}
+			return err
+		})
+		if up {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("sink %s has no carrier after 1s", dev)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }

@@ -77,6 +77,14 @@ type Config struct {
 	Batch   int    // packets per sendmmsg call at most (default 64)
 	// NoRealTime keeps the sender thread in the normal scheduling class.
 	NoRealTime bool
+	// Generator is how packets are handed to the kernel (default GenAuto:
+	// the fastest that works on the sender's interface).
+	Generator Generator
+	// GeneratorRate, when set, is called once the sockets are open, before
+	// the first trial, to measure the generator the trials use alone
+	// (packets/s): the report carries it, and the zero-loss search tells
+	// a bound set by the generator from one set by the sender's core.
+	GeneratorRate func(g Generator) (float64, error)
 	// Series keeps up to this many (send time, delay) samples per rate,
 	// evenly thinned, for the time-series plot (default 20000; <0: none).
 	Series int
@@ -97,6 +105,10 @@ type ZeroLossConfig struct {
 	Trial      time.Duration // per trial (default: Config.Duration)
 	Resolution float64       // stop when (hi−lo)/hi ≤ this (default 0.01)
 	MaxTrials  int           // default 20
+	// GeneratorPPS is the generator's own rate (Config.GeneratorRate
+	// fills it): a trial that fell short of its schedule at less than
+	// half of it was not short for want of a faster generator.
+	GeneratorPPS float64
 }
 
 func (c *Config) fill() error {

@@ -22,10 +22,13 @@ type batch struct {
 	iovs []unix.Iovec
 	bufs [][]byte
 	oobs [][]byte
+	// payloads is scratch for a sender that hands out part of each
+	// buffer (the UDP payload behind a raw frame's headers).
+	payloads [][]byte
 }
 
 func newBatch(n, size, oob int) *batch {
-	b := &batch{msgs: make([]mmsghdr, n), iovs: make([]unix.Iovec, n), bufs: make([][]byte, n), oobs: make([][]byte, n)}
+	b := &batch{msgs: make([]mmsghdr, n), iovs: make([]unix.Iovec, n), bufs: make([][]byte, n), oobs: make([][]byte, n), payloads: make([][]byte, n)}
 	for i := range n {
 		b.bufs[i] = make([]byte, size)
 		b.iovs[i].Base = &b.bufs[i][0]
@@ -110,3 +113,21 @@ func realtime() int64  { return clockNs(unix.CLOCK_REALTIME) }
 func monotonic() int64 { return clockNs(unix.CLOCK_MONOTONIC) }
 
 func lockThread() { runtime.LockOSThread() }
+
+// receiverPriority is the receiver thread's SCHED_FIFO priority: one
+// above the sender's and the forwarders' (emulator.RealTimeThread, 1).
+// The receiver only runs when packets wait, and it must get them before
+// its socket buffer fills: at equal priority, a sender that never sleeps
+// (above some 300 kpps it has no gap to sleep in) on the receiver's core
+// starves it for a whole trial, and the socket drops what the link
+// delivered (UdpRcvbufErrors, lost under the link's name).
+const receiverPriority = 2
+
+// receiverThread locks the calling goroutine to its thread (discarded
+// afterwards) and raises it to receiverPriority; without the privilege
+// it stays as it was.
+func receiverThread() {
+	runtime.LockOSThread()
+	param := struct{ prio int32 }{receiverPriority}
+	unix.RawSyscall(unix.SYS_SCHED_SETSCHEDULER, 0, uintptr(unix.SCHED_FIFO), uintptr(unsafe.Pointer(&param)))
+}

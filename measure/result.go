@@ -95,17 +95,33 @@ type ZeroLossTrial struct {
 	SentPPS float64 `json:"sent_pps"`
 	Loss    float64 `json:"loss"`
 	Pass    bool    `json:"pass"`
+	// Short: the generator sent less than 99 % of the schedule.
+	Short bool `json:"generator_short"`
 }
 
 // ZeroLossResult is the highest rate that passed, with its trial.
 type ZeroLossResult struct {
-	Rate      float64         `json:"rate_pps"` // 0 when no rate passed
-	RateBps   float64         `json:"rate_bps"`
-	Tolerance float64         `json:"loss_tolerance"`
-	TrialS    float64         `json:"trial_s"`
-	Limited   bool            `json:"generator_limited"` // a trial failed because the generator fell short
-	Trials    []ZeroLossTrial `json:"trials"`
-	Result    *Result         `json:"result,omitempty"` // the passing trial at Rate
+	Rate      float64 `json:"rate_pps"` // 0 when no rate passed
+	RateBps   float64 `json:"rate_bps"`
+	Tolerance float64 `json:"loss_tolerance"`
+	TrialS    float64 `json:"trial_s"`
+	// Limited: the search's upper bound is a trial that failed only
+	// because the generator fell short (it sent less than 99 % of its
+	// schedule and lost nothing) at a rate the generator alone does not
+	// send twice over, so the path may carry more than Rate. A bound set
+	// by loss is the path's, however the generator did.
+	Limited bool `json:"generator_limited"`
+	// CoreLimited: the bound is a trial that fell short without loss at
+	// less than half the generator's own rate: the sender's core was
+	// taken by the path's kernel work (a veth delivers in the sender's
+	// softirq: the receiving stack runs there) or by other load.
+	CoreLimited bool `json:"sender_core_limited"`
+	// GeneratorPPS is the generator's own rate the search was told.
+	GeneratorPPS float64 `json:"generator_pps,omitempty"`
+	// Short counts the trials the generator did not keep to schedule.
+	Short  int             `json:"generator_short_trials"`
+	Trials []ZeroLossTrial `json:"trials"`
+	Result *Result         `json:"result,omitempty"` // the passing trial at Rate
 }
 
 // Report is a whole experiment.
@@ -115,9 +131,27 @@ type Report struct {
 	Dst      string          `json:"dst"`
 	Results  []*Result       `json:"results"`
 	ZeroLoss *ZeroLossResult `json:"zero_loss,omitempty"`
+	// Generator is what the trials sent with (afxdp, afpacket, udp), and
+	// GeneratorFallback why it is not a faster one.
+	Generator         string `json:"generator"`
+	GeneratorFallback string `json:"generator_fallback,omitempty"`
 	// GeneratorPPS is the generator's own rate from one core, when
-	// measured (Network.GeneratorRate).
+	// measured (Network.GeneratorRate): the highest rate a trial can
+	// offer. Headroom divides it by the zero-loss rate.
 	GeneratorPPS float64 `json:"generator_pps,omitempty"`
+	// Generators holds each generator's own rate, measured side by side
+	// when asked (Network.CompareGenerators).
+	Generators []GeneratorResult `json:"generators,omitempty"`
+}
+
+// Headroom is the generator's own rate over the zero-loss rate (0 when
+// either is unknown): below about 1.1 the search may have found the
+// generator's limit rather than the path's.
+func (r *Report) Headroom() float64 {
+	if r.ZeroLoss == nil || r.ZeroLoss.Rate <= 0 || r.GeneratorPPS <= 0 {
+		return 0
+	}
+	return r.GeneratorPPS / r.ZeroLoss.Rate
 }
 
 // Run opens a session, runs one trial per rate and, if configured, the
@@ -128,7 +162,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	defer s.Close()
-	rep := &Report{Dst: s.cfg.Dst.String(), Results: []*Result{}}
+	rep := &Report{Dst: s.cfg.Dst.String(), Results: []*Result{}, Generator: s.Generator().String(), GeneratorFallback: s.Fallback()}
+	if s.cfg.GeneratorRate != nil {
+		if rep.GeneratorPPS, err = s.cfg.GeneratorRate(s.Generator()); err != nil {
+			return rep, fmt.Errorf("generator alone: %w", err)
+		}
+	}
 	for _, rate := range s.cfg.Rates {
 		r, err := s.Trial(ctx, rate, s.cfg.Duration)
 		if err != nil {
@@ -140,7 +179,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}
 	if s.cfg.ZeroLoss != nil {
-		zl, err := s.ZeroLoss(ctx, *s.cfg.ZeroLoss)
+		z := *s.cfg.ZeroLoss
+		if z.GeneratorPPS == 0 {
+			z.GeneratorPPS = rep.GeneratorPPS
+		}
+		zl, err := s.ZeroLoss(ctx, z)
 		rep.ZeroLoss = zl
 		if err != nil {
 			return rep, err
@@ -159,26 +202,28 @@ func (s *Session) ZeroLoss(ctx context.Context, z ZeroLossConfig) (*ZeroLossResu
 		return nil, err
 	}
 	z = *c.ZeroLoss
-	out := &ZeroLossResult{Tolerance: z.Tolerance, TrialS: z.Trial.Seconds()}
+	out := &ZeroLossResult{Tolerance: z.Tolerance, TrialS: z.Trial.Seconds(), GeneratorPPS: z.GeneratorPPS}
 	lo, hi := 0.0, z.Max
 	rate := z.Max
+	hiShort := false // the trial at hi failed only for the generator
 	for range z.MaxTrials {
 		r, err := s.Trial(ctx, rate, z.Trial)
 		if err != nil {
 			return out, err
 		}
 		pass := r.Loss <= z.Tolerance && r.Achieved() && r.Sent > 0
-		if !r.Achieved() {
-			out.Limited = true
+		short := !r.Achieved()
+		if short {
+			out.Short++
 		}
-		out.Trials = append(out.Trials, ZeroLossTrial{Rate: rate, Sent: r.Sent, SentPPS: r.SentPPS, Loss: r.Loss, Pass: pass})
+		out.Trials = append(out.Trials, ZeroLossTrial{Rate: rate, Sent: r.Sent, SentPPS: r.SentPPS, Loss: r.Loss, Pass: pass, Short: short})
 		if s.cfg.Progress != nil {
 			s.cfg.Progress(r, "zero-loss")
 		}
 		if pass {
 			lo, out.Result = rate, r
 		} else {
-			hi = rate
+			hi, hiShort = rate, short && r.Loss <= z.Tolerance
 		}
 		if lo == z.Max || (lo > 0 && (hi-lo)/hi <= z.Resolution) || (lo == 0 && rate <= z.Min) {
 			break
@@ -187,6 +232,13 @@ func (s *Session) ZeroLoss(ctx context.Context, z ZeroLossConfig) (*ZeroLossResu
 	}
 	out.Rate = lo
 	out.RateBps = lo * WireBits(c.Frame)
+	if hiShort {
+		if z.GeneratorPPS > 0 && hi < z.GeneratorPPS/2 {
+			out.CoreLimited = true
+		} else {
+			out.Limited = true
+		}
+	}
 	return out, nil
 }
 

@@ -32,8 +32,11 @@ type Session struct {
 	cfg  Config
 	rx   int
 	tx   []int
+	snd  sender
 	tag  atomic.Uint32
 	seed uint64
+	// fallback says why the generator is not the fastest one (auto).
+	fallback string
 }
 
 // Open validates cfg and creates the sockets in their namespaces.
@@ -91,7 +94,8 @@ func Open(cfg Config) (*Session, error) {
 				return err
 			}
 		}
-		return nil
+		s.snd, s.fallback, err = openSender(cfg.Generator, s.tx, cfg.Dst, cfg.Frame, cfg.Batch)
+		return err
 	})
 	if err != nil {
 		s.Close()
@@ -100,11 +104,22 @@ func Open(cfg Config) (*Session, error) {
 	return s, nil
 }
 
+// Generator is the generator the session's trials send with.
+func (s *Session) Generator() Generator { return s.snd.kind() }
+
+// Fallback says why the session does not use the fastest generator
+// ("" when it does or one was asked for).
+func (s *Session) Fallback() string { return s.fallback }
+
 // Close releases the sockets.
 func (s *Session) Close() error {
 	if s.rx >= 0 {
 		unix.Close(s.rx)
 		s.rx = -1
+	}
+	if s.snd != nil {
+		s.snd.close()
+		s.snd = nil
 	}
 	for _, fd := range s.tx {
 		unix.Close(fd)
@@ -139,7 +154,7 @@ func (s *Session) Trial(ctx context.Context, rate float64, d time.Duration) (*Re
 	stop := make(chan int64, 1)
 	rxDone := make(chan error, 1)
 	go func() {
-		emulator.RealTimeThread(0)
+		receiverThread()
 		rxDone <- rx.run(s.rx, stop)
 	}()
 	sdone := make(chan sendStats, 1)
@@ -188,8 +203,6 @@ func (s *Session) Trial(ctx context.Context, rate float64, d time.Duration) (*Re
 
 func (s *Session) send(ctx context.Context, rate float64, d time.Duration, tag uint16) sendStats {
 	c := &s.cfg
-	payload := c.Frame - frameHeaders
-	b := newBatch(c.Batch, payload, 0)
 	interval := 1e9 / rate
 	var warmN uint64
 	if c.Warmup > 0 {
@@ -243,9 +256,11 @@ func (s *Session) send(ctx context.Context, rate float64, d time.Duration, tag u
 			continue
 		}
 		stamp := realtime()
+		bufs := s.snd.prepare(c.Batch, flow)
+		flow = (flow + 1) % len(s.tx)
 		k := 0
-		for k < c.Batch && due(i) <= float64(now) {
-			buf := b.bufs[k]
+		for k < len(bufs) && due(i) <= float64(now) {
+			buf := bufs[k]
 			seq := i - warmN
 			if i < warmN {
 				seq = i | warmFlag
@@ -259,33 +274,26 @@ func (s *Session) send(ctx context.Context, rate float64, d time.Duration, tag u
 				nextDue += rng.ExpFloat64() * interval
 			}
 		}
-		fd := s.tx[flow]
-		flow = (flow + 1) % len(s.tx)
-		sentHere := 0
-		for sentHere < k {
-			n, err := sendmmsg(fd, b, sentHere, k-sentHere)
-			if err != nil {
-				if errors.Is(err, unix.EINTR) {
-					continue
+		if k == 0 {
+			// No slot free (a ring the kernel has not drained): the due
+			// packets stay due; a generator that cannot catch up shows as
+			// sent < planned.
+			continue
+		}
+		taken := 0
+		err := s.snd.commit(k, func(buf []byte) {
+			taken++
+			if binary.LittleEndian.Uint64(buf)&warmFlag == 0 {
+				if st.sent == 0 {
+					st.firstReal = stamp
 				}
-				if errors.Is(err, unix.ENOBUFS) || errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.ECONNREFUSED) {
-					// This packet was not sent: skip it.
-					st.errs++
-					sentHere++
-					continue
-				}
-				st.err = fmt.Errorf("sending: %w", err)
-				return st
+				st.sent++
 			}
-			for j := sentHere; j < sentHere+n; j++ {
-				if binary.LittleEndian.Uint64(b.bufs[j])&warmFlag == 0 {
-					if st.sent == 0 {
-						st.firstReal = stamp
-					}
-					st.sent++
-				}
-			}
-			sentHere += n
+		})
+		st.errs += uint64(k - taken)
+		if err != nil {
+			st.err = err
+			return st
 		}
 	}
 }

@@ -141,9 +141,14 @@ func RunVariant(ctx context.Context, v Variant, o Options) (_ *measure.Report, e
 		return rep, err
 	}
 	if o.Generator {
-		if rep.GeneratorPPS, err = net.GeneratorRate(ctx, "h1", 64, o.Duration); err != nil {
+		// Network.Measure measured the trials' generator briefly; a
+		// longer look, as long as one rate's trial, steadies the headroom.
+		g, _ := measure.ParseGenerator(rep.Generator)
+		gr, err := net.GeneratorRate(ctx, "h1", 64, g, o.Duration)
+		if err != nil {
 			return rep, err
 		}
+		rep.GeneratorPPS = gr.PPS
 	}
 	return rep, nil
 }

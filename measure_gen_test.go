@@ -1,0 +1,77 @@
+//go:build !race
+
+package hymn
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/hymn-net/hymn/internal/testenv"
+	"github.com/hymn-net/hymn/measure"
+)
+
+// TestGeneratorOutrunsVeth: the generator alone (one core, into a sink
+// veth) must send at least three times the zero-loss rate of a plain veth
+// link, so it is never what limits a measurement below what the link
+// carries, and the search must not run into it.
+//
+// Both rates move with the machine's load (other processes share its two
+// cores), so a ratio of one measurement of each is a ratio of two noisy
+// numbers: one rate measured in a quiet second and the other in a busy
+// one moves it by 2x. So the two are measured interleaved, A B A B ...:
+// each round is the generator alone (the report's own measurement, right
+// before the search), the link's zero-loss search, and the generator alone
+// again, and the round's ratio is the mean of the two generator rates
+// that bracket the search over the search's rate. The median of the
+// rounds' ratios is judged: one round hit by a burst of load cannot move
+// it. The file is built without the race detector: the generator's speed
+// is a property of the code as a user runs it, and under -race every Go
+// statement of the send loop costs several times more.
+func TestGeneratorOutrunsVeth(t *testing.T) {
+	testenv.Root(t)
+	ctx := context.Background()
+	n := pairNet(t, nil)
+	const rounds = 5
+	var ratios []float64
+	limited := 0
+	for i := range rounds {
+		// Measure measures the generator alone first (A), then searches
+		// (B), from 4 Mpps: above both rates.
+		rep, err := n.Measure(ctx, "h1", "h2", measure.Config{Duration: 200 * time.Millisecond, Warmup: 50 * time.Millisecond,
+			Drain: 50 * time.Millisecond, Series: -1,
+			ZeroLoss: &measure.ZeroLossConfig{Max: 4e6, Resolution: 0.1, MaxTrials: 10}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		after, err := n.GeneratorRate(ctx, "h1", 64, measure.GenAuto, measure.GeneratorCheckDefault)
+		if err != nil {
+			t.Fatal(err)
+		}
+		zl := rep.ZeroLoss.Rate
+		gen := (rep.GeneratorPPS + after.PPS) / 2
+		if rep.ZeroLoss.Limited {
+			limited++
+		}
+		ratio := 0.0
+		if zl > 0 {
+			ratio = gen / zl
+		}
+		ratios = append(ratios, ratio)
+		for _, tr := range rep.ZeroLoss.Trials {
+			t.Logf("  trial %.0f: sent %.0f/s loss %.4f pass %v short %v", tr.Rate, tr.SentPPS, tr.Loss, tr.Pass, tr.Short)
+		}
+		t.Logf("round %d: generator %s alone %.0f then %.0f packets/s; zero-loss rate of the veth link %.0f packets/s (%d trials, generator-limited: %v, sender-core-limited: %v); ratio %.2f",
+			i+1, rep.Generator, rep.GeneratorPPS, after.PPS, zl, len(rep.ZeroLoss.Trials), rep.ZeroLoss.Limited, rep.ZeroLoss.CoreLimited, ratio)
+	}
+	slices.Sort(ratios)
+	med := ratios[len(ratios)/2]
+	t.Logf("median ratio %.2f (sorted %.2f)", med, ratios)
+	if med < 3 {
+		t.Errorf("median ratio of the generator's rate to the veth link's zero-loss rate is %.2f, want >= 3", med)
+	}
+	if limited > rounds/2 {
+		t.Errorf("%d of %d zero-loss searches were generator-limited", limited, rounds)
+	}
+}
