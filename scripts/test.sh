@@ -43,6 +43,12 @@ go test -json -tags dpdk -count=1 ./emulator/dpdk/ | "${report[@]}" "${require[@
 # by side with AF_PACKET ports; the rest of the package ran above.
 echo "*** go test -tags dpdk -run DPDK ."
 go test -json -tags dpdk -count=1 -run DPDK . | "${report[@]}" "${require[@]}"
+# The measure generator's speed against a veth link's zero-loss rate, as a
+# user runs it: without the race detector, which makes its send loop several
+# times slower. The file (measure_gen_test.go) is built with !race, so the
+# -race run above does not have it.
+echo "*** go test -run TestGeneratorOutrunsVeth . (without -race)"
+go test -json -p 1 -count=1 -run 'TestGeneratorOutrunsVeth' . | "${report[@]}" "${require[@]}"
 # The kube module (kube/, its own go.mod, so the Kubernetes libraries stay
 # out of hymn's build): the Topology controller and hymn-kube against a real
 # kube-apiserver and etcd (envtest; kube-apiserver is built just below by
