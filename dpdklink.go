@@ -29,10 +29,6 @@ import (
 // removes its runtime directory. A process whose EAL started for
 // simulated VFs (--no-pci) cannot attach hardware VFs later.
 
-// ErrDPDK marks errors of emulated links on DPDK ports; a binary built
-// without DPDK also matches dpdk.ErrNotBuilt.
-var ErrDPDK = errors.New("DPDK ports")
-
 // errDPDKNotBuilt is DPDK asked for in a binary without it: it matches
 // ErrDPDK and dpdk.ErrNotBuilt and says how to get a binary with DPDK.
 var errDPDKNotBuilt = dpdkNotBuilt{}

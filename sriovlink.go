@@ -22,9 +22,6 @@ import (
 // link's params) selects it; Options.SRIOV configures it. Without SR-IOV
 // hardware the simulated NIC of package sriov stands in.
 
-// ErrSRIOV marks SR-IOV backend errors.
-var ErrSRIOV = errors.New("SR-IOV links")
-
 // vfBackend is the SR-IOV state of one network. The Network holds it
 // (Network.sriov), made on first use, so that networks without VF links
 // never look for SR-IOV hardware.

@@ -8,8 +8,15 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// Errors callers can test for (errors.Is), all of package cli's in one
+// file.
+
 // ErrUsage marks errors caused by bad user input; the command exits with status 2.
 var ErrUsage = errors.New("usage error")
+
+// ErrNoGraphviz is returned (wrapped) when SVG output is asked for and
+// Graphviz's dot is not installed.
+var ErrNoGraphviz = errors.New("graphviz is not installed")
 
 // usageArgs makes a positional-argument check's error a usage error (exit
 // status 2), as cobra's own flag errors are: `hymn run` without a file is

@@ -16,10 +16,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// ErrNoGraphviz is returned (wrapped) when SVG output is asked for and
-// Graphviz's dot is not installed.
-var ErrNoGraphviz = errors.New("graphviz is not installed")
-
 type graphFlags struct {
 	topo    string
 	custom  string

@@ -1,7 +1,6 @@
 package emulator
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -225,9 +224,6 @@ type ConfigError struct {
 }
 
 func (e *ConfigError) Error() string { return "emulator: " + e.Field + ": " + e.Msg }
-
-// ErrInvalidConfig is matched by every *ConfigError through errors.Is.
-var ErrInvalidConfig = errors.New("invalid emulator configuration")
 
 // Is lets callers test errors.Is(err, ErrInvalidConfig).
 func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }

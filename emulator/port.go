@@ -1,7 +1,6 @@
 package emulator
 
 import (
-	"errors"
 	"runtime"
 	"time"
 	"unsafe"
@@ -63,9 +62,6 @@ type PortStats struct {
 	TxFailed uint64
 	Wakeups  uint64 // Wait calls that slept
 }
-
-// ErrPortClosed is returned by a port used after Close.
-var ErrPortClosed = errors.New("port closed")
 
 // ThreadSleep sleeps d in a raw nanosleep, for a forwarding thread (or a
 // polled port's Wait) between two polls. Raw, the thread keeps its P (each

@@ -1,7 +1,6 @@
 package emulator
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -105,10 +104,6 @@ func (c *SimConfig) defaults() error {
 	}
 	return c.Emulator.Validate()
 }
-
-// ErrSimTooLarge is returned when a run would need more memory than the
-// simulator allows for its bookkeeping.
-var ErrSimTooLarge = errors.New("simulation too large")
 
 // Simulate drives the emulator with a virtual clock: each packet arrives
 // at its exact time and leaves exactly at its departure time (an ideal

@@ -28,9 +28,6 @@ func (n *NsNode) makeBPF(cfg Config) error {
 	return nil
 }
 
-// ErrBPFSTP is returned for a BPF switch asked to run STP.
-var ErrBPFSTP = errors.New("STP needs --switch lxbr or ovsbr: a bpf switch has no spanning tree")
-
 // attachBPFPort puts the switch's program on the port, then sets it up
 // (frames that arrive before would reach the namespace's stack).
 func (n *NsNode) attachBPFPort(intf string) error {

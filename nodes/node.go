@@ -37,9 +37,6 @@ type Result struct {
 	ExitCode       int
 }
 
-// ErrClosed is returned when a closed node is used.
-var ErrClosed = errors.New("node is closed")
-
 // NsNode is a node living in a named network namespace. The embedded
 // Named gives it Namespace, NsHandle and Netlink.
 type NsNode struct {

@@ -13,12 +13,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Allocation errors callers can test for.
-var (
-	ErrNoFreePair = errors.New("no free VF pair")
-	ErrNoFreeVLAN = errors.New("no free VLAN")
-)
-
 // Pair is one link's VF pair: VF Index of Cable.A and of Cable.B, both on
 // VLAN. Orig* are the VFs' settings before hymn changed them.
 type Pair struct {

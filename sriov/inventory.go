@@ -16,9 +16,6 @@ import (
 // clear of VLAN 1 and of the small ids sites tend to use already.
 const DefaultVLANs = "400-4094"
 
-// ErrInventory marks a bad pair inventory (file, flags or spec string).
-var ErrInventory = errors.New("bad SR-IOV inventory")
-
 // Cable is two PF ports wired to each other. VF i of A and VF i of B form
 // pair i, as in CIMininet's HwPair.available_pairs.
 type Cable struct {

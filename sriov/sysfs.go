@@ -10,16 +10,6 @@ import (
 	"strings"
 )
 
-// Errors callers can test for. Each is wrapped with the PF or VF it is
-// about.
-var (
-	ErrUnknownPF       = errors.New("no such SR-IOV physical function")
-	ErrNotSRIOV        = errors.New("interface has no SR-IOV capability")
-	ErrTooManyVFs      = errors.New("more VFs than the device supports")
-	ErrVFIOUnavailable = errors.New("vfio unavailable on this machine")
-	ErrNoHardware      = errors.New("no SR-IOV hardware on this machine")
-)
-
 // SysFS reads and writes the SR-IOV parts of sysfs under Root. The zero
 // value uses the real /sys and /dev.
 type SysFS struct {
@@ -284,10 +274,6 @@ func (s SysFS) HasHardware() bool {
 	}
 	return false
 }
-
-// ErrVFsInUse marks a VF count change refused because it would destroy
-// VFs someone configured.
-var ErrVFsInUse = errors.New("VFs in use")
 
 // EnableVFsSafely is EnableVFs for shared machines: changing a non-zero
 // VF count destroys every VF of the PF, so it is refused (ErrVFsInUse)

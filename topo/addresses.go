@@ -1,16 +1,10 @@
 package topo
 
 import (
-	"errors"
 	"fmt"
 	"net/netip"
 	"strings"
 )
-
-// ErrDuplicateAddress is returned (wrapped) when two interfaces that share
-// a LAN, or one node, are given the same IP address: the network would
-// build, but ARP answers from both and traffic goes to either.
-var ErrDuplicateAddress = errors.New("duplicate address")
 
 // checkDuplicateAddresses finds interfaces with the same address in one
 // layer-2 segment (ends joined by links and switches, up to the first host

@@ -44,9 +44,6 @@ func (e *CustomError) Error() string {
 // Is makes a failing custom file count as bad input.
 func (e *CustomError) Is(target error) bool { return target == ErrBadFile }
 
-// ErrNoPython is returned (wrapped) when python3 is not installed.
-var ErrNoPython = errors.New("python3 is not installed")
-
 // knownCustomKeys are the Mininet options hymn reads or deliberately
 // carries; any other key is kept in Params but reported, because Mininet
 // silently ignores unknown options and a typo would go unnoticed.

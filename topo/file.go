@@ -27,9 +27,6 @@ func (o FileOptions) Address() AddressOptions {
 	return AddressOptions{IPBase: o.IPBase, AutoMAC: o.AutoMAC}
 }
 
-// ErrBadFile matches every FileError (errors.Is).
-var ErrBadFile = yamlpos.ErrBadFile
-
 // FileError is a mistake at a place in a topology file. Field is the path of
 // the offending value, such as "nodes[2].kind" or "links[0].a.port".
 type FileError = yamlpos.Error

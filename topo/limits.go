@@ -13,11 +13,6 @@ import (
 	"github.com/hymn-net/hymn/internal/fileio"
 )
 
-// ErrTooLarge marks an input beyond one of the limits (node count, file
-// size, custom-topology output). The message names the limit and the option
-// that raises it.
-var ErrTooLarge = errors.New("too large")
-
 // Limits bound what an input may ask hymn to hold or build. The zero value
 // means the defaults below; each field has a command-line flag to raise it.
 type Limits struct {

@@ -1,7 +1,6 @@
 package topo
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -19,9 +18,6 @@ type Spec struct {
 
 // KeyValue is one key=value item of a spec string.
 type KeyValue struct{ Key, Value string }
-
-// ErrBadSpec marks a spec string that cannot be used.
-var ErrBadSpec = errors.New("bad spec")
 
 // ParseSpec splits a spec string the way Mininet's splitArgs does: on commas,
 // items with '=' are keywords, the rest positional. There is no quoting.

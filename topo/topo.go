@@ -67,13 +67,6 @@ type Link struct {
 	Origin       string // where a file defined the link, as Node.Origin
 }
 
-// ErrDuplicateNode is returned (wrapped) when a name is added twice.
-var ErrDuplicateNode = errors.New("duplicate node name")
-
-// ErrUnknownNode is returned (wrapped) when a link names a node that was
-// never added.
-var ErrUnknownNode = errors.New("unknown node")
-
 // Topo is a topology under construction. The Add methods never fail on the
 // spot, so a topology reads like Mininet's build(); the first mistake is kept
 // and returned by Err, and every consumer (Resolve, the network builder)

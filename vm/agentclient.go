@@ -3,7 +3,6 @@ package vm
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -13,10 +12,6 @@ import (
 
 	"github.com/hymn-net/hymn/vm/agent"
 )
-
-// ErrAgentGone is returned when the connection to the guest agent ended
-// (the VM stopped) while a request was pending.
-var ErrAgentGone = errors.New("guest agent connection closed")
 
 // Agent is the host side of the guest agent protocol: it sends requests
 // over the virtio-serial channel and matches the responses by id, so

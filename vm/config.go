@@ -14,15 +14,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Errors callers can test for.
-var (
-	// ErrBadParam marks an invalid VM parameter; the message names it.
-	ErrBadParam = errors.New("invalid VM parameter")
-	// ErrNoKVM is returned when accel=kvm is demanded and /dev/kvm is not
-	// usable.
-	ErrNoKVM = errors.New("KVM is not available")
-)
-
 // Accelerators.
 const (
 	AccelAuto = "auto" // KVM when /dev/kvm is usable, TCG otherwise
