@@ -1,7 +1,6 @@
 package hymn
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"strings"
@@ -30,15 +29,6 @@ const (
 
 // ParseDirection accepts "a>b", "b>a", and "both" or "" for BothDirections.
 func ParseDirection(s string) (Direction, error) { return emulator.ParseDirection(s) }
-
-// ErrUnknownLink is returned for a pair of nodes that no link joins.
-var ErrUnknownLink = errors.New("no such link")
-
-// ErrNoEmulator is returned (wrapped) for a link built without an emulator.
-var ErrNoEmulator = errors.New("link has no emulator")
-
-// ErrLinkParams marks invalid link parameters (linkparams.ErrInvalid).
-var ErrLinkParams = linkparams.ErrInvalid
 
 // EmulatorConfigs turns link Params into the emulator configurations of
 // the two directions (a→b is Node1→Node2), as linkparams.Configs does,

@@ -28,14 +28,6 @@ import (
 	"github.com/vishvananda/netlink"
 )
 
-// Errors callers can test for.
-var (
-	ErrNotRoot     = errors.New("hymn must run as root")
-	ErrMissingTool = tools.ErrMissing
-	ErrUnknownNode = topo.ErrUnknownNode // one value: errors.Is matches topo's and the network's
-	ErrNotBuilt    = errors.New("network is not built")
-)
-
 // Options configure a network. The zero value gives Mininet's defaults.
 type Options struct {
 	IPBase  netip.Prefix // --ipbase; zero means 10.0.0.0/8
