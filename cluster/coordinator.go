@@ -351,6 +351,24 @@ func (c *Cluster) Exec(ctx context.Context, node string, timeout time.Duration, 
 	return c.await(ctx, w, "exec", id)
 }
 
+// RTT measures count round trips from node to dst, gap apart, on node's
+// worker (to the ns: see hymn.Network.RTTSeries), in µs.
+func (c *Cluster) RTT(ctx context.Context, node string, dst netip.Addr, count int, gap time.Duration) ([]float64, error) {
+	w, err := c.Worker(node)
+	if err != nil {
+		return nil, err
+	}
+	c.mu[w].Lock()
+	defer c.mu[w].Unlock()
+	id := c.nextID()
+	cmd := Command{Cmd: "rtt", ID: id, Node: node, Dst: dst.String(), Count: count, GapMs: float64(gap) / float64(time.Millisecond)}
+	if err := c.conn(w).Send(cmd); err != nil {
+		return nil, fmt.Errorf("worker %d: %w", w, err)
+	}
+	e, err := c.await(ctx, w, "rtt", id)
+	return e.RTTMicros, err
+}
+
 // Stats asks every worker for its cut links' counters.
 func (c *Cluster) Stats(ctx context.Context) ([]Event, error) {
 	out := make([]Event, len(c.conns))

@@ -12,7 +12,7 @@ import (
 
 // Command is a line from the coordinator to a worker.
 type Command struct {
-	Cmd string `json:"cmd"` // link, relink, stats, exec, ready (say it again), stop
+	Cmd string `json:"cmd"` // link, relink, stats, exec, rtt, ready (say it again), stop
 	ID  int    `json:"id,omitempty"`
 	// link: every worker's address, by worker number.
 	Peers []string `json:"peers,omitempty"`
@@ -25,11 +25,16 @@ type Command struct {
 	Argv []string `json:"argv,omitempty"`
 	// exec: how long it may run, in seconds (0: DefaultExecTimeout).
 	Timeout float64 `json:"timeout,omitempty"`
+	// rtt: Count ICMP echoes from Node to the address Dst, GapMs apart;
+	// the worker measures each to the ns (hymn.Network.RTTSeries).
+	Dst   string  `json:"dst,omitempty"`
+	Count int     `json:"count,omitempty"`
+	GapMs float64 `json:"gap_ms,omitempty"`
 }
 
 // Event is a line from a worker to the coordinator.
 type Event struct {
-	Event  string `json:"event"` // ready, linked, relinked, stats, exec, error, stopped
+	Event  string `json:"event"` // ready, linked, relinked, stats, exec, rtt, error, stopped
 	ID     int    `json:"id,omitempty"`
 	Worker int    `json:"worker"`
 	// ready: the worker's address (where its tunnels end), its network's
@@ -45,6 +50,8 @@ type Event struct {
 	Exit   *int   `json:"exit,omitempty"`
 	Stdout string `json:"stdout,omitempty"`
 	Stderr string `json:"stderr,omitempty"`
+	// rtt: the round-trip time of each echo answered, in µs (to the ns).
+	RTTMicros []float64 `json:"rtt_us,omitempty"`
 	// error: what went wrong; Fatal says the worker is tearing down.
 	Error string `json:"error,omitempty"`
 	Fatal bool   `json:"fatal,omitempty"`

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/netip"
 	"time"
@@ -217,8 +218,28 @@ func serve(ctx context.Context, part *Part, me int, c Command, w *lineWriter) er
 		}
 		code := res.ExitCode
 		reply(Event{Event: "exec", Exit: &code, Stdout: clipBytes(res.Stdout, MaxOutput), Stderr: clipBytes(res.Stderr, MaxOutput)})
+	case "rtt":
+		dst, err := netip.ParseAddr(c.Dst)
+		if err != nil {
+			bad("rtt: %q is not an IP address", clip(c.Dst, 60))
+			return nil
+		}
+		if math.IsNaN(c.GapMs) || c.GapMs < 1 || c.GapMs > 1000 {
+			bad("rtt: gap %v ms is outside 1-1000", c.GapMs)
+			return nil
+		}
+		rtts, err := part.Net.RTTSeries(ctx, c.Node, dst, c.Count, time.Duration(c.GapMs*float64(time.Millisecond)))
+		if err != nil {
+			bad("rtt on %s: %v", c.Node, err)
+			return nil
+		}
+		us := make([]float64, len(rtts))
+		for i, r := range rtts {
+			us[i] = float64(r) / 1e3
+		}
+		reply(Event{Event: "rtt", RTTMicros: us})
 	default:
-		bad("unknown command %q (use link, relink, stats, exec, ready, stop)", clip(c.Cmd, 40))
+		bad("unknown command %q (use link, relink, stats, exec, rtt, ready, stop)", clip(c.Cmd, 40))
 	}
 	return nil
 }

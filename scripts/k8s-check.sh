@@ -281,19 +281,21 @@ plain = json.load(open(sys.argv[1]))
 emu = json.load(open(sys.argv[2]))
 for d in (plain, emu):
     assert d["pingall"]["received"] == d["pingall"]["sent"] == 12, d["pingall"]
-base = {r["to"]: r["mean_ms"] for r in plain["rtt"]}
+base = {r["to"]: r["median_ms"] for r in plain["rtt"]}
 ok = True
 for r in emu["rtt"]:
     if r["same_worker"]:
         continue
     # 5 ms each way: a round trip crosses the emulated cut link twice. Its
-    # one-way delay is half of what the round trip gained over the plain
-    # cut link's, each the mean of 20 pings (ping's own, to the us).
-    one_way = (r["mean_ms"] - base[r["to"]]) / 2
+    # one-way delay is half of what the round trip's median gained over
+    # the plain cut link's, each the median of 500 echoes that the worker
+    # measures to the ns (kernel receive stamps), so the 1 % tolerance
+    # (50 us) is far coarser than the measurement.
+    one_way = (r["median_ms"] - base[r["to"]]) / 2
     err = 100 * (one_way - 5.0) / 5.0
-    print("*** %s -> %s across the emulated cut link (delay=5ms): rtt mean %.3f ms, plain cut link %.3f ms: one-way delay %.3f ms, %+.2f %% from 5 ms (want within 1 %%)" % (
-        r["from"], r["to"], r["mean_ms"], base[r["to"]], one_way, err))
-    ok = ok and abs(err) <= 1 and r["received"] == r["sent"]
+    print("*** %s -> %s across the emulated cut link (delay=5ms): rtt median %.4f ms, plain cut link %.4f ms: one-way delay %.4f ms, %+.2f %% from 5 ms (want within 1 %%)" % (
+        r["from"], r["to"], r["median_ms"], base[r["to"]], one_way, err))
+    ok = ok and abs(err) <= 1 and r["received"] >= 0.99 * r["sent"]
 sys.exit(0 if ok else 1)
 EOF
   echo "*** check done in $((SECONDS - t0)) s"
