@@ -14,6 +14,8 @@
 #
 #   sudo ./scripts/fresh-check.sh            # keeps a log in /var/tmp
 #   FRESH_KEEP=1 sudo ./scripts/fresh-check.sh   # leaves the root for a look
+#   FRESH_SETUP_ONLY=1 sudo ./scripts/fresh-check.sh  # only setup.sh: how long
+#                                            # a newcomer waits for the main job
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
@@ -151,6 +153,9 @@ echo "*** In the fresh root: ./scripts/setup.sh && CI=true ./scripts/test.sh"
 # In the background and waited for, so Ctrl-C or SIGTERM reach the trap at
 # once; killing the namespace's first process ends everything inside.
 inner='cd /root/hymn && time ./scripts/setup.sh && time env CI=true ./scripts/test.sh'
+if [ -n "${FRESH_SETUP_ONLY:-}" ]; then
+  inner='cd /root/hymn && time ./scripts/setup.sh'
+fi
 unshare --mount --pid --fork --propagation private -- /bin/bash -c '
   set -e
   cd "$1"
