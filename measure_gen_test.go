@@ -13,22 +13,25 @@ import (
 )
 
 // TestGeneratorOutrunsVeth: the generator alone (one core, into a sink
-// veth) must send at least three times the zero-loss rate of a plain veth
-// link, so it is never what limits a measurement below what the link
-// carries, and the search must not run into it.
+// whose transmit frees every frame) must send at least three times the
+// zero-loss rate of a plain veth link, so it is never what limits a
+// measurement below what the link carries, and the search must not run
+// into it (a bound the generator set says generator_limited).
 //
 // Both rates move with the machine's load (other processes share its two
-// cores), so a ratio of one measurement of each is a ratio of two noisy
-// numbers: one rate measured in a quiet second and the other in a busy
-// one moves it by 2x. So the two are measured interleaved, A B A B ...:
-// each round is the generator alone (the report's own measurement, right
-// before the search), the link's zero-loss search, and the generator alone
-// again, and the round's ratio is the mean of the two generator rates
-// that bracket the search over the search's rate. The median of the
-// rounds' ratios is judged: one round hit by a burst of load cannot move
-// it. The file is built without the race detector: the generator's speed
-// is a property of the code as a user runs it, and under -race every Go
-// statement of the send loop costs several times more.
+// cores, and the cores themselves have slow spells in which the same send
+// loop, C or Go, sends 40 % less for seconds), so a ratio of one
+// measurement of each is a ratio of two noisy numbers: one rate measured
+// in a quiet second and the other in a busy one moves it by 2x. So the
+// two are measured interleaved, A B A B ...: each round is the generator
+// alone (the report's own measurement, right before the search), the
+// link's zero-loss search, and the generator alone again, and the round's
+// ratio is the mean of the two generator rates that bracket the search
+// over the search's rate. The median of the rounds' ratios is judged: one
+// round hit by a burst of load cannot move it. The file is built without
+// the race detector: the generator's speed is a property of the code as a
+// user runs it, and under -race every Go statement of the send loop costs
+// several times more.
 func TestGeneratorOutrunsVeth(t *testing.T) {
 	testenv.Root(t)
 	ctx := context.Background()

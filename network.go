@@ -251,7 +251,12 @@ func (n *Network) Build(ctx context.Context) (err error) {
 	for i, pl := range n.plan.Links {
 		n.links[i] = &netLink{plan: pl}
 	}
-	if err := forEach(ctx, n.opts.Workers, len(n.links), func(_ context.Context, i int) error { return n.createLink(n.links[i]) }); err != nil {
+	// Every link is made and attached first, then all are waited for
+	// (link.go: createAttached, waitReady).
+	if err := forEach(ctx, n.opts.Workers, len(n.links), func(_ context.Context, i int) error { return n.createAttached(n.links[i]) }); err != nil {
+		return err
+	}
+	if err := forEach(ctx, n.opts.Workers, len(n.links), func(_ context.Context, i int) error { return n.waitReady(n.links[i]) }); err != nil {
 		return err
 	}
 	var b strings.Builder

@@ -35,6 +35,13 @@ func (n *NsNode) attachBPFPort(intf string) error {
 		if err := n.bpf.Attach(h, intf); err != nil {
 			return err
 		}
+		// Attach looked the port up: its index is in the port list, and
+		// a second lookup would be one more RTNL round trip per port.
+		for _, p := range n.bpf.Ports() {
+			if p.Name == intf {
+				return h.LinkSetUp(&netlink.Device{LinkAttrs: netlink.LinkAttrs{Index: p.Ifindex, Name: intf}})
+			}
+		}
 		link, err := h.LinkByName(intf)
 		if err != nil {
 			return err

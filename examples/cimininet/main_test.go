@@ -42,6 +42,10 @@ func TestLineMeasured(t *testing.T) {
 		if r.Received == 0 || r.Latency.P50 <= 0 {
 			t.Errorf("%s: %+v", v.Name, r)
 		}
+		// Every row carries its generator's own rate, so its headroom.
+		if rep.Generator == "" || rep.GeneratorPPS <= 0 || rep.Headroom() <= 0 {
+			t.Errorf("%s: generator %q at %.0f packets/s, headroom %.2f", v.Name, rep.Generator, rep.GeneratorPPS, rep.Headroom())
+		}
 		outcomes = append(outcomes, Outcome{v, rep, nil})
 	}
 	dir := t.TempDir()
@@ -56,7 +60,7 @@ func TestLineMeasured(t *testing.T) {
 		}
 	}
 	md, _ := os.ReadFile(filepath.Join(dir, "zero-loss.md"))
-	if !strings.Contains(string(md), "| ns-veth | netns | veth |") || !strings.Contains(string(md), "| 270 |") ||
+	if !strings.Contains(string(md), "| ns-veth | netns | veth |") || !strings.Contains(string(md), "| 270 |") || !strings.Contains(string(md), "× |") ||
 		!strings.Contains(string(md), "Run: `cimininet -rates 20k`, 2026-11-30 15:00:00 to 2026-11-30 15:01:02 UTC; /proc/loadavg at the start `1.00 2.00 3.00 1/100 42`") {
 		t.Errorf("table:\n%s", md)
 	}
