@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -55,7 +56,19 @@ start python3 themselves. See docs/python.md.`,
 		Args:          cobra.ArbitraryArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// Flags end at SCRIPT or at -m MODULE: what follows is the
+		// script's (python3 -m unittest -v), so hymn parses its own.
+		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			var help bool
+			var err error
+			if args, err = parsePythonFlags(args, map[string]*string{"nodes": &nodes, "links": &linksSpec, "switch": &switchKind},
+				map[string]*bool{"keep": &keep, "path": &path, "help": &help}, &module); err != nil {
+				return err
+			}
+			if help {
+				return cmd.Help()
+			}
 			dir, err := pyapi.PackageDir()
 			if err != nil {
 				return err
@@ -109,7 +122,6 @@ start python3 themselves. See docs/python.md.`,
 			return syscall.Exec(py, argv, env)
 		},
 	}
-	cmd.Flags().SetInterspersed(false) // the script's flags are its own
 	cmd.Flags().StringVar(&nodes, "nodes", "", "backend of every Host: netns or vm")
 	cmd.Flags().StringVar(&linksSpec, "links", "", "backend of every Link: veth or sriov[,key=value...]")
 	cmd.Flags().StringVar(&switchKind, "switch", "", "kind of every switch: lxbr, ovsbr, ovsk or bpf")
@@ -118,6 +130,51 @@ start python3 themselves. See docs/python.md.`,
 	cmd.Flags().StringVarP(&module, "module", "m", "", "run a module as python3 -m does")
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return fmt.Errorf("%w: %v", ErrUsage, err) })
 	return cmd
+}
+
+// parsePythonFlags reads hymn python's flags up to the script (or -m
+// MODULE, whose value ends them) and returns the rest.
+func parsePythonFlags(args []string, strs map[string]*string, bools map[string]*bool, module *string) ([]string, error) {
+	for len(args) > 0 {
+		a := args[0]
+		if a == "--" {
+			return args[1:], nil
+		}
+		if a == "-m" || a == "--module" || strings.HasPrefix(a, "-m") && len(a) > 2 && !strings.HasPrefix(a, "--") {
+			v := strings.TrimPrefix(a, "-m")
+			if a == "-m" || a == "--module" {
+				if len(args) < 2 {
+					return nil, fmt.Errorf("%w: python: -m needs a MODULE", ErrUsage)
+				}
+				v, args = args[1], args[1:]
+			}
+			*module = v
+			return args[1:], nil
+		}
+		if a == "-h" {
+			*bools["help"] = true
+			return nil, nil
+		}
+		if !strings.HasPrefix(a, "--") {
+			return args, nil
+		}
+		name, value, hasValue := strings.Cut(a[2:], "=")
+		if p, ok := strs[name]; ok {
+			if !hasValue {
+				if len(args) < 2 {
+					return nil, fmt.Errorf("%w: python: --%s needs a value", ErrUsage, name)
+				}
+				value, args = args[1], args[1:]
+			}
+			*p = value
+		} else if p, ok := bools[name]; ok {
+			*p = !hasValue || value == "true" || value == "1"
+		} else {
+			return nil, fmt.Errorf("%w: python: unknown flag --%s (see hymn python --help)", ErrUsage, name)
+		}
+		args = args[1:]
+	}
+	return args, nil
 }
 
 func pathTail(p string) string {

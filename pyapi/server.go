@@ -432,10 +432,15 @@ type NodeInfo struct {
 	Kind    topo.Kind `json:"kind"`
 	Backend string    `json:"backend"` // netns or vm
 	OwnNS   bool      `json:"ownNamespace"`
-	// Cgroup is a CPU-limited host's cgroup v2 directory, which its
-	// shell joins.
-	Cgroup string     `json:"cgroup,omitempty"`
-	Intfs  []IntfInfo `json:"intfs"`
+	// Cgroups are a CPU-limited host's cgroup directories (cgroup v2's
+	// one, or v1's cpu and cpuset), which its shell joins.
+	Cgroups []string `json:"cgroups,omitempty"`
+	// Namespace is the node's namespace (an OpenFlow switch's is the
+	// switches' shared one); OVSDir, for those, is where their
+	// ovsdb-server's socket is (OVS_RUNDIR for ovs-vsctl in its shell).
+	Namespace string     `json:"namespace,omitempty"`
+	OVSDir    string     `json:"ovsDir,omitempty"`
+	Intfs     []IntfInfo `json:"intfs"`
 }
 
 // NetworkInfo is what build and info answer.
@@ -453,7 +458,7 @@ func networkInfo(n *hymn.Network) NetworkInfo {
 	return out
 }
 
-// CgroupRoot is where cgroup v2 is mounted.
+// CgroupRoot is where cgroups are mounted (v2, or v1's hierarchies).
 var CgroupRoot = "/sys/fs/cgroup"
 
 func dirExists(p string) bool {
@@ -471,8 +476,14 @@ func nodeInfo(n *hymn.Network, p *topo.PlannedNode) NodeInfo {
 			ni.Backend = "vm"
 		}
 		ni.OwnNS = node.Namespace() == owner.NamespaceName(n.RunID(), p.Name)
-		if dir := filepath.Join(CgroupRoot, node.Namespace()); ni.OwnNS && dirExists(dir) {
-			ni.Cgroup = dir
+		ni.Namespace = node.Namespace()
+		if o := n.OVS(); o != nil && p.IsSwitch() && node.Namespace() == o.Namespace() {
+			ni.OVSDir = o.Dir()
+		}
+		for _, sub := range []string{"", "cpu", "cpuset"} {
+			if dir := filepath.Join(CgroupRoot, sub, node.Namespace()); ni.OwnNS && dirExists(dir) {
+				ni.Cgroups = append(ni.Cgroups, dir)
+			}
 		}
 	}
 	for _, i := range p.Intfs {

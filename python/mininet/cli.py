@@ -24,6 +24,15 @@ class CLI(Cmd):
     def __init__(self, mininet, stdin=sys.stdin, script=None, **kwargs):
         self.mn = mininet
         self.locals = {'net': mininet}
+        # py/px run in the script's context: the globals of the first
+        # caller outside this package (Mininet's use its own module's).
+        frame = sys._getframe(1)
+        while frame is not None and \
+                frame.f_globals.get('__name__', '').startswith('mininet.') \
+                and frame.f_globals.get('__name__') != 'mininet.examples':
+            frame = frame.f_back
+        self.scriptGlobals = frame.f_globals if frame is not None \
+            else globals()
         self.inPoller = None
         self.inputFile = script
         Cmd.__init__(self, stdin=stdin, **kwargs)
@@ -106,7 +115,7 @@ class CLI(Cmd):
     def do_py(self, line):
         """Evaluate a Python expression; node names are variables."""
         try:
-            result = eval(line, globals(), self.getLocals())
+            result = eval(line, self.scriptGlobals, self.getLocals())
             if result is None:
                 return
             elif isinstance(result, str):
@@ -119,7 +128,7 @@ class CLI(Cmd):
     def do_px(self, line):
         """Execute a Python statement; node names are variables."""
         try:
-            exec(line, globals(), self.getLocals())
+            exec(line, self.scriptGlobals, self.getLocals())
         except Exception as e:
             output(str(e) + '\n')
 

@@ -257,7 +257,7 @@ class Link(object):
                           link=self, mac=addr2, **params2)
         self.params1, self.params2 = params1, params2
         net = getattr(node1, 'net', None) or getattr(node2, 'net', None)
-        if net is not None and net.built:
+        if net is not None and net.deployed:
             net._deployLink(self)
 
     @staticmethod
@@ -311,7 +311,7 @@ class Link(object):
 
     def delete(self):
         net = self.intf1.node.net
-        if net is not None and net.built:
+        if net is not None and net.deployed:
             net.conn.request('delLink', node1=self.intf1.node.name,
                              node2=self.intf2.node.name)
 

@@ -18,7 +18,9 @@ def setLogLevel(levelname=None):
 def _writer(level):
     def write(*args, **_kwargs):
         if level >= _level[0]:
-            sys.stderr.write(''.join(str(a) for a in args))
+            sys.stderr.write(args[0] if len(args) == 1 and isinstance(args[0], str)
+                             else ' '.join(str(a) for a in args))
+            sys.stderr.flush()
     return write
 
 

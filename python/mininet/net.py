@@ -71,7 +71,10 @@ class Mininet(object):
         self.terms = []
         self.conn = None
         self.hymnRun = None
-        self.built = False
+        self.built = False  # Mininet's: build() ran
+        self.deployed = False  # hymn built the network (on first need)
+        self._constructing = False
+        self._inBuild = False
         self.stopped = False
         self._adopt = []
         Mininet.init()
@@ -83,9 +86,20 @@ class Mininet(object):
     def _own(self, node):
         node.net = self
         self.nameToNode[node.name] = node
-        if self.built:
+        if self.deployed:
             self._deployNode(node)
         return node
+
+    def _make(self, cls, name, params):
+        "Construct a node; commands its __init__ runs wait for the build."
+        import mininet.node as nodemod
+        self._constructing = True
+        nodemod._constructing[0] = self
+        try:
+            return cls(name, **params)
+        finally:
+            self._constructing = False
+            nodemod._constructing[0] = None
 
     def addHost(self, name, cls=None, **params):
         "Add a host (to the running network if it was built)."
@@ -101,7 +115,8 @@ class Mininet(object):
         defaults.update(params)
         if not cls:
             cls = self.host
-        h = cls(name, **defaults)
+        h = self._make(cls, name, defaults)
+        h.net = self
         self.hosts.append(h)
         return self._own(h)
 
@@ -112,7 +127,8 @@ class Mininet(object):
         defaults.update(params)
         if not cls:
             cls = self.switch
-        sw = cls(name, **defaults)
+        sw = self._make(cls, name, defaults)
+        sw.net = self
         if not self.inNamespace and self.listenPort:
             self.listenPort += 1
         self.switches.append(sw)
@@ -131,7 +147,7 @@ class Mininet(object):
             self.controllers.append(c)
             c.net = self
             self.nameToNode[name] = c
-            if self.built:
+            if self.deployed:
                 _unsupported('addController on a running network',
                              'add controllers before build()/start()')
         return c
@@ -140,6 +156,10 @@ class Mininet(object):
                **params):
         "Add Mininet's NAT node: hymn masquerades the hosts' traffic."
         from mininet.nodelib import NAT
+        if self.deployed:
+            _unsupported('addNAT on a running network',
+                         'add the NAT before start() (hymn sets up its '
+                         'masquerading when it builds the network)')
         nat = self.addHost(name, cls=NAT, inNamespace=True,
                            subnet=self.ipBase, **params)
         if connect:
@@ -156,7 +176,7 @@ class Mininet(object):
         return self.addHost(name, cls=cls, **params)
 
     def delNode(self, node, nodes=None):
-        if self.built:
+        if self.deployed:
             self.conn.request('delNode', name=node.name)
         for lst in (self.hosts, self.switches, self.controllers):
             if node in lst:
@@ -234,7 +254,7 @@ class Mininet(object):
         return link
 
     def delLink(self, link):
-        if self.built:
+        if self.deployed:
             link.delete()
         self.links.remove(link)
 
@@ -332,9 +352,11 @@ class Mininet(object):
         return self.conn
 
     def _ensureBuilt(self, why=''):
-        if not self.built:
+        "Build (Mininet's build) and deploy (hymn's) if not done yet."
+        if not self.built and not self._inBuild:
             debug('*** %s needs the network: building it\n' % why)
             self.build()
+        self._deploy()
 
     def _absorb(self, infos):
         "Take hymn's view of the nodes: backend, MACs, namespaces."
@@ -354,11 +376,27 @@ class Mininet(object):
                     intf.mac = ii['mac']
 
     def build(self):
-        "Build the network: the topology's nodes, then hymn builds it all."
-        if self.topo:
-            self.buildFromTopo(self.topo)
-        if self.inNamespace:
-            self.configureControlNetwork()
+        """Build the network as Mininet does (nodes and links, then each
+        host's config()); hymn builds it in one request when something
+        first needs it (start(), a command, a ping), so nodes and links
+        added before that are part of the same build."""
+        self._inBuild = True
+        try:
+            if self.topo:
+                self.buildFromTopo(self.topo)
+            if self.inNamespace:
+                self.configureControlNetwork()
+            info('*** Configuring hosts\n')
+            self.configHosts()
+        finally:
+            self._inBuild = False
+        self.built = True
+
+    def _deploy(self):
+        if self.deployed:
+            return
+        if self.stopped:
+            raise _hymn.HymnError('the network was stopped', 'state')
         kind = self._switchKind()
         d = _hymn.defaults()
         controllers = []
@@ -377,19 +415,25 @@ class Mininet(object):
                                'autoSetMacs': self.autoSetMacs,
                                'autoStaticArp': self.autoStaticArp})
         self.hymnRun = res["run"]
-        self.built = True
+        self.deployed = True
         for link in self.links:
             link.deployed = True
         self._absorb(res['nodes'])
         for intf in _pendingAdopt + self._adopt:
             self._adoptIntf(intf)
         del _pendingAdopt[:]
-        info('*** Configuring hosts\n')
-        self.configHosts()
+        self._runEarly()
+
+    def _runEarly(self):
+        for node in self.hosts + self.switches:
+            early, node._early = node._early, []
+            for args, kwargs in early:
+                node.cmd(*args, **kwargs)
 
     def _deployNode(self, node):
         res = self.conn.request('addNode', **self._nodeSpec(node))
         self._absorb([res])
+        self._runEarly()
 
     def _deployLink(self, link):
         spec = self._linkSpec(link)
@@ -398,7 +442,7 @@ class Mininet(object):
         self._absorb([res['node1'], res['node2']])
 
     def _adoptIntf(self, intf):
-        if not self.built:
+        if not self.deployed:
             self._adopt.append(intf)
             return
         res = self.conn.request('adoptIntf', node=intf.node.name,
@@ -410,12 +454,11 @@ class Mininet(object):
 
     def start(self):
         "Start controllers and switches (building first if needed)."
-        if not self.built:
-            self.build()
+        self._ensureBuilt('start')
         info('*** Starting controller\n')
         for controller in self.controllers:
             info(controller.name + ' ')
-        self.conn.request('start')
+        self.conn.request('start')  # hymn's controllers and STP
         for controller in self.controllers:
             controller.start()
         info('\n')
@@ -451,7 +494,7 @@ class Mininet(object):
         for host in self.hosts:
             info(host.name + ' ')
             host.terminate()
-        if self.conn is not None:
+        if self.conn is not None and self.deployed:
             try:
                 self.conn.request('stop')
             finally:
@@ -596,29 +639,28 @@ class Mininet(object):
         return result
 
     def runCpuLimitTest(self, cpu, duration=5):
-        """Run a busy loop on every host for duration s; return the CPU
-        share each got (percent of the machine), printed as Mininet's."""
+        """Run busy loops on every host for duration s; return the CPU
+        share each host got (percent of the machine), as Mininet prints."""
         pct = cpu * 100
         info('*** Testing CPU %.0f%% bandwidth limit\n' % pct)
         hosts = self.hosts
         cores = numCores()
+        pids = {}
         for h in hosts:
+            pids[h] = []
             for _ in range(cores):
                 h.cmd('while true; do a=1; done &')
-        usage = lambda h: _cpuUsage(h)
-        before = [usage(h) for h in hosts]
+                pids[h].append(h.lastPid)
+        before = [_cpuSeconds(pids[h]) for h in hosts]
         t0 = time.time()
         time.sleep(duration)
         elapsed = time.time() - t0
-        after = [usage(h) for h in hosts]
-        fractions = []
-        for b, a in zip(before, after):
-            if a is None or b is None:
-                fractions.append(None)
-            else:
-                fractions.append(100.0 * (a - b) / 1e6 / elapsed / cores)
+        after = [_cpuSeconds(pids[h]) for h in hosts]
+        fractions = [100.0 * (a - b) / elapsed / cores
+                     for b, a in zip(before, after)]
         for h in hosts:
-            h.cmd('kill %%1 2>/dev/null; kill $(jobs -p) 2>/dev/null; wait')
+            h.cmd('kill %s 2>/dev/null; wait 2>/dev/null'
+                  % ' '.join(str(p) for p in pids[h] if p))
         output('*** Results: %s\n' % fractions)
         return fractions
 
@@ -655,19 +697,18 @@ class Mininet(object):
         cls.inited = True
 
 
-def _cpuUsage(host):
-    d = (host.hymn or {}).get('cgroup')
-    if not d:
-        return None
-    try:
-        with open(os.path.join(d, 'cpu.stat')) as f:
-            for line in f:
-                k, v = line.split()
-                if k == 'usage_usec':
-                    return int(v)
-    except OSError:
-        return None
-    return None
+def _cpuSeconds(pids):
+    "CPU time (user and system) the processes have used, in seconds."
+    tick = os.sysconf('SC_CLK_TCK')
+    total = 0.0
+    for pid in pids:
+        try:
+            with open('/proc/%d/stat' % pid) as f:
+                fields = f.read().rsplit(')', 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / float(tick)
+        except (OSError, ValueError, IndexError, TypeError):
+            pass
+    return total
 
 
 class MininetWithControlNet(Mininet):

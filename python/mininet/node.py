@@ -9,6 +9,7 @@ through hymn (the guest agent's persistent shell). popen() returns a real
 subprocess.Popen started through "hymn exec".
 """
 
+import codecs
 import os
 import pty
 import re
@@ -24,6 +25,9 @@ from mininet.util import BaseString, isShellBuiltin, quietRun
 from mininet import _hymn
 
 SENTINEL = chr(127)
+
+# The Mininet whose addHost/addSwitch is constructing a node right now.
+_constructing = [None]
 
 
 class ShellError(RuntimeError):
@@ -56,7 +60,8 @@ class Node(object):
         self.intfs = {}  # port -> Intf
         self.ports = {}  # Intf -> port
         self.nameToIntf = {}
-        self.net = None  # the Mininet that added us
+        # The Mininet adding us (its addHost/addSwitch is constructing us).
+        self.net = _constructing[0]
         self.hymn = None  # hymn's NodeInfo once built
         self.waiting = False
         self.readbuf = ''
@@ -64,10 +69,12 @@ class Node(object):
         self.lastPid = None
         self.execed = False
         self._shell = None
+        self._pid = None
         self._master = None
         self._stdout = None
         self._dead = False
         self._vmThread = None
+        self._early = []  # commands given before the network was built
         self._vmOutput = None
 
     # --- the shell -----------------------------------------------------
@@ -89,12 +96,22 @@ class Node(object):
             self.startShell()
         return self._stdout
 
+    @stdout.setter
+    def stdout(self, value):
+        self._stdout = value
+
     stdin = stdout
 
     @property
     def pid(self):
+        if self._pid is not None:
+            return self._pid
         sh = self.shell
         return sh.pid if sh is not None else None
+
+    @pid.setter
+    def pid(self, value):
+        self._pid = value
 
     @property
     def master(self):
@@ -106,19 +123,33 @@ class Node(object):
     def _shellArgv(self):
         bash = ['env', 'PS1=' + SENTINEL, 'bash', '--norc', '--noediting',
                 '-is', 'mininet:' + self.name]
-        if self.inNamespace and self.hymn is not None and \
-                self.hymn.get('ownNamespace'):
+        if self.hymn is not None and self.hymn.get('ownNamespace'):
             return [_hymn.hymnBinary(), 'exec', '--run', self.net.hymnRun,
                     self.name, '--'] + bash
+        if self.hymn is not None and self.hymn.get('ovsDir'):
+            # An OpenFlow switch: its shell is where its ports are, and
+            # ovs-vsctl/ovs-ofctl there reach hymn's ovsdb-server.
+            d = self.hymn['ovsDir']
+            return ['ip', 'netns', 'exec', self.hymn['namespace'], 'env',
+                    'OVS_RUNDIR=' + d, 'OVS_DBDIR=' + d,
+                    'OVS_LOGDIR=' + d] + bash
         return bash
 
     def _needNetwork(self):
         "A node in a namespace exists once its network is built."
-        if not self.inNamespace:
+        if not self.inNamespace and not isinstance(self, Switch):
             return
         if self.hymn is None and self.net is not None:
             self.net._ensureBuilt(why='%s.cmd()' % self.name)
-        if self.hymn is None:
+            if self.hymn is None and self.net.deployed:
+                raise ShellError('%s is not part of the network (was it '
+                                 'added with addHost/addSwitch?)' % self.name)
+        if self.hymn is None and self.net is None and self.inNamespace:
+            raise NotImplementedError(
+                '%s: a node outside a Mininet object (the low-level API of '
+                "Mininet's scratchnet.py) is not supported by hymn: add it "
+                'with Mininet.addHost/addSwitch' % self.name)
+        if self.hymn is None and self.inNamespace:
             raise ShellError('%s is not part of a built network' % self.name)
 
     def startShell(self, mnopts=None):
@@ -148,6 +179,7 @@ class Node(object):
         self.outToNode[master] = self
         self.inToNode[master] = self
         self.readbuf = ''
+        self.decoder = codecs.getincrementaldecoder('utf-8')('replace')
         # The first prompt says the shell is ready.
         out = ''
         while not out.endswith(SENTINEL):
@@ -158,46 +190,44 @@ class Node(object):
             out += data
         self.waiting = False
         self.cmd('unset HISTFILE; stty -echo; set +m')
-        if self.hymn and self.hymn.get('cgroup'):
+        for d in (self.hymn or {}).get('cgroups') or []:
             # A CPU-limited node's commands run in its cgroup.
-            self.cmd('echo $$ > %s/cgroup.procs' % self.hymn['cgroup'])
+            self.cmd('echo $$ > %s/cgroup.procs' % d)
 
     def _shellDied(self):
         self._dead = True
         self.waiting = False
 
     def read(self, size=1024):
-        "Up to size characters of the shell's output (blocks for some)."
+        """Up to size characters of the shell's output: what is buffered,
+        else what the shell writes next (blocking until it does)."""
         if self._shell is None:
             self.shell
         if isinstance(self._shell, _VMShell):
             return self._shell.read()
         count = len(self.readbuf)
-        if count < size:
+        if count < size and not (count and not self.pollOut.poll(0)):
             try:
                 data = os.read(self._master, size - count)
             except OSError:
                 data = b''
             if not data:
                 self._shellDied()
-            self.readbuf += data.decode('utf-8', 'replace')
+            self.readbuf += self.decoder.decode(data)
         result = self.readbuf[:size]
         self.readbuf = self.readbuf[size:]
         return result
 
     def readline(self):
-        "One line of the shell's output, without its newline."
-        buf = ''
-        while '\n' not in buf:
-            data = self.read(1024)
-            if not data and self._dead:
-                break
-            buf += data
-        pos = buf.find('\n')
-        if pos < 0:
-            return buf
-        self.readbuf = buf[pos + 1:] + self.readbuf
-        return buf[:pos]
+        """One line of the shell's output without its newline, or None
+        when what was read holds no complete line (as Mininet's)."""
+        self.readbuf += self.read(1024)
+        if '\n' not in self.readbuf:
+            return None
+        pos = self.readbuf.find('\n')
+        line = self.readbuf[:pos]
+        self.readbuf = self.readbuf[pos + 1:]
+        return line
 
     def write(self, data):
         "Write to the shell's terminal."
@@ -326,6 +356,13 @@ class Node(object):
         "Run a command line in the node's shell and return its output."
         verbose = kwargs.get('verbose', False)
         (info if verbose else debug)('*** %s : %s\n' % (self.name, args))
+        if self.net is not None and self.net._constructing and \
+                self._shell is None and self.kind != 'controller':
+            # Mininet's nodes have shells from their constructor on; here
+            # the node exists once the network is built, so a command
+            # given before (a subclass's __init__) runs right after.
+            self._early.append((args, kwargs))
+            return ''
         if self._dead:
             raise ShellError('%s: the shell has exited; %r not run'
                              % (self.name, args))
@@ -361,9 +398,11 @@ class Node(object):
             raise NotImplementedError(
                 '%s.popen: VM nodes run commands through their shell; use '
                 '%s.cmd() or sendCmd()/monitor()' % (self.name, self.name))
-        if self.inNamespace and self.hymn.get('ownNamespace'):
+        if self.hymn is not None and self.hymn.get('ownNamespace'):
             cmd = [_hymn.hymnBinary(), 'exec', '--run', self.net.hymnRun,
                    self.name, '--'] + cmd
+        elif self.hymn is not None and self.hymn.get('ovsDir'):
+            cmd = ['ip', 'netns', 'exec', self.hymn['namespace']] + cmd
         return subprocess.Popen(cmd, **defaults)
 
     def pexec(self, *args, **kwargs):
@@ -624,7 +663,11 @@ class CPULimitedHost(Host):
         return r
 
     def cgroupDir(self):
-        return (self.hymn or {}).get('cgroup')
+        "The cgroup directory with the CPU controller's files."
+        for d in (self.hymn or {}).get('cgroups') or []:
+            if '/cpuset/' not in d:
+                return d
+        return None
 
     def setCPUFrac(self, f, sched=None, period_us=100000):
         """Change the CPU limit of a running host: f is the fraction of
@@ -638,12 +681,15 @@ class CPULimitedHost(Host):
                 '%s.setCPUFrac: the host has no cgroup: create it with a '
                 'cpu= parameter (CPULimitedHost(cpu=0.5))' % self.name)
         from mininet.util import numCores
-        if f < 0:
-            value = 'max %d' % period_us
+        quota = -1 if f < 0 else max(1000, int(period_us * f * numCores()))
+        if os.path.exists(os.path.join(d, 'cpu.max')):
+            script = 'echo "%s %d" > %s/cpu.max' % (
+                'max' if quota < 0 else quota, period_us, d)
         else:
-            value = '%d %d' % (max(1000, int(period_us * f * numCores())),
-                               period_us)
-        out = quietRun(['sh', '-c', 'echo "%s" > %s/cpu.max' % (value, d)])
+            script = ('echo %d > %s/cpu.cfs_period_us; echo %d > '
+                      '%s/cpu.cfs_quota_us' % (period_us, d, quota, d))
+        # Written from the node's own shell, as Mininet's cgset is run.
+        out = self.cmd(script + ' 2>&1')
         if out.strip():
             error('*** error: setCPUFrac: %s\n' % out.strip())
         self.cpu = f

@@ -235,49 +235,55 @@ def isShellBuiltin(cmd):
 
 
 def pmonitor(popens, timeoutms=500, readline=True, readmax=1024):
-    """Watch a dict {host: Popen} and yield (host, line) as output
-    arrives, (None, '') on a timeout, until every process has ended."""
+    """Watch a dict {host: Popen} and yield (host, output) as it comes
+    (a line at a time, or up to readmax), (None, '') on a timeout, until
+    every process's output has ended."""
+    import codecs
+    import fcntl
     poller = select.poll()
-    fdToHost = {}
+    fdToHost, decoders = {}, {}
     for host, popen in popens.items():
         fd = popen.stdout.fileno()
         fdToHost[fd] = host
+        decoders[fd] = codecs.getincrementaldecoder('utf-8')('replace')
         poller.register(fd, select.POLLIN)
-        if not readline:
-            os.set_blocking(fd, False)
+        fcntl.fcntl(fd, fcntl.F_SETFL,
+                    fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_NONBLOCK)
     while popens:
         fds = poller.poll(timeoutms)
-        if fds:
-            for fd, event in fds:
-                host = fdToHost[fd]
-                popen = popens[host]
-                if event & select.POLLIN:
-                    if readline:
-                        line = popen.stdout.readline()
-                    else:
-                        line = popen.stdout.read(readmax)
-                    yield host, decode(line or b'')
-                elif event & (select.POLLHUP | select.POLLERR |
-                              select.POLLNVAL):
-                    poller.unregister(fd)
-                    del popens[host]
-        else:
+        if not fds:
             yield None, ''
+            continue
+        for fd, event in fds:
+            host = fdToHost[fd]
+            popen = popens[host]
+            if event & (select.POLLIN | select.POLLHUP):
+                while True:
+                    try:
+                        data = (popen.stdout.readline() if readline
+                                else popen.stdout.read(readmax))
+                    except IOError:
+                        data = b''
+                    line = decoders[fd].decode(data or b'')
+                    if line == '':
+                        break
+                    yield host, line
+            if event & (select.POLLHUP | select.POLLERR | select.POLLNVAL):
+                poller.unregister(fd)
+                del popens[host]
 
 
 def waitListening(client=None, server='127.0.0.1', port=80, timeout=None):
-    """Wait until server listens on port, seen from client (a node, or
-    this machine when None). Returns True, or False after timeout s."""
-    from mininet.node import Node
-    runCmd = client.cmd if client else (lambda c: quietRun(c))
-    if not runCmd('which telnet') and not runCmd('which nc'):
-        raise Exception('waitListening needs telnet or nc')
+    """Wait until something listens on server:port, seen from client (a
+    node, or this machine when None): True, or False after timeout s.
+    bash's /dev/tcp tries the connection (no telnet or nc needed)."""
+    runCmd = client.cmd if client else (lambda c: quietRun(c, shell=True))
     serverIP = server if isinstance(server, BaseString) else server.IP()
-    cmd = ('nc -z -w 1 %s %s' % (serverIP, port))
+    cmd = ("bash -c 'exec 3<>/dev/tcp/%s/%s' >/dev/null 2>&1 && echo OPEN"
+           % (serverIP, port))
     elapsed = 0.0
     while True:
-        out = runCmd(cmd + ' >/dev/null 2>&1; echo $?')
-        if out.strip().endswith('0'):
+        if 'OPEN' in runCmd(cmd):
             return True
         if timeout is not None and elapsed >= timeout:
             error('could not connect to %s on port %d\n' % (server, port))
