@@ -490,24 +490,45 @@ func TestEmulatedGilbertElliott(t *testing.T) {
 // its rate passes R·T + at most the bucket, drops the rest at once
 // (Policed) and delays nothing. The bucket holds 80 ms of tokens, so a
 // sender stalled for less than that (the suite runs with -race on two
-// shared cores) loses none of them.
+// shared cores; a shared host stops the VM for 10-30 ms) loses none of
+// them: its probes, sent late in a burst, spend what the bucket saved.
+// Stopped for longer, the sender offers nothing while the full bucket
+// overflows, and up to R·(stop - 80 ms) fewer bytes pass: a run that
+// passed too little while a stall watcher saw the machine stop for 70 ms
+// or more (80 ms less the 10 ms of timing already allowed) is repeated,
+// at most three runs. Too much is never excused.
 func TestEmulatedPolicer(t *testing.T) {
 	testenv.Root(t)
 	const rate, bucket = 10e6, 100000.0
+	const overflowStall = time.Duration(bucket*8/rate*float64(time.Second)) - 10*time.Millisecond
 	n := pairNet(t, topo.Params{"police": "10mbit 100000"})
 	T := 4 * time.Second
-	res, st := offer21Mbit(t, n, T)
-	s := st.Forward.Emulator
-	wire := float64(14+20+8+1000) + float64(st.ForwardConfig.Overhead)
-	passed := float64(res.Received) * wire
-	// The bucket holds at most its size when the measured probes start;
-	// allow 10 ms of sender timing at either end and one frame.
-	lo := rate/8*(T.Seconds()-0.01) - wire
-	hi := rate/8*(T.Seconds()+0.01) + bucket + wire
-	t.Logf("probe: %v; emulator: received %d sent %d policed %d; passed %.0f B, want [%.0f, %.0f]", res, s.Received, s.Sent, s.Policed, passed, lo, hi)
-	if passed < lo || passed > hi {
-		t.Errorf("policer passed %.0f bytes on the wire in %v, want [%.0f, %.0f]", passed, T, lo, hi)
+	var st LinkStats
+	for attempt := 1; ; attempt++ {
+		watch := stallwatch.Start()
+		var res probe.Result
+		res, st = offer21Mbit(t, n, T)
+		stalls := watch.Stop()
+		s := st.Forward.Emulator
+		wire := float64(14+20+8+1000) + float64(st.ForwardConfig.Overhead)
+		passed := float64(res.Received) * wire
+		// The bucket holds at most its size when the measured probes
+		// start; allow 10 ms of sender timing at either end and one frame.
+		lo := rate/8*(T.Seconds()-0.01) - wire
+		hi := rate/8*(T.Seconds()+0.01) + bucket + wire
+		t.Logf("attempt %d: probe: %v; emulator (all attempts): received %d sent %d policed %d; passed %.0f B, want [%.0f, %.0f]; machine: %v",
+			attempt, res, s.Received, s.Sent, s.Policed, passed, lo, hi, stalls)
+		if passed < lo && stalls.Worst >= overflowStall && attempt < 3 {
+			t.Logf("attempt %d: the machine stopped for %v, longer than the bucket's tokens cover less the timing allowed (%v): again",
+				attempt, stalls.Worst.Round(time.Millisecond), overflowStall)
+			continue
+		}
+		if passed < lo || passed > hi {
+			t.Errorf("policer passed %.0f bytes on the wire in %v, want [%.0f, %.0f] (machine: %v)", passed, T, lo, hi, stalls)
+		}
+		break
 	}
+	s := st.Forward.Emulator
 	if s.Policed == 0 || s.SpacerDropped != 0 || s.Received != s.Sent+s.Dropped()+uint64(s.Queued) {
 		t.Errorf("counters: %+v", s)
 	}
