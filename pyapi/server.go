@@ -274,7 +274,7 @@ func (s *Server) handle(ctx context.Context, op string, raw json.RawMessage) (an
 		}
 		return nil, n.WaitConnected(ctx)
 	case "adoptIntf":
-		return s.adoptIntf(raw)
+		return s.adoptIntf(ctx, raw)
 	case "clean":
 		rep, err := hymn.Clean(ctx, hymn.CleanOptions{})
 		return map[string]any{"runs": rep.Runs}, err
@@ -707,7 +707,7 @@ func Listen(path string) (net.Listener, error) {
 // gives it an address. The namespace's deletion at Stop hands a physical
 // interface back to the root namespace and removes a virtual one, as
 // Mininet's cleanup does.
-func (s *Server) adoptIntf(raw json.RawMessage) (any, error) {
+func (s *Server) adoptIntf(ctx context.Context, raw json.RawMessage) (any, error) {
 	var a struct {
 		Node string `json:"node"`
 		Name string `json:"name"`
@@ -727,10 +727,6 @@ func (s *Server) adoptIntf(raw json.RawMessage) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	ns, ok := node.(*nodes.NsNode)
-	if !ok {
-		return nil, fmt.Errorf("%w: Intf(%s, node=%s): moving an existing interface into a VM node (hot-plug) is not supported yet; use HwPair links, which hymn hot-plugs", errUnsupported, a.Name, a.Node)
-	}
 	var addr *netlink.Addr
 	if a.IP != "" {
 		ip := a.IP
@@ -744,6 +740,26 @@ func (s *Server) adoptIntf(raw json.RawMessage) (any, error) {
 	link, err := netlink.LinkByName(a.Name)
 	if err != nil {
 		return nil, fmt.Errorf("%w: Intf(%s): no such interface on this machine: %v", errUsage, a.Name, err)
+	}
+	if g, ok := node.(nodes.GuestNode); ok {
+		// A VM: the interface goes to its helper namespace and is
+		// hot-plugged into the guest under the same name.
+		if err := netlink.LinkSetNsFd(link, int(g.NsHandle())); err != nil {
+			return nil, fmt.Errorf("moving %s to %s's helper namespace: %w", a.Name, a.Node, err)
+		}
+		var ip netip.Prefix
+		if addr != nil {
+			bits, _ := addr.Mask.Size()
+			ip = netip.PrefixFrom(netip.MustParseAddr(addr.IP.String()), bits)
+		}
+		if err := g.AttachIntf(ctx, a.Name, link.Attrs().HardwareAddr, ip); err != nil {
+			return nil, fmt.Errorf("hot-plugging %s into %s: %w", a.Name, a.Node, err)
+		}
+		return adopted(n, a.Node, a.Name, addr), nil
+	}
+	ns, ok := node.(*nodes.NsNode)
+	if !ok {
+		return nil, fmt.Errorf("%w: Intf(%s, node=%s): node %s has no namespace of its own", errUnsupported, a.Name, a.Node, a.Node)
 	}
 	if err := netlink.LinkSetNsFd(link, int(ns.NsHandle())); err != nil {
 		return nil, fmt.Errorf("moving %s into %s: %w", a.Name, a.Node, err)
@@ -768,11 +784,18 @@ func (s *Server) adoptIntf(raw json.RawMessage) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("configuring %s in %s: %w", a.Name, a.Node, err)
 	}
-	info := nodeInfo(n, n.Plan().Node(a.Node))
-	ii := IntfInfo{Name: a.Name}
+	return adopted(n, a.Node, a.Name, addr), nil
+}
+
+// adopted is a node's info with an adopted interface, which hymn's plan
+// does not list.
+func adopted(n *hymn.Network, node, intf string, addr *netlink.Addr) NodeInfo {
+	info := nodeInfo(n, n.Plan().Node(node))
+	ii := IntfInfo{Name: intf}
 	if addr != nil {
-		ii.IP, ii.Prefix = addr.IP.String(), func() int { b, _ := addr.Mask.Size(); return b }()
+		ii.IP = addr.IP.String()
+		ii.Prefix, _ = addr.Mask.Size()
 	}
-	info.Intfs = append(info.Intfs, ii)
-	return info, nil
+	return NodeInfo{Name: info.Name, Kind: info.Kind, Backend: info.Backend, OwnNS: info.OwnNS,
+		Cgroups: info.Cgroups, Namespace: info.Namespace, OVSDir: info.OVSDir, Intfs: append(info.Intfs, ii)}
 }

@@ -264,6 +264,10 @@ class Link(object):
     def _ignore(*args, **kwargs):
         pass
 
+    def adoptsPair(self):
+        "Is this link a pair of existing interfaces hymn only moves?"
+        return False
+
     def intfName(self, node, n):
         assert self
         return node.name + '-eth' + repr(n)
@@ -366,16 +370,15 @@ class HwPair(Link):
     def __init__(self, node1, node2, **params):
         self.pair = None
         if HwPair.available_pairs:
+            # An existing pair (already a wire, e.g. two VFs on one
+            # VLAN): its interfaces move into the nodes (or are
+            # hot-plugged into VMs) under their own names.
             self.pair = HwPair.available_pairs.pop(0)
+            params['intfName1'], params['intfName2'] = self.pair
         Link.__init__(self, node1, node2, **params)
 
-    def hymnParams(self):
-        out = Link.hymnParams(self)
-        if self.pair is not None:
-            out.pop('kind', None)
-            out['existing1'], out['existing2'] = self.pair
-            out['intfName1'], out['intfName2'] = self.pair
-        return out
+    def adoptsPair(self):
+        return self.pair is not None
 
     def intfName(self, node, n):
         return Link.intfName(self, node, n)

@@ -406,7 +406,8 @@ class Mininet(object):
                 if spec:
                     controllers.append({'name': c.name, 'spec': spec})
         nodes = [self._nodeSpec(n) for n in self.hosts + self.switches]
-        links = [self._linkSpec(l) for l in self.links]
+        links = [self._linkSpec(l) for l in self.links
+                 if not l.adoptsPair()]
         conn = self._connect()
         res = conn.request('build', nodes=nodes, links=links,
                            controllers=controllers, options={
@@ -419,6 +420,10 @@ class Mininet(object):
         for link in self.links:
             link.deployed = True
         self._absorb(res['nodes'])
+        for link in self.links:
+            if link.adoptsPair():
+                self._adoptIntf(link.intf1)
+                self._adoptIntf(link.intf2)
         for intf in _pendingAdopt + self._adopt:
             self._adoptIntf(intf)
         del _pendingAdopt[:]
@@ -436,6 +441,11 @@ class Mininet(object):
         self._runEarly()
 
     def _deployLink(self, link):
+        if link.adoptsPair():
+            link.deployed = True
+            self._adoptIntf(link.intf1)
+            self._adoptIntf(link.intf2)
+            return
         spec = self._linkSpec(link)
         res = self.conn.request('addLink', **spec)
         link.deployed = True
