@@ -80,3 +80,10 @@ func (n *Network) NodeBackendOf(name string) NodeBackend {
 	}
 	return b
 }
+
+// Running reports whether the network is built and not stopped.
+func (n *Network) Running() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.built && !n.stopped
+}

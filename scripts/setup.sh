@@ -97,6 +97,7 @@ packages=(
   python3-jsonschema python3-yaml # the schema test (schema/topology.schema.json)
   tcpdump tshark            # packet captures; OpenFlow dissection in the SDN tests
   tmux                      # xterm/x/gterm in the shell
+  chromium                  # the live view's browser tests (ui/browser_test.go, driven by chromedp)
   gcc                       # cgo: the race detector and the DPDK port
   git                       # test.sh lists the tracked Go files with git ls-files
   time                      # /usr/bin/time in bench/compare.sh

@@ -33,7 +33,7 @@ type api struct {
 	subs     map[chan []byte]struct{}
 	wantTill time.Time // keep sampling until then (a snapshot asked)
 	running  bool
-	topoGen  int // bumps when the set of links changes
+	sentGen  int // the sampler's changes when the stream last said "topology"
 	log      []LogLine
 	caps     []*uiCapture
 	capDir   string
@@ -90,6 +90,9 @@ func (a *api) close() {
 	}
 	a.closed = true
 	close(a.stopLoop)
+	if a.smp != nil {
+		a.smp.closeSocks()
+	}
 	caps := a.caps
 	for ch := range a.subs {
 		close(ch)
@@ -98,11 +101,11 @@ func (a *api) close() {
 	a.mu.Unlock()
 	for _, c := range caps {
 		if c.Running {
-			c.lc.Stop()
+			_, _ = c.lc.Stop() // closing anyway: the files are what is left
 		}
 	}
 	if a.ownDir {
-		os.RemoveAll(a.capDir)
+		_ = os.RemoveAll(a.capDir) // a temporary directory; nothing to tell
 	}
 }
 
@@ -110,7 +113,7 @@ func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", " ")
-	enc.Encode(v)
+	_ = enc.Encode(v) // the client went away: nobody to tell
 }
 
 func httpError(w http.ResponseWriter, err error) {
@@ -126,7 +129,7 @@ func httpError(w http.ResponseWriter, err error) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
-	json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
+	_ = json.NewEncoder(w).Encode(map[string]string{"error": err.Error()}) // as in writeJSON
 }
 
 // current returns a sample no older than one interval, sampling now if
@@ -147,11 +150,7 @@ func (a *api) sampleLocked() {
 	if a.smp == nil {
 		a.smp = newSampler(a.net)
 	}
-	n := len(a.smp.links)
 	a.latest = a.smp.sample()
-	if len(a.smp.links) != n || a.latest == nil {
-		a.topoGen++
-	}
 }
 
 // Snapshot is GET /api/snapshot: the topology, the latest sample and the
@@ -200,13 +199,14 @@ func (a *api) loop() {
 			a.latest = nil // rates would span the idle time
 			if a.smp != nil {
 				a.smp.prev = nil
+				a.smp.closeSocks()
 			}
 			a.mu.Unlock()
 			return
 		}
-		gen := a.topoGen
 		a.sampleLocked()
-		if a.topoGen != gen {
+		if a.smp.changes != a.sentGen {
+			a.sentGen = a.smp.changes
 			a.broadcastLocked(sse("topology", map[string]int{"links": len(a.latest.Links)}))
 			a.sent = map[int][]byte{}
 		}
@@ -269,16 +269,16 @@ func (a *api) events(w http.ResponseWriter, r *http.Request) {
 	a.mu.Unlock()
 	defer func() {
 		a.mu.Lock()
-		if _, ok := a.subs[ch]; ok {
-			delete(a.subs, ch)
-		}
+		delete(a.subs, ch)
 		a.mu.Unlock()
 	}()
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	w.Write(sse("stats", st))
+	if _, err := w.Write(sse("stats", st)); err != nil {
+		return
+	}
 	fl.Flush()
 	for {
 		select {
@@ -474,7 +474,8 @@ func (a *api) node(w http.ResponseWriter, r *http.Request) {
 	}
 	d := NodeDetails{NodeView: *nv}
 	if node, err := a.net.Node(name); err == nil && nv.Backend == "netns" {
-		node.Netlink(func(h *netlink.Handle) error {
+		// A node gone meanwhile shows its planned interfaces only.
+		_ = node.Netlink(func(h *netlink.Handle) error {
 			list, err := h.LinkList()
 			if err != nil {
 				return err

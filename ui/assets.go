@@ -23,5 +23,5 @@ func serveAsset(w http.ResponseWriter, r *http.Request, name string) {
 		return
 	}
 	w.Header().Set("Content-Type", assetTypes[path.Ext(name)])
-	w.Write(b)
+	_, _ = w.Write(b) // the client went away
 }

@@ -34,7 +34,7 @@ func (l peerListener) Accept() (net.Conn, error) {
 		if samePeer(c) {
 			return c, nil
 		}
-		c.Close()
+		_ = c.Close() // a stranger's connection, refused
 	}
 }
 
@@ -87,7 +87,7 @@ func ServeControl(net *hymn.Network, opts Options) (*Control, error) {
 		return nil, err
 	}
 	c := &Control{srv: &http.Server{Handler: a, ReadHeaderTimeout: 10 * time.Second}, api: a}
-	go c.srv.Serve(peerListener{ln})
+	go func() { _ = c.srv.Serve(peerListener{ln}) }() // ends with ErrServerClosed at Close
 	return c, nil
 }
 
@@ -145,7 +145,7 @@ func reachable(run string) bool {
 	if err != nil {
 		return false
 	}
-	c.Close()
+	_ = c.Close() // only probing
 	return true
 }
 
@@ -167,17 +167,15 @@ func Proxy(run string, opts Options) (*Server, error) {
 			return d.DialContext(ctx, "unix", name)
 		},
 	}
-	rp := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: "hymn-run"})
-	rp.Transport = tr
-	base := rp.Director
-	rp.Director = func(r *http.Request) {
-		base(r)
+	target := &url.URL{Scheme: "http", Host: "hymn-run"}
+	rp := &httputil.ReverseProxy{Transport: tr, Rewrite: func(pr *httputil.ProxyRequest) {
+		pr.SetURL(target)
 		// The backend trusts its socket; the token stays with the gate.
-		r.Header.Del("X-Hymn-Token")
-		q := r.URL.Query()
+		pr.Out.Header.Del("X-Hymn-Token")
+		q := pr.Out.URL.Query()
 		q.Del("token")
-		r.URL.RawQuery = q.Encode()
-	}
+		pr.Out.URL.RawQuery = q.Encode()
+	}}
 	s, err := listen(opts, rp, nil, run)
 	if err != nil {
 		return nil, err
@@ -194,7 +192,7 @@ func Proxy(run string, opts Options) (*Server, error) {
 			case <-t.C:
 			}
 			if !owner.Alive(run) {
-				go s.Close()
+				go func() { _ = s.Close() }() // the run is gone: stop serving it
 				return
 			}
 		}

@@ -4,7 +4,6 @@ import (
 	"sort"
 
 	"github.com/hymn-net/hymn"
-	"github.com/vishvananda/netlink"
 )
 
 // Counters are one direction's kernel counters of a link, read at the end
@@ -64,45 +63,41 @@ type linkCounters struct {
 }
 
 // read dumps the interfaces of every namespace in the plan and fills
-// out[link] for the links found. A node that is gone or a VM (whose
-// interfaces are in its guest) leaves its links' entries unset.
-func (p readPlan) read(net *hymn.Network, out []linkCounters) {
+// out[link] for the links found, through socks (opened on first use). A
+// node that is gone or a VM (whose interfaces are in its guest) leaves its
+// links' entries unset.
+func (p readPlan) read(nw *hymn.Network, socks map[string]*linkSock, out []linkCounters) {
+	byName := map[string]ifStats{}
 	for _, name := range p.nodes {
-		node, err := net.Node(name)
+		node, err := nw.Node(name)
 		if err != nil {
 			continue
 		}
-		refs := p.ends[name]
-		_ = node.Netlink(func(h *netlink.Handle) error {
-			list, err := h.LinkList()
-			if err != nil {
-				return err
+		s := socks[name]
+		if s == nil {
+			if s, err = openLinkSock(node.NsHandle()); err != nil {
+				continue
 			}
-			byName := make(map[string]netlink.Link, len(list))
-			for _, l := range list {
-				byName[l.Attrs().Name] = l
+			socks[name] = s
+		}
+		clear(byName)
+		if err := s.dump(byName); err != nil {
+			s.close()
+			delete(socks, name)
+			continue
+		}
+		for _, r := range p.ends[name] {
+			st, ok := byName[r.intf]
+			if !ok || r.link >= len(out) {
+				continue
 			}
-			for _, r := range refs {
-				l, ok := byName[r.intf]
-				if !ok || r.link >= len(out) {
-					continue
-				}
-				a := l.Attrs()
-				c := linkCounters{ok: true, up: a.Flags&netFlagUp != 0 && a.OperState != netlink.OperDown}
-				if s := a.Statistics; s != nil {
-					tx := Counters{Packets: s.TxPackets, Bytes: s.TxBytes, Dropped: s.TxDropped}
-					rx := Counters{Packets: s.RxPackets, Bytes: s.RxBytes, Dropped: s.RxDropped}
-					c.ab, c.ba = tx, rx
-					if r.swapped {
-						c.ab, c.ba = rx, tx
-					}
-				}
-				out[r.link] = c
+			tx := Counters{Packets: st.txPackets, Bytes: st.txBytes, Dropped: st.txDropped}
+			rx := Counters{Packets: st.rxPackets, Bytes: st.rxBytes, Dropped: st.rxDropped}
+			c := linkCounters{ok: true, up: st.up, ab: tx, ba: rx}
+			if r.swapped {
+				c.ab, c.ba = rx, tx
 			}
-			return nil
-		})
+			out[r.link] = c
+		}
 	}
 }
-
-// netFlagUp is IFF_UP as the netlink package reports it.
-const netFlagUp = 1 << 0

@@ -2,7 +2,6 @@ package ui
 
 import (
 	"errors"
-	"sort"
 	"strings"
 	"time"
 
@@ -97,7 +96,7 @@ type DelayView struct {
 
 // SchedView is where a link's schedule is, per direction.
 type SchedView struct {
-	Start time.Time           `json:"start"`
+	Start time.Time            `json:"start"`
 	AB    *emulatorSchedStatus `json:"ab,omitempty"`
 	BA    *emulatorSchedStatus `json:"ba,omitempty"`
 }
@@ -202,17 +201,31 @@ type sampler struct {
 	links []hymn.LinkInfo
 	plan  readPlan
 	prev  *Sample
+	socks map[string]*linkSock // by node, while sampling
+	// changes counts the times the list of links changed (a link added,
+	// an emulator inserted), so the stream can tell pages to reload it.
+	changes int
 }
 
 func newSampler(net *hymn.Network) *sampler {
-	s := &sampler{net: net}
+	s := &sampler{net: net, socks: map[string]*linkSock{}}
 	s.refresh()
 	return s
+}
+
+// closeSocks closes the sampler's sockets: they hold the namespaces alive,
+// so they must not outlive the network nor stay open while nobody watches.
+func (s *sampler) closeSocks() {
+	for k, c := range s.socks {
+		c.close()
+		delete(s.socks, k)
+	}
 }
 
 // refresh re-reads the list of links (one may have been added live, or a
 // plain link got an emulator).
 func (s *sampler) refresh() {
+	s.closeSocks() // an emulator inserted re-creates interfaces: start afresh
 	s.links = s.net.Links()
 	s.plan = newReadPlan(s.links)
 }
@@ -220,10 +233,15 @@ func (s *sampler) refresh() {
 func (s *sampler) sample() *Sample {
 	if cur := s.net.Links(); !sameLinks(cur, s.links) {
 		s.refresh()
+		s.changes++
 	}
 	now := time.Now()
 	kc := make([]linkCounters, len(s.links))
-	s.plan.read(s.net, kc)
+	if s.net.Running() {
+		s.plan.read(s.net, s.socks, kc)
+	} else {
+		s.closeSocks()
+	}
 	scheds := map[[2]string]hymn.LinkSchedule{}
 	for _, ls := range s.net.LinkSchedules() {
 		scheds[[2]string{ls.Node1, ls.Node2}] = ls
@@ -306,12 +324,3 @@ func bins(h emulator.Histogram) []HistBin {
 
 // errNotFound is an unknown node, link or capture.
 var errNotFound = errors.New("not found")
-
-func sortedKeys[M ~map[string]V, V any](m M) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}

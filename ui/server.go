@@ -141,7 +141,7 @@ func listen(opts Options, backend http.Handler, a *api, run string) (*Server, er
 		host = net.JoinHostPort("127.0.0.1", fmt.Sprint(tcp.Port))
 	}
 	s.url = (&url.URL{Scheme: "http", Host: host, Path: "/", RawQuery: "token=" + opts.Token}).String()
-	go s.srv.Serve(ln)
+	go func() { _ = s.srv.Serve(ln) }() // ends with ErrServerClosed at Close
 	return s, nil
 }
 
@@ -222,8 +222,8 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!doctype html>
 <title>hymn {{.Run}}</title>
 <link rel="stylesheet" href="/assets/app.css?token={{.Token}}">
 </head><body data-token="{{.Token}}" data-run="{{.Run}}" data-read-only="{{.ReadOnly}}">
-<div id="app"></div>
-<script src="/assets/app.js?token={{.Token}}"></script>
+<div id="app"><header><b>hymn</b> run <code>{{.Run}}</code> <span id="status">loading…</span></header></div>
+<script defer src="/assets/app.js?token={{.Token}}"></script>
 </body></html>
 `))
 

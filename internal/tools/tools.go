@@ -55,6 +55,7 @@ var Packages = map[string]string{
 	"ctr":                "containerd",
 	"runc":               "runc",
 	"openssl":            "openssl",
+	"chromium":           "chromium", // the live view's browser tests (ui)
 }
 
 // Package returns the Debian package for a program, or "" if unknown.

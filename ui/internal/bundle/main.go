@@ -7,6 +7,7 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -16,11 +17,10 @@ import (
 )
 
 func main() {
-	out := "assets"
-	if len(os.Args) > 1 {
-		out = os.Args[1]
-	}
-	if err := run("web", out); err != nil {
+	web := flag.String("web", "web", "the page's sources (package.json, src/)")
+	out := flag.String("out", "assets", "where app.js and app.css go")
+	flag.Parse()
+	if err := run(*web, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "bundle:", err)
 		os.Exit(1)
 	}

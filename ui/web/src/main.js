@@ -13,6 +13,7 @@ const body = document.body;
 const token = body.dataset.token;
 let readOnly = body.dataset.readOnly === 'true';
 const ui = (window.hymnUI = {
+  cytoscape, // for experiments from the console
   ready: false,
   marks: {},
   samples: new Map(), // link id -> latest LinkSample
@@ -56,9 +57,11 @@ const el = (tag, attrs = {}, ...kids) => {
   return e;
 };
 
+// The header is in the HTML already, so the page paints before this
+// script has run.
 const app = document.getElementById('app');
-const status = el('span', { id: 'status' }, 'connecting');
-const header = el('header', {}, el('b', {}, 'hymn'), ' run ', el('code', {}, body.dataset.run), ' ', status);
+const header = app.querySelector('header');
+const status = document.getElementById('status');
 if (readOnly) header.append(el('span', { class: 'badge' }, 'read-only'));
 const graphBox = el('div', { id: 'graph' });
 const side = el('aside', { id: 'side' });
@@ -66,7 +69,7 @@ const details = el('section', { id: 'details' }, el('p', { class: 'hint' }, 'Cli
 const measureBox = el('section', { id: 'measure' });
 const logBox = el('section', { id: 'log' }, el('h3', {}, 'Log'));
 side.append(details, measureBox, logBox);
-app.append(header, el('main', {}, graphBox, side));
+app.append(el('main', {}, graphBox, side));
 mark('shell');
 
 // ---- formatting
@@ -80,18 +83,20 @@ function si(v, unit) {
   }
   return (v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(2)) + ' ' + p[i] + unit;
 }
+// The seed is noise on the page (the API keeps it).
+const shortConfig = (c) => c.replace(/\s*seed \d+/, '') || '(none)';
 const usText = (v) => (v >= 1000 ? (v / 1000).toFixed(2) + ' ms' : v.toFixed(1) + ' µs');
 
 // ---- graph
 let cy;
 const roleShape = { host: 'ellipse', switch: 'round-rectangle', router: 'diamond', nat: 'hexagon', controller: 'tag' };
 
-function isTreeTopology(t) {
+// shape tells a tree whose switches branch (tree,D,F: "branching"), any
+// other tree (linear: "tree") and a graph with cycles ("graph").
+function shape(t) {
   const nodes = t.nodes.filter((n) => n.role !== 'controller');
   const links = t.links.filter((l) => l.kind !== 'control');
-  if (links.length !== nodes.length - 1) return false;
-  // A tree whose switches branch (tree,D,F) reads best as layers; a line
-  // of switches (linear) reads better laid out by forces.
+  if (links.length !== nodes.length - 1) return 'graph';
   const swDeg = new Map();
   const isSw = new Set(nodes.filter((n) => n.role === 'switch').map((n) => n.name));
   for (const l of links) {
@@ -100,21 +105,38 @@ function isTreeTopology(t) {
       swDeg.set(l.node2, (swDeg.get(l.node2) || 0) + 1);
     }
   }
-  return [...swDeg.values()].some((d) => d >= 3);
+  return [...swDeg.values()].some((d) => d >= 3) ? 'branching' : 'tree';
 }
 
+// layoutOptions picks cytoscape's layout: a tree with branching switches
+// (tree,D,F) in layers from its root (rings when a layer would be too wide
+// to read), anything else (linear, torus, files) by fcose's forces; above
+// 500 nodes any tree in layers (linear,1000 a ladder), as forces take
+// seconds there.
 function layoutOptions(t) {
   const n = t.nodes.length;
-  if (isTreeTopology(t)) {
-    // The root: the switch nothing above it links to (tree's s1).
-    const deg = new Map();
-    for (const l of t.links) {
-      deg.set(l.node1, (deg.get(l.node1) || 0) + 1);
-      deg.set(l.node2, (deg.get(l.node2) || 0) + 1);
-    }
+  // &layout=NAME in the page's URL picks one of cytoscape's layouts.
+  const forced = new URLSearchParams(location.search).get('layout');
+  if (forced) return { name: forced, animate: false, quality: 'draft', roots: forced === 'breadthfirst' ? cy.nodes().filter((v) => v.data('role') === 'switch')[0] : undefined };
+  const sh = shape(t);
+  if (sh === 'branching' || (sh === 'tree' && n > 500)) {
     const sw = t.nodes.filter((x) => x.role === 'switch');
-    const root = sw.length ? sw[0].name : t.nodes[0].name;
-    return { name: 'breadthfirst', roots: [root], directed: false, spacingFactor: n > 300 ? 0.6 : 1, animate: false };
+    const root = cy.getElementById('n:' + (sw.length ? sw[0].name : t.nodes[0].name));
+    // The widest layer decides between rows and rings.
+    const levels = new Map();
+    const depth = new Map();
+    cy.elements().bfs({
+      roots: root,
+      visit: (v, e, u, i, d) => {
+        levels.set(d, (levels.get(d) || 0) + 1);
+        depth.set(v.id(), d);
+      },
+    });
+    const widest = Math.max(...levels.values());
+    if (widest <= 40) return { name: 'breadthfirst', roots: root, directed: false, spacingFactor: 1.1, animate: false };
+    // Rings sized by concentric so that no two nodes overlap.
+    const maxDepth = Math.max(...levels.keys());
+    return { name: 'concentric', concentric: (v) => maxDepth - (depth.get(v.id()) || 0), levelWidth: () => 1, minNodeSpacing: 6, animate: false };
   }
   return {
     name: 'fcose',
@@ -152,14 +174,16 @@ function buildGraph(t) {
     hideLabelsOnViewport: big,
     pixelRatio: big ? 1 : 'auto',
     style: [
-      { selector: 'node', style: { label: 'data(label)', 'font-size': 10, 'min-zoomed-font-size': 7, 'text-valign': 'bottom', 'text-margin-y': 2, width: 18, height: 18, 'background-color': '#4a7bd0', 'border-width': 1, 'border-color': '#1d3a6e' } },
+      // Labels are measured per element: a large graph starts without
+      // them and gets them when zoomed in far enough to read them.
+      { selector: 'node', style: { label: big ? '' : 'data(label)', 'font-size': 10, 'min-zoomed-font-size': 7, 'text-valign': 'bottom', 'text-margin-y': 2, width: 18, height: 18, 'background-color': '#4a7bd0', 'border-width': 1, 'border-color': '#1d3a6e' } },
       ...Object.entries(roleShape).map(([r, s]) => ({ selector: 'node.' + r, style: { shape: s } })),
       { selector: 'node.switch', style: { 'background-color': '#3a9a5b', 'border-color': '#1f5c34', width: 22 } },
       { selector: 'node.router', style: { 'background-color': '#b0802a' } },
       { selector: 'node.nat', style: { 'background-color': '#8a5bb0' } },
       { selector: 'node.controller', style: { 'background-color': '#888', shape: 'tag' } },
       { selector: 'node.vm', style: { 'border-width': 3, 'border-style': 'double', 'border-color': '#222' } },
-      { selector: 'edge', style: { width: 1.5, 'line-color': '#9aa', 'curve-style': 'haystack', label: 'data(label)', 'font-size': 8, 'min-zoomed-font-size': 8, 'text-background-color': '#fff', 'text-background-opacity': 0.8, 'text-background-padding': 1 } },
+      { selector: 'edge', style: { width: 1.5, 'line-color': '#9aa', 'curve-style': 'haystack', label: big ? '' : 'data(label)', 'font-size': 8, 'min-zoomed-font-size': 11, 'text-background-color': '#fff', 'text-background-opacity': 0.8, 'text-background-padding': 1 } },
       { selector: 'edge.emulated, edge.emulated-vf', style: { 'line-color': '#d88a2a' } },
       { selector: 'edge.vf, edge.emulated-vf', style: { 'line-style': 'dashed', 'line-dash-pattern': [6, 2] } },
       { selector: 'edge.control', style: { 'line-style': 'dotted', 'line-color': '#bbb', width: 1 } },
@@ -171,9 +195,25 @@ function buildGraph(t) {
     ],
     layout: { name: 'preset' },
   });
+  mark('cy-created');
+  if (big) {
+    let labelled = false;
+    cy.on('zoom', () => {
+      const want = cy.zoom() > 0.7;
+      if (want === labelled) return;
+      labelled = want;
+      const l = want ? 'data(label)' : '';
+      cy.style().selector('node').style('label', l).selector('edge').style('label', l).update();
+    });
+  }
   const lay = cy.layout(layoutOptions(t));
   lay.one('layoutstop', () => {
-    cy.fit(undefined, 20);
+    mark('layout-done');
+    cy.fit(undefined, 30);
+    if (cy.zoom() > 1.6) {
+      cy.zoom(1.6);
+      cy.center();
+    }
     requestAnimationFrame(() =>
       requestAnimationFrame(() => {
         mark('graph-complete');
@@ -213,7 +253,7 @@ function applySamples(links) {
       e.toggleClass('dropping', !!prev && dropsOf(s.ab) + dropsOf(s.ba) > dropsOf(prev.ab) + dropsOf(prev.ba));
       e.style('width', edgeWidth(bps));
       const base = e.data('base');
-      e.data('label', active ? `${si(s.ab.pps, 'p/s')} → ${si(s.ba.pps, 'p/s')} ←` : base);
+      e.data('label', s.up === false ? 'down' : active ? `${si(s.ab.pps + s.ba.pps, 'p/s')}, ${si(s.ab.bps + s.ba.bps, 'bit/s')}` : base);
       const h = history.get(s.id);
       if (h) pushHistory(h, s);
     }
@@ -289,11 +329,11 @@ function renderLink(id, fresh) {
     const histChart = el('div', { id: 'hist-chart' });
     linkDom.rateChart = rateChart;
     linkDom.histChart = histChart;
-    details.append(title, kind, linkDom.stats, el('h4', {}, 'Rate (bit/s)'), rateChart, linkDom.emu, histChart, linkDom.sched);
+    details.append(title, kind, linkDom.stats, el('h4', {}, 'Rate (bit/s): ', el('span', { class: 'ab' }, `${l.node1}→${l.node2}`), ' ', el('span', { class: 'ba' }, `${l.node2}→${l.node1}`)), rateChart, linkDom.emu, histChart, linkDom.sched);
     if (!readOnly) details.append(linkActions(l));
     const h = history.get(id);
     const rc = new uPlot(
-      { width: 330, height: 140, legend: { show: true }, scales: { x: { time: true } }, series: [{}, { label: `${l.node1}→${l.node2}`, stroke: '#1a73e8' }, { label: `${l.node2}→${l.node1}`, stroke: '#e8591a' }], axes: [{}, { values: (u, v) => v.map((x) => si(x, '')), size: 50 }] },
+      { width: 380, height: 130, legend: { show: false }, scales: { x: { time: true } }, series: [{}, { label: `${l.node1}→${l.node2}`, stroke: '#1a73e8' }, { label: `${l.node2}→${l.node1}`, stroke: '#e8591a' }], axes: [{}, { values: (u, v) => v.map((x) => si(x, '')), size: 50 }] },
       [h.t, h.ab, h.ba],
       rateChart,
     );
@@ -324,7 +364,7 @@ function renderLink(id, fresh) {
       el('h4', {}, 'Emulator'),
       table(
         [
-          ['parameters', e(s.ab).config || '(none)', e(s.ba).config || '(none)'],
+          ['parameters', shortConfig(e(s.ab).config), shortConfig(e(s.ba).config)],
           ['sent', e(s.ab).sent, e(s.ba).sent],
           ['queued', e(s.ab).queued, e(s.ba).queued],
           ['reordered', e(s.ab).reordered, e(s.ba).reordered],
@@ -365,11 +405,12 @@ async function refreshHistogram(id) {
   linkDom.histChart.dataset.count = [...h.ab, ...h.ba].reduce((a, b) => a + b.count, 0);
   if (!histPlot || !linkDom.histChart.contains(histPlot.root)) {
     const bars = uPlot.paths.bars({ size: [0.9, 12] });
-    linkDom.histChart.replaceChildren(el('h4', {}, 'Realised delay (µs, packets per bin)'));
+    linkDom.histChart.replaceChildren(el('h4', {}, 'Realised delay histogram (µs; packets per bin): ', el('span', { class: 'ab' }, `${l.node1}→${l.node2}`), ' ', el('span', { class: 'ba' }, `${l.node2}→${l.node1}`)));
     histPlot = new uPlot(
       {
-        width: 330,
+        width: 380,
         height: 150,
+        legend: { show: false },
         scales: { x: { time: false } },
         series: [{ label: 'µs' }, { label: `${l.node1}→${l.node2}`, stroke: '#1a73e8', fill: '#1a73e855', paths: bars }, { label: `${l.node2}→${l.node1}`, stroke: '#e8591a', fill: '#e8591a55', paths: bars }],
       },
@@ -496,7 +537,7 @@ measureRun.addEventListener('click', async () => {
     measureOut.append(box);
     if (measurePlot) measurePlot.destroy();
     measurePlot = new uPlot(
-      { width: 330, height: 150, scales: { x: { time: false } }, series: [{ label: 's' }, { label: 'one-way delay µs', stroke: '#6a3d9a', points: { show: true, size: 2 }, paths: () => null }] },
+      { width: 380, height: 150, legend: { show: false }, scales: { x: { time: false } }, series: [{ label: 's' }, { label: 'one-way delay µs', stroke: '#6a3d9a', points: { show: true, size: 2 }, paths: () => null }] },
       [s.map((p) => p[0]), s.map((p) => p[1])],
       box,
     );
@@ -518,6 +559,7 @@ async function load() {
   const info = await api('/api/info');
   readOnly = info.read_only;
   const snap = await api('/api/snapshot');
+  mark('snapshot');
   ui.topology = snap.topology;
   buildGraph(snap.topology);
   setupMeasure(snap.topology);
