@@ -118,6 +118,8 @@ func (e *emulatedVethLink) create(n *Network, l *netLink) error {
 	}
 	end := func(i *topo.Intf, k int) links.End {
 		le := n.linkEnd(l.plan, i)
+		// Open vSwitch's userspace datapath forwards frames as they are.
+		le.Complete = n.usesOVS() && n.plan.Node(i.Node).IsSwitch()
 		if e.macs != nil && e.macs[k] != nil {
 			le.MAC = e.macs[k] // re-created ends keep the MACs they had
 		}

@@ -26,6 +26,17 @@ type End struct {
 	MAC  net.HardwareAddr // nil: the kernel's random, locally administered MAC
 	IP   netip.Prefix     // invalid: no address
 	MTU  int              // 0: the default
+	// Complete says that frames arriving at the end must be complete:
+	// checksums filled in, none larger than the MTU. An end that is a
+	// port of Open vSwitch's userspace datapath needs it: ovs-vswitchd
+	// reads its ports through packet sockets without offload state and
+	// forwards a frame as it is, so a checksum a sender left for the NIC
+	// stays unfilled all the way to the receiver (which drops it) and a
+	// GSO super-frame does not fit its buffers. CreateEmulated honours it
+	// (the emulator's port facing the end gets its offloads off, and the
+	// kernel completes what the emulator sends into it); a plain veth's
+	// caller turns the offloads of both ends off.
+	Complete bool
 }
 
 // Veth is a created veth pair.

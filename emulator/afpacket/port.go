@@ -73,6 +73,9 @@ type Port struct {
 	rxHead, txHead int
 	maxFrame       int // largest frame RecvBatch can deliver (slot minus header)
 	mtu            int // the interface's MTU when the port was opened
+	// bypass sends past the qdisc layer (PACKET_QDISC_BYPASS); off for
+	// an offloads port on an interface without TSO (see txBypass).
+	bypass bool
 
 	pollFDs [2]unix.PollFd
 	ts      unix.Timespec
@@ -154,6 +157,7 @@ func Open(ifname string, o Options) (_ *Port, err error) {
 		o.TxFrames = 512
 	}
 	p := &Port{name: ifname, ifindex: ifi.Index, rxFD: -1, txFD: -1, evFD: -1, bigFD: -1, frameSize: fs, mtu: ifi.MTU, offloads: o.Offloads}
+	p.bypass = txBypass(ifname, o.Offloads)
 	defer func() {
 		if err != nil {
 			p.Close()
@@ -268,8 +272,10 @@ func (p *Port) openTx(n int) error {
 func (p *Port) txOptions(fd int) error {
 	// The emulator is the queue: a qdisc behind it would only add delay
 	// and a second place to drop.
-	if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_QDISC_BYPASS, 1); err != nil {
-		return fmt.Errorf("PACKET_QDISC_BYPASS: %w", err)
+	if p.bypass {
+		if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_QDISC_BYPASS, 1); err != nil {
+			return fmt.Errorf("PACKET_QDISC_BYPASS: %w", err)
+		}
 	}
 	if p.offloads {
 		if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_VNET_HDR, 1); err != nil {
@@ -277,6 +283,50 @@ func (p *Port) txOptions(fd int) error {
 		}
 	}
 	return nil
+}
+
+// txBypass reports whether a port's sockets may bypass the qdisc layer.
+// A GSO super-frame sent to an interface without TSO must be cut into
+// segments by the kernel (validate_xmit_skb, which also fills in a
+// checksum left for the NIC), and the bypass path (dev_direct_xmit) drops
+// every frame that validation replaced by its segments: no error the
+// sender could act on, only the interface's tx_dropped. Such an interface
+// is one whose frames must arrive complete (a port of Open vSwitch's
+// userspace datapath behind it, links.End.Complete), so its port goes
+// through dev_queue_xmit; on a veth (noqueue) that adds no queue. An
+// interface whose TSO state cannot be read keeps the bypass.
+func txBypass(ifname string, offloads bool) bool {
+	if !offloads {
+		return true
+	}
+	on, err := tsoEnabled(ifname)
+	return err != nil || on
+}
+
+// tsoEnabled reads an interface's TSO flag (ethtool -k's
+// tcp-segmentation-offload) in the calling thread's namespace.
+func tsoEnabled(ifname string) (bool, error) {
+	const ethtoolGTSO = 0x1e
+	if len(ifname) >= unix.IFNAMSIZ {
+		return false, fmt.Errorf("%s: interface name too long", ifname)
+	}
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return false, err
+	}
+	defer func() { _ = unix.Close(fd) }() // a query socket: nothing was written
+	v := struct{ cmd, data uint32 }{cmd: ethtoolGTSO}
+	var ifr struct {
+		name [unix.IFNAMSIZ]byte
+		data unsafe.Pointer
+		_    [16]byte
+	}
+	copy(ifr.name[:], ifname)
+	ifr.data = unsafe.Pointer(&v)
+	if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SIOCETHTOOL, uintptr(unsafe.Pointer(&ifr))); e != 0 {
+		return false, e
+	}
+	return v.data != 0, nil
 }
 
 // bigQueueBytes is the receive buffer for super-frames waiting outside
