@@ -154,7 +154,7 @@ func StartController(ctx context.Context, cfg ControllerConfig) (_ *Controller, 
 			return nil, err
 		}
 		c.command = command
-		d, err := c.startProcess(command, c.cfg.Port, "")
+		d, err := c.startProcess(command, c.cfg.IP, c.cfg.Port, "")
 		if err != nil {
 			return nil, err
 		}
@@ -184,26 +184,39 @@ func StartController(ctx context.Context, cfg ControllerConfig) (_ *Controller, 
 	return c, nil
 }
 
-// addProcess starts one more process of a local controller, on the first
-// free port after the last one's, and returns where it listens.
+// addProcess starts one more process of a local controller and returns
+// where it listens: port 6653 on the next free loopback address when the
+// first process took 6653 on one (so its traffic too is where tshark looks),
+// else the first free port after the last one's.
 func (c *Controller) addProcess() (string, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	k := 1 + len(c.extra)
-	port, err := freePort(c.cfg.IP, c.cfg.Port+k)
+	ip, port := c.cfg.IP, 0
+	var err error
+	if c.cfg.Port == DefaultControllerPort && strings.HasPrefix(ip, "127.") {
+		ip, port, err = freeAddr("127.0.0.1", DefaultControllerPort)
+	} else {
+		port, err = freePort(ip, c.cfg.Port+k)
+	}
 	if err != nil {
 		return "", fmt.Errorf("controller %s: %w", c.cfg.Name, err)
 	}
-	d, err := c.startProcess(c.command, port, fmt.Sprintf("-%d", k))
+	d, err := c.startProcess(c.command, ip, port, fmt.Sprintf("-%d", k))
 	if err != nil {
 		return "", err
 	}
 	c.extra = append(c.extra, d)
-	return net.JoinHostPort(c.cfg.IP, strconv.Itoa(port)), nil
+	return net.JoinHostPort(ip, strconv.Itoa(port)), nil
 }
 
 // pickPort keeps a given port (Mininet refuses one in use) and otherwise
-// takes the first free port from 6653, so networks can run side by side.
+// takes 6653 on the first loopback address where it is free, so networks
+// can run side by side and every one's OpenFlow traffic is still on lo's
+// port 6653, the one Mininet's tools (tshark -i lo -Y openflow_v1, whose
+// dissector decodes that port only) look at. Only when no loopback address
+// has it free (a controller listening on every address) does it take
+// another port, with a warning.
 func (c *Controller) pickPort() error {
 	if c.cfg.Port != 0 {
 		if listening(c.Addr()) {
@@ -211,39 +224,72 @@ func (c *Controller) pickPort() error {
 		}
 		return nil
 	}
-	p, err := freePort(c.cfg.IP, DefaultControllerPort)
+	want := c.cfg.IP
+	ip, p, err := freeAddr(c.cfg.IP, DefaultControllerPort)
 	if err != nil {
 		return fmt.Errorf("controller %s: %w", c.cfg.Name, err)
 	}
-	if p != DefaultControllerPort {
+	c.cfg.IP, c.cfg.Port = ip, p
+	switch {
+	case p != DefaultControllerPort:
 		c.cfg.Warnf("*** %s: port %d is in use; listening on %d\n", c.cfg.Name, DefaultControllerPort, p)
+	case ip != want:
+		c.cfg.Logf("*** %s: %s:%d is in use (another network's controller?); listening on %s\n", c.cfg.Name, want, DefaultControllerPort, c.Addr())
 	}
-	c.cfg.Port = p
 	return nil
+}
+
+// loopbackAddrs is how many addresses of 127.0.0.0/8 (from 127.0.0.1)
+// freeAddr tries port 6653 on: one per network running at once.
+const loopbackAddrs = 64
+
+// freeAddr returns where a controller can listen: port on ip if it is
+// free, else, for 127.0.0.1, port on the next free loopback address
+// (127.0.0.2, ...), else the first free port after port on ip.
+func freeAddr(ip string, port int) (string, int, error) {
+	if ip != "127.0.0.1" {
+		p, err := freePort(ip, port)
+		return ip, p, err
+	}
+	for k := 1; k <= loopbackAddrs; k++ {
+		addr := fmt.Sprintf("127.0.0.%d", k)
+		if canListen(addr, port) {
+			return addr, port, nil
+		}
+	}
+	p, err := freePort(ip, port+1)
+	return ip, p, err
+}
+
+// canListen reports whether nothing listens on ip:port.
+func canListen(ip string, port int) bool {
+	l, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(port)))
+	if err != nil {
+		return false
+	}
+	_ = l.Close() // a probe: it accepted nothing
+	return true
 }
 
 // freePort returns the first port from `from` that nothing listens on.
 func freePort(ip string, from int) (int, error) {
 	for p := from; p < from+200 && p < 65536; p++ {
-		l, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(p)))
-		if err != nil {
-			continue
+		if canListen(ip, p) {
+			return p, nil
 		}
-		l.Close()
-		return p, nil
 	}
 	return 0, fmt.Errorf("no free port in %d-%d", from, from+199)
 }
 
-// startProcess starts one controller process listening on port; suffix
+// startProcess starts one controller process listening on ip:port; suffix
 // tells its record and log from the controller's first process.
-func (c *Controller) startProcess(command string, port int, suffix string) (*daemon, error) {
-	addr := net.JoinHostPort(c.cfg.IP, strconv.Itoa(port))
+func (c *Controller) startProcess(command, ip string, port int, suffix string) (*daemon, error) {
+	addr := net.JoinHostPort(ip, strconv.Itoa(port))
 	record := c.cfg.Record
 	if record != "" {
 		record += suffix
 	}
-	args := []string{"ptcp:" + strconv.Itoa(port) + ":" + c.cfg.IP}
+	args := []string{"ptcp:" + strconv.Itoa(port) + ":" + ip}
 	if err := os.MkdirAll(ControllerRunDir, 0o700); err != nil {
 		return nil, err
 	}
