@@ -58,8 +58,14 @@ func sharedBinary(t *testing.T) string {
 
 func startSession(t *testing.T, args ...string) *session {
 	t.Helper()
+	return startSessionOf(t, sharedBinary(t), args...)
+}
+
+// startSessionOf runs bin (hymn, or a link to it named mn) in a session.
+func startSessionOf(t *testing.T, bin string, args ...string) *session {
+	t.Helper()
 	testenv.Root(t)
-	cmd := exec.Command(sharedBinary(t), args...)
+	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "TERM=dumb")
 	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 50, Cols: 200})
 	if err != nil {
