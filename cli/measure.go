@@ -225,7 +225,7 @@ func generatorLine(rep *measure.Report, frame int) string {
 	if rep.GeneratorFallback != "" {
 		why = " (a faster one could not be used: " + rep.GeneratorFallback + ")"
 	}
-	return fmt.Sprintf("*** Generator %s alone on %s: %s packets/s from one core (%d B frames into a sink veth)%s\n",
+	return fmt.Sprintf("*** Generator %s alone on %s: %s packets/s from one core (%d B frames into a sink that frees them)%s\n",
 		rep.Generator, rep.From, measure.FormatRate(rep.GeneratorPPS), frame, why)
 }
 

@@ -77,13 +77,14 @@ func GeneratorRate(ctx context.Context, in RunFunc, dst netip.AddrPort, frame in
 		end := start + int64(d)
 		now := start
 		for now < end && ctx.Err() == nil {
+			room := snd.prepare(generatorBatch, 0)
 			stamp := realtime()
-			bufs := snd.prepare(generatorBatch, 0)
-			for k, b := range bufs {
+			for k := range room {
+				b := snd.payload(k)
 				binary.LittleEndian.PutUint64(b, sent+uint64(k))
 				binary.LittleEndian.PutUint64(b[8:], uint64(stamp))
 			}
-			if err := snd.commit(len(bufs), count); err != nil {
+			if err := snd.commit(room, count); err != nil {
 				ch <- res{0, err}
 				return
 			}

@@ -170,8 +170,11 @@ func TestZeroLossSearch(t *testing.T) {
 	if z == nil || len(z.Trials) == 0 || len(z.Trials) > 6 {
 		t.Fatalf("zero-loss: %+v", z)
 	}
-	if z.Trials[0].Pass || !z.Limited {
-		t.Errorf("50 Mpps passed or was not generator-limited: %+v", z.Trials[0])
+	// No generator keeps a 50 Mpps schedule: the first trial fell short
+	// (whether the search's bound ends up generator-limited depends on
+	// whether the loopback receiver, not real-time here, also dropped).
+	if z.Trials[0].Pass || !z.Trials[0].Short || z.Short == 0 {
+		t.Errorf("50 Mpps passed or was not short of its schedule: %+v", z.Trials[0])
 	}
 	t.Logf("zero-loss %.0f after %d trials: %+v", z.Rate, len(z.Trials), z.Trials)
 }
@@ -200,5 +203,53 @@ func TestPatterns(t *testing.T) {
 	}
 	if _, err := ParsePattern("sine"); err == nil {
 		t.Error("unknown pattern accepted")
+	}
+}
+
+// TestFrameHeader: the raw generators' headers are what the UDP stack
+// would write: lengths for the frame size, a valid IPv4 header checksum,
+// the flow's source port, UDP checksum 0 (none).
+func TestFrameHeader(t *testing.T) {
+	tg := &frameTarget{dstMAC: []byte{2, 0, 0, 0, 0, 2}, srcMAC: []byte{2, 0, 0, 0, 0, 1},
+		src: netip.MustParseAddr("10.0.0.1"), dst: netip.MustParseAddr("10.0.0.2"), srcPorts: []uint16{4000, 4001}, dstPort: 7777}
+	for _, frame := range []int{MinFrame, 1518} {
+		h := tg.templates(frame)
+		if len(h) != 2 {
+			t.Fatalf("%d templates", len(h))
+		}
+		b := h[1]
+		ip := b[ethLen : ethLen+20]
+		if got := int(ip[2])<<8 | int(ip[3]); got != frame-fcsLen-ethLen {
+			t.Errorf("frame %d: IP total length %d", frame, got)
+		}
+		var sum uint32
+		for i := 0; i < 20; i += 2 {
+			sum += uint32(ip[i])<<8 | uint32(ip[i+1])
+		}
+		for sum > 0xffff {
+			sum = sum&0xffff + sum>>16
+		}
+		if sum != 0xffff {
+			t.Errorf("frame %d: IPv4 header checksum does not verify (%#x)", frame, sum)
+		}
+		udp := b[ethLen+20:]
+		if sp, dp, l := int(udp[0])<<8|int(udp[1]), int(udp[2])<<8|int(udp[3]), int(udp[4])<<8|int(udp[5]); sp != 4001 || dp != 7777 || l != frame-frameHeaders+8 {
+			t.Errorf("frame %d: UDP ports %d->%d length %d", frame, sp, dp, l)
+		}
+		if b[12] != 0x08 || b[13] != 0 || b[0] != 2 || b[6] != 2 || b[11] != 1 {
+			t.Errorf("frame %d: Ethernet header % x", frame, b[:14])
+		}
+	}
+	for in, want := range map[string]Generator{"": GenAuto, "auto": GenAuto, "afxdp": GenXDP, "AF_PACKET": GenAuto, "afpacket": GenPacket, "udp": GenUDP} {
+		g, err := ParseGenerator(in)
+		if in == "AF_PACKET" {
+			if err == nil {
+				t.Errorf("%q accepted", in)
+			}
+			continue
+		}
+		if err != nil || g != want {
+			t.Errorf("%q: %v %v", in, g, err)
+		}
 	}
 }

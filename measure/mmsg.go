@@ -22,13 +22,10 @@ type batch struct {
 	iovs []unix.Iovec
 	bufs [][]byte
 	oobs [][]byte
-	// payloads is scratch for a sender that hands out part of each
-	// buffer (the UDP payload behind a raw frame's headers).
-	payloads [][]byte
 }
 
 func newBatch(n, size, oob int) *batch {
-	b := &batch{msgs: make([]mmsghdr, n), iovs: make([]unix.Iovec, n), bufs: make([][]byte, n), oobs: make([][]byte, n), payloads: make([][]byte, n)}
+	b := &batch{msgs: make([]mmsghdr, n), iovs: make([]unix.Iovec, n), bufs: make([][]byte, n), oobs: make([][]byte, n)}
 	for i := range n {
 		b.bufs[i] = make([]byte, size)
 		b.iovs[i].Base = &b.bufs[i][0]

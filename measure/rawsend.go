@@ -20,6 +20,7 @@ type packetSender struct {
 	tmpl  [][]byte
 	addr  unix.RawSockaddrLinklayer
 	frame int
+	flow  int
 }
 
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
@@ -59,15 +60,14 @@ func newPacketSender(t *frameTarget, frame, batchSize int) (_ *packetSender, err
 func (p *packetSender) kind() Generator { return GenPacket }
 func (p *packetSender) close()          { unix.Close(p.fd) }
 
-func (p *packetSender) prepare(n, flow int) [][]byte {
-	n = min(n, len(p.b.bufs))
-	h := p.tmpl[flow%len(p.tmpl)]
-	out := p.b.payloads[:n]
-	for i := range n {
-		copy(p.b.bufs[i], h)
-		out[i] = p.b.bufs[i][rawHeaders:]
-	}
-	return out
+func (p *packetSender) prepare(n, flow int) int {
+	p.flow = flow
+	return min(n, len(p.b.bufs))
+}
+
+func (p *packetSender) payload(j int) []byte {
+	copy(p.b.bufs[j], p.tmpl[p.flow%len(p.tmpl)])
+	return p.b.bufs[j][rawHeaders:]
 }
 
 func (p *packetSender) commit(k int, ok func([]byte)) error {
@@ -116,6 +116,7 @@ type xdpSender struct {
 	frameLen  int
 	payloads  [][]byte
 	pending   int // prepared, not committed
+	flow      int
 }
 
 const (
@@ -231,22 +232,23 @@ func (x *xdpSender) kick() error {
 	return nil
 }
 
-func (x *xdpSender) prepare(n, flow int) [][]byte {
+func (x *xdpSender) prepare(n, flow int) int {
 	x.reap()
 	if free := xdpFrames - int(x.prod-x.completed); free < n {
 		x.kick()
 		x.reap()
 	}
-	n = min(n, xdpFrames-int(x.prod-x.completed), len(x.payloads))
-	h := x.tmpl[flow%len(x.tmpl)]
-	for i := range n {
-		off := int((x.prod+uint32(i))%xdpFrames) * xdpFrameSize
-		f := x.umem[off : off+x.frameLen]
-		copy(f, h)
-		x.payloads[i] = f[rawHeaders:]
-	}
-	x.pending = n
-	return x.payloads[:n]
+	x.flow = flow
+	x.pending = min(n, xdpFrames-int(x.prod-x.completed), len(x.payloads))
+	return x.pending
+}
+
+func (x *xdpSender) payload(j int) []byte {
+	off := int((x.prod+uint32(j))%xdpFrames) * xdpFrameSize
+	f := x.umem[off : off+x.frameLen]
+	copy(f, x.tmpl[x.flow%len(x.tmpl)])
+	x.payloads[j] = f[rawHeaders:]
+	return x.payloads[j]
 }
 
 func (x *xdpSender) commit(k int, ok func([]byte)) error {

@@ -63,13 +63,16 @@ func ParseGenerator(s string) (Generator, error) {
 	return GenAuto, fmt.Errorf("unknown generator %q (use auto, afxdp, afpacket or udp)", s)
 }
 
-// sender hands packets to the kernel in batches. prepare returns the
-// payload (UDP data, frame − 46 bytes) of up to n next packets of flow,
-// to be filled in; commit hands the first k of them over and calls ok
-// with the payload of each one the kernel took. A packet not taken is
-// counted by the caller as a send error.
+// sender hands packets to the kernel in batches. prepare makes room for
+// up to n next packets of flow and returns how many it has; payload(j)
+// returns the j-th one's payload (UDP data, frame − 46 bytes) to be
+// filled in, its headers written then (only for the packets that are
+// due: at low rates a batch holds one); commit hands the first k over
+// and calls ok with the payload of each one the kernel took. A packet
+// not taken is counted by the caller as a send error.
 type sender interface {
-	prepare(n, flow int) [][]byte
+	prepare(n, flow int) int
+	payload(j int) []byte
 	commit(k int, ok func(payload []byte)) error
 	kind() Generator
 	close()
@@ -89,10 +92,12 @@ func newUDPSender(fds []int, batchSize, payload int) *udpSender {
 func (u *udpSender) kind() Generator { return GenUDP }
 func (u *udpSender) close()          {}
 
-func (u *udpSender) prepare(n, flow int) [][]byte {
+func (u *udpSender) prepare(n, flow int) int {
 	u.flow = flow
-	return u.b.bufs[:min(n, len(u.b.bufs))]
+	return min(n, len(u.b.bufs))
 }
+
+func (u *udpSender) payload(j int) []byte { return u.b.bufs[j] }
 
 func (u *udpSender) commit(k int, ok func([]byte)) error {
 	fd := u.fds[u.flow%len(u.fds)]

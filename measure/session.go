@@ -255,12 +255,15 @@ func (s *Session) send(ctx context.Context, rate float64, d time.Duration, tag u
 			}
 			continue
 		}
+		// The send time is read after the slots are found (a ring may
+		// have had to be drained) and just before the payloads are
+		// written and handed over.
+		room := s.snd.prepare(c.Batch, flow)
 		stamp := realtime()
-		bufs := s.snd.prepare(c.Batch, flow)
 		flow = (flow + 1) % len(s.tx)
 		k := 0
-		for k < len(bufs) && due(i) <= float64(now) {
-			buf := bufs[k]
+		for k < room && due(i) <= float64(now) {
+			buf := s.snd.payload(k)
 			seq := i - warmN
 			if i < warmN {
 				seq = i | warmFlag

@@ -243,7 +243,7 @@ func WriteResults(out string, run Run, outcomes []Outcome) error {
 		fmt.Fprintf(&csv, "%s,%s,%s,%.0f,%v,%v,%s,%.0f,%.3f,%.3f,%.3f,%.3f,%.3f,%g\n", v.Name, v.Nodes, v.Links, z.Rate, z.Limited, z.CoreLimited,
 			rep.Generator, rep.GeneratorPPS, rep.Headroom(), l.P50, l.P99, l.P9999, l.Max, v.Paper)
 	}
-	md.WriteString("\nGenerator alone: what the trials' generator sends from h1's core into a sink veth (measured before the search and again, as long as one rate's trial, after it; the later figure is shown); headroom: that over the zero-loss rate.\n")
+	md.WriteString("\nGenerator alone: what the trials' generator sends from h1's core into a sink device that frees every frame (hymn.Network.GeneratorRate; measured before the search and again, as long as one rate's trial, after it; the later figure is shown); headroom: that over the zero-loss rate.\n")
 	md.WriteString("\n¹ generator-limited: the search's bound is a trial that sent less than it offered, lost nothing, at a rate the generator alone does not send twice over.\n")
 	md.WriteString("\n² sender-core-limited: the bound is a trial that fell short of its schedule without loss at less than half the generator's own rate: the sending core carried the path's kernel work (on veth the kernel forwards in the sender's softirq, so that core carries the whole line) or other load.\n")
 	md.WriteString("\n" + run.String() + "\n")
