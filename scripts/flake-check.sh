@@ -49,6 +49,7 @@ TESTS=$(cat <<'EOF'
 .                     TestTraceOutage
 .                     TestMeasurePlainLine
 .                     TestMeasureEmulatedDelay
+.                     TestRTTSeries
 .                     TestGeneratorOutrunsVeth         norace
 .                     TestSRIOVEmulatedLink
 .                     TestMixedVMAndNamespaceHosts
@@ -77,6 +78,7 @@ TESTS=$(cat <<'EOF'
 ./examples/evening    TestEveningDay
 ./examples/cellular   TestCellularFollowsTrace
 # Wall-clock bounds: refusals within a second, cancellation, grace times.
+./cli                 TestMNWalkthroughLinkChangeOVS
 ./cli                 TestBadInputEndToEnd
 ./cli                 TestInterruptWhileLoading
 ./cli                 TestMNTestNoneUnderTwoSeconds
