@@ -1,0 +1,125 @@
+package pyapi_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hymn-net/hymn/internal/testenv"
+)
+
+var (
+	buildOnce sync.Once
+	builtBin  string
+	buildErr  error
+	buildOut  []byte
+)
+
+// hymnBinary builds cmd/hymn once for the package's tests: the Python
+// package is embedded in it, so the tests run what a user installs.
+func hymnBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "hymn-pyapi-test-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		builtBin = filepath.Join(dir, "hymn")
+		buildOut, buildErr = exec.Command("go", "build", "-buildvcs=auto", "-o", builtBin, "../cmd/hymn").CombinedOutput()
+	})
+	if buildErr != nil {
+		t.Fatalf("building hymn: %v\n%s", buildErr, buildOut)
+	}
+	return builtBin
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if builtBin != "" {
+		os.RemoveAll(filepath.Dir(builtBin))
+	}
+	os.Exit(code)
+}
+
+// runPython runs hymn python ARGS in dir and fails the test with the
+// output when it does not exit 0 within limit.
+func runPython(t *testing.T, dir string, limit time.Duration, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, hymnBinary(t), append([]string{"python"}, args...)...)
+	cmd.Dir = dir
+	cmd.WaitDelay = 10 * time.Second
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("hymn python %s: no end within %v\n%s", strings.Join(args, " "), limit, out)
+	}
+	if err != nil {
+		t.Fatalf("hymn python %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// TestPythonSuite runs python/tests (python3 -m unittest) against a real
+// hymn: the Mininet API, shells, links, subclass hooks, the CLI,
+// refusals, and the lifecycle (kill -9 leaves nothing after 5 s).
+func TestPythonSuite(t *testing.T) {
+	testenv.RootAndTools(t, "python3", "bash", "ip", "iperf3", "ping", "ovs-vsctl", "ovs-testcontroller")
+	out := runPython(t, "../python/tests", 15*time.Minute, "-m", "unittest", "discover", "-v", "-s", ".")
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "kill -9:") || strings.HasPrefix(line, "Ran ") {
+			t.Log(line)
+		}
+	}
+}
+
+// TestPythonExamples runs every script of examples/python; each prints
+// OK when what it measured is what Mininet's semantics say.
+func TestPythonExamples(t *testing.T) {
+	testenv.RootAndTools(t, "python3", "bash", "ip", "iperf3", "ping", "ovs-vsctl", "ovs-testcontroller")
+	scripts, err := filepath.Glob("../examples/python/*.py")
+	if err != nil || len(scripts) == 0 {
+		t.Fatalf("no example scripts: %v", err)
+	}
+	for _, s := range scripts {
+		name := strings.TrimSuffix(filepath.Base(s), ".py")
+		if name == "cimininet_line" {
+			continue // TestCIMininetLine runs it in its variants
+		}
+		t.Run(name, func(t *testing.T) {
+			out := runPython(t, "..", 5*time.Minute, "examples/python/"+name+".py")
+			if !strings.Contains(out, "\nOK\n") {
+				t.Fatalf("%s did not print OK:\n%s", name, out)
+			}
+		})
+	}
+}
+
+// TestCIMininetLine runs the seven-node line in its namespace variants
+// and one VM variant (seven VMs under TCG take minutes here); the fourth
+// is opt-in.
+func TestCIMininetLine(t *testing.T) {
+	testenv.RootAndTools(t, "python3", "bash", "ip", "ping")
+	for _, v := range [][2]string{{"namespace", "veth"}, {"namespace", "hwpair"}, {"vm", "hwpair"}, {"vm", "veth"}} {
+		t.Run(v[0]+"-"+v[1], func(t *testing.T) {
+			if v[0] == "vm" {
+				testenv.Tools(t, "qemu-system-x86_64")
+				if v[1] == "veth" {
+					testenv.Opt(t, "HYMN_PY_VM_ALL", "the fourth CIMininet variant (seven more VMs)")
+				}
+			}
+			start := time.Now()
+			out := runPython(t, "..", 12*time.Minute, "examples/python/cimininet_line.py", v[0], v[1])
+			if !strings.Contains(out, "traffic through 7 hosts: OK") {
+				t.Fatalf("no traffic through the line:\n%s", out)
+			}
+			t.Logf("%s/%s: %v", v[0], v[1], time.Since(start).Round(100*time.Millisecond))
+		})
+	}
+}
