@@ -3,13 +3,16 @@ package hymntest
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/hymn-net/hymn"
 	"github.com/hymn-net/hymn/internal/owner"
+	"github.com/hymn-net/hymn/internal/stallwatch"
 	"github.com/hymn-net/hymn/internal/testenv"
+	"github.com/hymn-net/hymn/nodes"
 	"github.com/hymn-net/hymn/topo"
 )
 
@@ -66,8 +69,9 @@ func Start(t testing.TB, top *topo.Topo, opts hymn.Options) *hymn.Network {
 	return net
 }
 
-// AssertRunGone fails the test if any namespace or state file of the run
-// is left on the machine.
+// AssertRunGone fails the test if anything of the run is left on the
+// machine: a namespace, the run's state file, Open vSwitch or controller
+// state, or a process whose command line names the run.
 func AssertRunGone(t testing.TB, run string) {
 	t.Helper()
 	left, err := owner.Namespaces(run)
@@ -80,7 +84,35 @@ func AssertRunGone(t testing.TB, run string) {
 	if _, err := os.Stat(owner.StateDir + "/" + run + ".json"); err == nil {
 		t.Errorf("run %s left its state file behind", run)
 	}
+	mark := owner.Prefix + run + "-"
+	for _, dir := range []string{nodes.OVSRunDir, nodes.ControllerRunDir} {
+		if m, _ := filepath.Glob(filepath.Join(dir, mark+"*")); len(m) > 0 {
+			t.Errorf("run %s left files behind: %v", run, m)
+		}
+	}
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		// A process that exited meanwhile has no cmdline to read; a zombie
+		// has an empty one.
+		if b, err := os.ReadFile(p); err == nil && strings.Contains(string(b), mark) {
+			t.Errorf("run %s left a process behind: %s: %q", run, filepath.Dir(p), b)
+		}
+	}
 }
+
+// Stalls is what a stall watcher saw (WatchStalls).
+type Stalls = stallwatch.Report
+
+// StallWatcher watches for stalls of the whole machine until Stop.
+type StallWatcher = stallwatch.Watcher
+
+// WatchStalls starts a watcher that tells a timing test whether the
+// machine stopped it: shared VMs sometimes stop every thread for tens of
+// milliseconds, which makes a frame late that the code sent in time. A
+// test that judges a time repeats a measurement during which the machine
+// stalled (Stalls.Stalled, Stalls.Worst), and fails one during which it
+// did not.
+func WatchStalls() *StallWatcher { return stallwatch.Start() }
 
 // WaitFor polls cond every interval until it returns true, and fails the
 // test with what if it has not after timeout.

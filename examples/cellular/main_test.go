@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/hymn-net/hymn/emulator"
-	"github.com/hymn-net/hymn/internal/testenv"
+	"github.com/hymn-net/hymn/hymntest"
 	"github.com/hymn-net/hymn/mnlog"
 )
 
@@ -36,8 +36,8 @@ func TestTraceFile(t *testing.T) {
 //     the capacity (a 100-packet buffer rides out the sender's stalls on a
 //     loaded machine; this is TCP's behaviour, not a closed form).
 func TestCellularFollowsTrace(t *testing.T) {
-	testenv.Root(t)
-	testenv.Tools(t, "iperf3")
+	hymntest.RequireRoot(t)
+	hymntest.RequireTools(t, "iperf3")
 	// A forwarder more than one sampling interval late means the machine
 	// stopped the forwarding thread (a shared VM was seen pausing threads
 	// for up to 2 s): the samples then say nothing about the emulator,

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hymn-net/hymn/internal/testenv"
+	"github.com/hymn-net/hymn/hymntest"
 	"github.com/hymn-net/hymn/measure"
 )
 
@@ -29,7 +29,7 @@ func TestPickVariants(t *testing.T) {
 // TestLineMeasured runs the namespace/veth variant and the emulated one
 // briefly and checks the files a user gets.
 func TestLineMeasured(t *testing.T) {
-	testenv.Root(t)
+	hymntest.RequireRoot(t)
 	o := Options{Rates: []float64{20000}, Duration: 300 * time.Millisecond,
 		ZeroLoss: measure.ZeroLossConfig{Max: 100000, Trial: 300 * time.Millisecond, Resolution: 0.25, MaxTrials: 4}}
 	var outcomes []Outcome

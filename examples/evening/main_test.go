@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hymn-net/hymn/internal/testenv"
+	"github.com/hymn-net/hymn/hymntest"
 	"github.com/hymn-net/hymn/mnlog"
 )
 
@@ -49,7 +49,7 @@ func TestScheduleModel(t *testing.T) {
 // set them, must be the schedule's values at that time (the ramp is
 // computed exactly there): loss within 10⁻⁹, delay within 1 µs.
 func TestEveningDay(t *testing.T) {
-	testenv.Root(t)
+	hymntest.RequireRoot(t)
 	const interval = 10 * time.Millisecond
 	res, err := Run(context.Background(), 100*time.Millisecond, interval, mnlog.New(io.Discard, mnlog.Output))
 	if err != nil {

@@ -7,8 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hymn-net/hymn/internal/stallwatch"
-	"github.com/hymn-net/hymn/internal/testenv"
+	"github.com/hymn-net/hymn/hymntest"
 	"github.com/hymn-net/hymn/mnlog"
 )
 
@@ -29,10 +28,10 @@ import (
 // overslept at least that much beyond 1 ms in it; a late step with no
 // such oversleep, or late in every run, fails. Every run's echoes are judged.
 func TestSatelliteSteps(t *testing.T) {
-	testenv.Root(t)
+	hymntest.RequireRoot(t)
 	const attempts = 3
 	for attempt := 1; ; attempt++ {
-		watch := stallwatch.Start()
+		watch := hymntest.WatchStalls()
 		res := runSatellite(t)
 		stalls := watch.Stop()
 		if res.Late <= time.Millisecond {

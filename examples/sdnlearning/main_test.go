@@ -6,11 +6,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hymn-net/hymn/internal/testenv"
+	"github.com/hymn-net/hymn/hymntest"
 )
 
 func TestLearningSwitchFlows(t *testing.T) {
-	testenv.RootAndTools(t, "ovs-vswitchd", "ovsdb-server", "ovs-testcontroller", "ovs-ofctl")
+	hymntest.RequireRoot(t)
+	hymntest.RequireTools(t, "ovs-vswitchd", "ovsdb-server", "ovs-testcontroller", "ovs-ofctl")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var out strings.Builder

@@ -4,18 +4,14 @@ import (
 	"context"
 	"net"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/hymn-net/hymn"
-	"github.com/hymn-net/hymn/internal/owner"
-	"github.com/hymn-net/hymn/internal/testenv"
+	"github.com/hymn-net/hymn/hymntest"
 	"github.com/hymn-net/hymn/mnlog"
-	"github.com/hymn-net/hymn/nodes"
 	"github.com/hymn-net/hymn/topo"
 )
 
@@ -40,7 +36,8 @@ func TestAddresses(t *testing.T) {
 // network, as a user starts Ryu or POX, and checks that every switch
 // connects to it and that pingall sees exactly the blocked pair fail.
 func TestRemoteControllerDropsOnePair(t *testing.T) {
-	testenv.RootAndTools(t, "ovs-vswitchd", "ovsdb-server")
+	hymntest.RequireRoot(t)
+	hymntest.RequireTools(t, "ovs-vswitchd", "ovsdb-server")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -92,25 +89,5 @@ func TestRemoteControllerDropsOnePair(t *testing.T) {
 	if err := net.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	assertNothingLeft(t, net.RunID())
-}
-
-// assertNothingLeft fails if the run left a namespace, Open vSwitch state
-// or a process behind.
-func assertNothingLeft(t *testing.T, run string) {
-	t.Helper()
-	if left, _ := owner.Namespaces(run); len(left) > 0 {
-		t.Errorf("namespaces left: %v", left)
-	}
-	for _, pattern := range []string{nodes.OVSRunDir + "/" + owner.Prefix + run + "-*", nodes.ControllerRunDir + "/" + owner.Prefix + run + "-*"} {
-		if m, _ := filepath.Glob(pattern); len(m) > 0 {
-			t.Errorf("files left: %v", m)
-		}
-	}
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, p := range procs {
-		if b, err := os.ReadFile(p); err == nil && strings.Contains(string(b), owner.Prefix+run+"-") {
-			t.Errorf("process left: %s: %q", p, b)
-		}
-	}
+	hymntest.AssertRunGone(t, net.RunID())
 }
