@@ -329,7 +329,7 @@ function renderLink(id, fresh) {
     const histChart = el('div', { id: 'hist-chart' });
     linkDom.rateChart = rateChart;
     linkDom.histChart = histChart;
-    details.append(title, kind, linkDom.stats, el('h4', {}, 'Rate (bit/s): ', el('span', { class: 'ab' }, `${l.node1}→${l.node2}`), ' ', el('span', { class: 'ba' }, `${l.node2}→${l.node1}`)), rateChart, linkDom.emu, histChart, linkDom.sched);
+    details.append(title, kind, linkDom.stats, histChart, el('h4', {}, 'Rate (bit/s): ', el('span', { class: 'ab' }, `${l.node1}→${l.node2}`), ' ', el('span', { class: 'ba' }, `${l.node2}→${l.node1}`)), rateChart, linkDom.emu, linkDom.sched);
     if (!readOnly) details.append(linkActions(l));
     const h = history.get(id);
     const rc = new uPlot(
