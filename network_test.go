@@ -15,22 +15,17 @@ import (
 	"github.com/hymn-net/hymn/internal/netnsx"
 	"github.com/hymn-net/hymn/internal/owner"
 	"github.com/hymn-net/hymn/internal/testenv"
+	"github.com/hymn-net/hymn/internal/testnet"
 	"github.com/hymn-net/hymn/topo"
 )
+
+// The root package's tests are inside package hymn, so they use the
+// helpers hymntest is built on (internal/testnet), not hymntest itself.
 
 // assertRunGone fails the test if anything of the run is left.
 func assertRunGone(t *testing.T, run string) {
 	t.Helper()
-	left, err := owner.Namespaces(run)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(left) > 0 {
-		t.Errorf("run %s left namespaces behind: %v", run, left)
-	}
-	if _, err := os.Stat(owner.StateDir + "/" + run + ".json"); err == nil {
-		t.Errorf("run %s left its state file behind", run)
-	}
+	testnet.AssertRunGone(t, run)
 }
 
 // startNet builds and starts a network and stops it (checking for leaks)
@@ -41,25 +36,13 @@ func startNet(t *testing.T, top *topo.Topo, opts Options) *Network {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if err := net.Stop(); err != nil {
-			t.Errorf("Stop: %v", err)
-		}
-		assertRunGone(t, net.RunID())
-	})
-	if err := net.Start(context.Background()); err != nil {
-		t.Fatalf("Start: %v", err)
-	}
+	testnet.Start(t, net, 2*time.Minute)
 	return net
 }
 
 func mustTopo(t *testing.T, spec string) *topo.Topo {
 	t.Helper()
-	top, err := topo.FromSpecString(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return top
+	return testnet.Topo(t, spec)
 }
 
 func TestPingAllTopologies(t *testing.T) {

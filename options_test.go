@@ -52,17 +52,9 @@ func TestTypedOptionsParse(t *testing.T) {
 	if zero.Switch.String() != "lxbr" || zero.Nodes.String() != "netns" || zero.Links.String() != "veth" {
 		t.Errorf("zero options print as %v %v %v", zero.Switch, zero.Nodes, zero.Links)
 	}
-	if _, err := New(mustTopoUnit(t), Options{Switch: "bridge"}); err == nil {
+	if _, err := New(mustTopo(t, "minimal"), Options{Switch: "bridge"}); err == nil {
 		t.Error("New with an unknown switch kind succeeded")
 	}
-}
-
-func mustTopoUnit(t *testing.T) *topo.Topo {
-	top, err := topo.FromSpecString("minimal")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return top
 }
 
 // TestOneErrUnknownNode: an unknown node found by topo (a link to it) and
@@ -75,7 +67,7 @@ func TestOneErrUnknownNode(t *testing.T) {
 	if !errors.Is(err, ErrUnknownNode) || !errors.Is(err, topo.ErrUnknownNode) {
 		t.Fatalf("New with a link to a missing node = %v, want ErrUnknownNode", err)
 	}
-	net, err := New(mustTopoUnit(t), Options{})
+	net, err := New(mustTopo(t, "minimal"), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

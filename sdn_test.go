@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -15,10 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hymn-net/hymn/internal/owner"
 	"github.com/hymn-net/hymn/internal/testenv"
 	"github.com/hymn-net/hymn/mnlog"
-	"github.com/hymn-net/hymn/nodes"
 	"github.com/hymn-net/hymn/topo"
 )
 
@@ -48,7 +45,7 @@ func startSDN(t *testing.T, spec string, opts Options, controllers ...topo.Param
 		if err := n.Stop(); err != nil {
 			t.Errorf("stop: %v", err)
 		}
-		assertSDNRunGone(t, n.RunID())
+		assertRunGone(t, n.RunID())
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -59,39 +56,6 @@ func startSDN(t *testing.T, spec string, opts Options, controllers ...topo.Param
 		t.Fatalf("wait: %v", err)
 	}
 	return n, &out
-}
-
-// assertSDNRunGone fails if a run left namespaces, Open vSwitch or
-// controller state, or processes naming it.
-func assertSDNRunGone(t *testing.T, run string) {
-	t.Helper()
-	if left, _ := owner.Namespaces(run); len(left) > 0 {
-		t.Errorf("namespaces left: %v", left)
-	}
-	for _, pattern := range []string{nodes.OVSRunDir + "/" + owner.Prefix + run + "-*", nodes.ControllerRunDir + "/" + owner.Prefix + run + "-*"} {
-		if m, _ := filepath.Glob(pattern); len(m) > 0 {
-			t.Errorf("files left: %v", m)
-		}
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		var left []string
-		procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-		for _, p := range procs {
-			b, err := os.ReadFile(p)
-			if err == nil && strings.Contains(string(b), owner.Prefix+run+"-") {
-				left = append(left, fmt.Sprintf("%s: %q", p, b))
-			}
-		}
-		if len(left) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("processes left: %v", left)
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 func TestOpenFlowLinearPingAllAndFlows(t *testing.T) {
@@ -352,7 +316,7 @@ func TestKill9ThenClean(t *testing.T) {
 	if len(rep.Runs) != 1 {
 		t.Errorf("clean report %+v", rep)
 	}
-	assertSDNRunGone(t, run)
+	assertRunGone(t, run)
 }
 
 // sdnHelperNetwork is TestKill9ThenClean's child (TestMain runs it under

@@ -2,17 +2,14 @@ package hymntest
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/hymn-net/hymn"
-	"github.com/hymn-net/hymn/internal/owner"
 	"github.com/hymn-net/hymn/internal/stallwatch"
 	"github.com/hymn-net/hymn/internal/testenv"
-	"github.com/hymn-net/hymn/nodes"
+	"github.com/hymn-net/hymn/internal/testnet"
 	"github.com/hymn-net/hymn/topo"
 )
 
@@ -37,17 +34,13 @@ func RequireTools(t testing.TB, programs ...string) {
 // or fails the test.
 func Topo(t testing.TB, spec string) *topo.Topo {
 	t.Helper()
-	top, err := topo.FromSpecString(spec)
-	if err != nil {
-		t.Fatalf("topology %q: %v", spec, err)
-	}
-	return top
+	return testnet.Topo(t, spec)
 }
 
 // Start builds and starts a network from top and stops it when the test
 // ends. The teardown is registered before anything is built, so a failed
-// start leaves nothing either; at cleanup it fails the test if any
-// namespace or state file of the run is left.
+// start leaves nothing either; at cleanup it fails the test if anything of
+// the run is left (AssertRunGone).
 func Start(t testing.TB, top *topo.Topo, opts hymn.Options) *hymn.Network {
 	t.Helper()
 	RequireRoot(t)
@@ -55,49 +48,17 @@ func Start(t testing.TB, top *topo.Topo, opts hymn.Options) *hymn.Network {
 	if err != nil {
 		t.Fatalf("hymn.New: %v", err)
 	}
-	t.Cleanup(func() {
-		if err := net.Stop(); err != nil {
-			t.Errorf("stopping the network: %v", err)
-		}
-		AssertRunGone(t, net.RunID())
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), StartTimeout)
-	defer cancel()
-	if err := net.Start(ctx); err != nil {
-		t.Fatalf("starting the network: %v", err)
-	}
+	testnet.Start(t, net, StartTimeout)
 	return net
 }
 
 // AssertRunGone fails the test if anything of the run is left on the
 // machine: a namespace, the run's state file, Open vSwitch or controller
-// state, or a process whose command line names the run.
+// state, or (after a few seconds' grace) a process whose command line
+// names the run.
 func AssertRunGone(t testing.TB, run string) {
 	t.Helper()
-	left, err := owner.Namespaces(run)
-	if err != nil {
-		t.Errorf("listing the run's namespaces: %v", err)
-	}
-	if len(left) > 0 {
-		t.Errorf("run %s left namespaces behind: %v", run, left)
-	}
-	if _, err := os.Stat(owner.StateDir + "/" + run + ".json"); err == nil {
-		t.Errorf("run %s left its state file behind", run)
-	}
-	mark := owner.Prefix + run + "-"
-	for _, dir := range []string{nodes.OVSRunDir, nodes.ControllerRunDir} {
-		if m, _ := filepath.Glob(filepath.Join(dir, mark+"*")); len(m) > 0 {
-			t.Errorf("run %s left files behind: %v", run, m)
-		}
-	}
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, p := range procs {
-		// A process that exited meanwhile has no cmdline to read; a zombie
-		// has an empty one.
-		if b, err := os.ReadFile(p); err == nil && strings.Contains(string(b), mark) {
-			t.Errorf("run %s left a process behind: %s: %q", run, filepath.Dir(p), b)
-		}
-	}
+	testnet.AssertRunGone(t, run)
 }
 
 // Stalls is what a stall watcher saw (WatchStalls).
