@@ -8,6 +8,7 @@ import (
 
 	"github.com/hymn-net/hymn/internal/testenv"
 	"github.com/hymn-net/hymn/links"
+	"github.com/hymn-net/hymn/topo"
 	"github.com/vishvananda/netlink"
 )
 
@@ -108,4 +109,25 @@ func operUp(t *testing.T, ns links.Namespace, name string) bool {
 		t.Fatal(err)
 	}
 	return state == netlink.OperUp
+}
+
+// TestAddLinkHonoursContext: AddLink with an ended context fails with the
+// context's error, leaves no link behind, and the next AddLink works.
+func TestAddLinkHonoursContext(t *testing.T) {
+	testenv.Root(t)
+	net := startNet(t, mustTopo(t, "single,2"), Options{})
+	if err := net.AddNode(context.Background(), "h3", topo.KindHost, nil); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := net.AddLink(ctx, "h3", "s1", nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("AddLink with a cancelled context = %v, want context.Canceled", err)
+	}
+	if _, err := net.AddLink(context.Background(), "h3", "s1", nil); err != nil {
+		t.Fatalf("AddLink after the cancelled one: %v", err)
+	}
+	if loss, err := net.PingAll(context.Background(), 0); err != nil || loss != 0 {
+		t.Fatalf("pingall: %v%% lost, %v", loss, err)
+	}
 }

@@ -62,11 +62,11 @@ func (n *Network) linkKind(l *netLink) linkImpl {
 }
 
 // createLink builds a link of its kind and waits until it carries traffic.
-func (n *Network) createLink(l *netLink) error {
+func (n *Network) createLink(ctx context.Context, l *netLink) error {
 	if err := n.createAttached(l); err != nil {
 		return err
 	}
-	return n.waitReady(l)
+	return n.waitReady(ctx, l)
 }
 
 // createAttached builds a link of its kind and attaches its ends, without
@@ -93,7 +93,9 @@ func (n *Network) attachAndWait(l *netLink) error {
 	if err := n.attach(l); err != nil {
 		return err
 	}
-	return n.waitReady(l)
+	// Its callers (SetLinkParams inserting an emulator live) take no
+	// context: linkReadyTimeout alone bounds the wait.
+	return n.waitReady(context.Background(), l)
 }
 
 // attach makes each end of a created link a switch port or a guest
@@ -117,8 +119,8 @@ func (n *Network) attach(l *netLink) error {
 // waitReady waits until every end of an attached link (the kind's own
 // too: emulator ports, far VFs) is operationally up, or the first frames
 // are lost, then tells the kind the link is ready.
-func (n *Network) waitReady(l *netLink) error {
-	ctx, cancel := context.WithTimeout(context.Background(), linkReadyTimeout)
+func (n *Network) waitReady(ctx context.Context, l *netLink) error {
+	ctx, cancel := context.WithTimeout(ctx, linkReadyTimeout)
 	defer cancel()
 	intfs := []*topo.Intf{l.plan.Intf1, l.plan.Intf2}
 	ends := []links.End{{NS: n.nodes[intfs[0].Node], Name: intfs[0].Name}, {NS: n.nodes[intfs[1].Node], Name: intfs[1].Name}}

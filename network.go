@@ -256,7 +256,7 @@ func (n *Network) Build(ctx context.Context) (err error) {
 	if err := forEach(ctx, n.opts.Workers, len(n.links), func(_ context.Context, i int) error { return n.createAttached(n.links[i]) }); err != nil {
 		return err
 	}
-	if err := forEach(ctx, n.opts.Workers, len(n.links), func(_ context.Context, i int) error { return n.waitReady(n.links[i]) }); err != nil {
+	if err := forEach(ctx, n.opts.Workers, len(n.links), func(ctx context.Context, i int) error { return n.waitReady(ctx, n.links[i]) }); err != nil {
 		return err
 	}
 	var b strings.Builder

@@ -41,11 +41,16 @@ func (n *Network) AddNode(ctx context.Context, name string, kind topo.Kind, para
 }
 
 // AddLink links two nodes of a running network on their next free ports.
+// ctx bounds the wait for both ends to come up (at most a minute in any
+// case); when it ends first, the link is removed again.
 func (n *Network) AddLink(ctx context.Context, node1, node2 string, params topo.Params) (*topo.PlannedLink, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if !n.built || n.stopped {
 		return nil, ErrNotBuilt
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("adding link %s<->%s: %w", node1, node2, err)
 	}
 	pl, err := n.plan.AddLink(node1, node2, params)
 	if err != nil {
@@ -56,7 +61,7 @@ func (n *Network) AddLink(ctx context.Context, node1, node2 string, params topo.
 		return nil, err
 	}
 	l := &netLink{plan: pl}
-	if err := n.createLink(l); err != nil {
+	if err := n.createLink(ctx, l); err != nil {
 		n.plan.RemoveLastLink()
 		if l.impl != nil {
 			err = errors.Join(err, l.impl.delete(), n.detachFromSwitches(pl))
