@@ -139,18 +139,22 @@ func (n *Network) withSink(host string, fn func(in measure.RunFunc, dst netip.Ad
 		err := addSink(h, &netlink.Vxlan{LinkAttrs: netlink.LinkAttrs{Name: dev}, VxlanId: 42, Port: 4789}, nil, local, peer)
 		if err != nil {
 			if l, lerr := h.LinkByName(dev); lerr == nil {
-				h.LinkDel(l)
+				_ = h.LinkDel(l) // the veth below is tried either way; a leftover makes its add fail and say so
 			}
 			err = addSink(h, &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: dev}, PeerName: dev + "p"}, []string{dev + "p"}, local, peer)
 		}
 		return err
 	})
-	defer node.Netlink(func(h *netlink.Handle) error {
-		if l, err := h.LinkByName(dev); err == nil {
-			return h.LinkDel(l)
-		}
-		return nil
-	})
+	// The sink goes with the namespace at the latest; a failed delete
+	// now leaves nothing for the network's own teardown to miss.
+	defer func() {
+		_ = node.Netlink(func(h *netlink.Handle) error {
+			if l, err := h.LinkByName(dev); err == nil {
+				return h.LinkDel(l)
+			}
+			return nil
+		})
+	}()
 	if err != nil {
 		return fmt.Errorf("generator rate: sink interface in %s: %w", host, err)
 	}
@@ -192,7 +196,8 @@ func waitCarrier(node *nodes.NsNode, dev string) error {
 	deadline := time.Now().Add(time.Second)
 	for {
 		var up bool
-		node.Netlink(func(h *netlink.Handle) error {
+		// An error leaves up false: the loop asks again until the deadline.
+		_ = node.Netlink(func(h *netlink.Handle) error {
 			l, err := h.LinkByName(dev)
 			if err == nil {
 				up = l.Attrs().RawFlags&unix.IFF_LOWER_UP != 0

@@ -113,7 +113,9 @@ func TestMeasureEmulatedDelay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plain.Stop()
+	if err := plain.Stop(); err != nil {
+		t.Fatal(err)
+	}
 	top := topo.New()
 	for _, h := range []string{"h1", "h2", "h3", "h4"} {
 		top.AddHost(h)

@@ -59,7 +59,7 @@ func GeneratorRate(ctx context.Context, in RunFunc, dst netip.AddrPort, frame in
 		defer snd.close()
 	}
 	if fd >= 0 {
-		defer unix.Close(fd)
+		defer func() { _ = unix.Close(fd) }() // a send-only socket: nothing is lost if close fails
 	}
 	if err != nil {
 		return GeneratorResult{}, fmt.Errorf("generator to %s: %w", dst, err)

@@ -84,7 +84,9 @@ func TestHistogramError(t *testing.T) {
 	vals := make([]int64, 200000)
 	for i := range vals {
 		vals[i] = int64(math.Exp(rng.NormFloat64()*1.5+10)) + 1 // ns, log-normal around 22 µs
-		h.RecordValue(vals[i])
+		if err := h.RecordValue(vals[i]); err != nil {
+			t.Fatal(err)
+		}
 	}
 	sortInt64(vals)
 	for _, p := range []float64{50, 90, 99, 99.9, 99.99} {
@@ -150,7 +152,9 @@ func TestLoopback(t *testing.T) {
 			t.Errorf("%s: not well-formed XML: %v", name, err)
 		}
 		if os.Getenv("HYMN_KEEP_SVG") != "" {
-			os.WriteFile(os.Getenv("HYMN_KEEP_SVG")+"-"+name+".svg", b.Bytes(), 0o644)
+			if err := os.WriteFile(os.Getenv("HYMN_KEEP_SVG")+"-"+name+".svg", b.Bytes(), 0o644); err != nil {
+				t.Error(err)
+			}
 		}
 	}
 }

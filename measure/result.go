@@ -161,7 +161,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer s.Close()
+	defer func() { _ = s.Close() }() // Close only releases sockets and always succeeds
 	rep := &Report{Dst: s.cfg.Dst.String(), Results: []*Result{}, Generator: s.Generator().String(), GeneratorFallback: s.Fallback()}
 	if s.cfg.GeneratorRate != nil {
 		if rep.GeneratorPPS, err = s.cfg.GeneratorRate(s.Generator()); err != nil {

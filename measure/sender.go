@@ -165,5 +165,7 @@ func rawTarget(fds []int, dst netip.AddrPort) (*frameTarget, error) {
 	if err != nil {
 		return nil, err
 	}
-	return resolveTarget(dst, ports, func() { unix.Write(fds[0], []byte{0}) })
+	// A datagram refused (ECONNREFUSED from an earlier one) still asked
+	// for the neighbour: the error says nothing here.
+	return resolveTarget(dst, ports, func() { _, _ = unix.Write(fds[0], []byte{0}) })
 }

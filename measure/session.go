@@ -62,14 +62,14 @@ func Open(cfg Config) (*Session, error) {
 		// A deep buffer so a receiver that is scheduled late loses nothing
 		// the link delivered; FORCE needs CAP_NET_ADMIN, else the limit.
 		if unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 64<<20) != nil {
-			unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, 64<<20)
+			_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, 64<<20) // capped by rmem_max at worst; receiver_drops says what that cost
 		}
 		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1); err != nil {
 			return fmt.Errorf("SO_TIMESTAMPNS: %w", err)
 		}
 		// Drops at the receiving socket are the measurement's, not the
 		// path's: count them apart.
-		unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RXQ_OVFL, 1)
+		_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RXQ_OVFL, 1) // without it receiver_drops stays 0: the loss is still counted
 		tv := unix.NsecToTimeval(int64(20 * time.Millisecond))
 		if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
 			return err
@@ -77,7 +77,7 @@ func Open(cfg Config) (*Session, error) {
 		return unix.Bind(fd, dst)
 	})
 	if err != nil {
-		s.Close()
+		_ = s.Close() // always nil
 		return nil, fmt.Errorf("measure receiver on %s: %w", cfg.Dst, err)
 	}
 	err = in(cfg.InSender, func() error {
@@ -88,7 +88,7 @@ func Open(cfg Config) (*Session, error) {
 			}
 			s.tx = append(s.tx, fd)
 			if unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, 4<<20) != nil {
-				unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, 4<<20)
+				_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, 4<<20) // capped by wmem_max at worst: send errors count what that costs
 			}
 			if err := unix.Connect(fd, dst); err != nil {
 				return err
@@ -98,7 +98,7 @@ func Open(cfg Config) (*Session, error) {
 		return err
 	})
 	if err != nil {
-		s.Close()
+		_ = s.Close() // always nil
 		return nil, fmt.Errorf("measure sender to %s: %w", cfg.Dst, err)
 	}
 	return s, nil
@@ -114,7 +114,7 @@ func (s *Session) Fallback() string { return s.fallback }
 // Close releases the sockets.
 func (s *Session) Close() error {
 	if s.rx >= 0 {
-		unix.Close(s.rx)
+		_ = unix.Close(s.rx) // nothing is buffered for the caller
 		s.rx = -1
 	}
 	if s.snd != nil {
@@ -122,7 +122,7 @@ func (s *Session) Close() error {
 		s.snd = nil
 	}
 	for _, fd := range s.tx {
-		unix.Close(fd)
+		_ = unix.Close(fd) // send-only: nothing to flush
 	}
 	s.tx = nil
 	return nil
@@ -251,7 +251,7 @@ func (s *Session) send(ctx context.Context, rate float64, d time.Duration, tag u
 		if wait := int64(next) - now; wait > 0 {
 			if wait > 3000 {
 				ts := unix.NsecToTimespec(wait)
-				unix.Nanosleep(&ts, nil)
+				_ = unix.Nanosleep(&ts, nil) // EINTR: the loop reads the clock again
 			}
 			continue
 		}
@@ -357,7 +357,7 @@ func (r *receiver) add(seq uint64, delay int64, sent int64) {
 	if delay > histMax {
 		delay = histMax
 	}
-	r.hist.RecordValue(delay)
+	_ = r.hist.RecordValue(delay) // clamped to [0, histMax] above: always in range
 	if r.seriesEvery > 0 && seq%r.seriesEvery == 0 && len(r.series) < r.seriesMax {
 		r.series = append(r.series, Sample{Sent: sent, Delay: delay})
 	}

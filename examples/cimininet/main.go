@@ -118,7 +118,7 @@ func RunVariant(ctx context.Context, v Variant, o Options) (_ *measure.Report, e
 		return nil, err
 	}
 	if err := net.Start(ctx); err != nil {
-		net.Stop()
+		_ = net.Stop() // Start's error is the one to report
 		return nil, err
 	}
 	defer func() {
@@ -133,7 +133,7 @@ func RunVariant(ctx context.Context, v Variant, o Options) (_ *measure.Report, e
 	cfg := measure.Config{Rates: o.Rates, Duration: o.Duration, Drain: o.Drain, ZeroLoss: &z, Series: -1,
 		Progress: func(r *measure.Result, phase string) {
 			if o.Progress != nil {
-				fmt.Fprintf(o.Progress, "%-12s %s", v.Name, measure.TableLine(r, phase))
+				_, _ = fmt.Fprintf(o.Progress, "%-12s %s", v.Name, measure.TableLine(r, phase)) // progress only
 			}
 		}}
 	rep, err := net.Measure(ctx, "h1", last, cfg)
@@ -261,7 +261,7 @@ func writeFile(path string, fn func(io.Writer) error) error {
 		return err
 	}
 	if err := fn(f); err != nil {
-		f.Close()
+		_ = f.Close() // fn's error is the one to report
 		return err
 	}
 	return f.Close()
