@@ -697,6 +697,12 @@ func (s *shell) doSh(ctx context.Context, args string) bool {
 	defer done()
 	cmd := exec.CommandContext(cctx, "sh", "-c", args)
 	cmd.Stdout, cmd.Stderr = logWriter{s.lg}, logWriter{s.lg}
+	if o := s.net.OVS(); o != nil {
+		// Mininet's sh ovs-vsctl show and sh ovs-ofctl dump-flows s1
+		// reach the switches (the system's Open vSwitch there): here
+		// they reach the network's own.
+		cmd.Env = append(os.Environ(), o.Env()...)
+	}
 	cmd.Run()
 	return false
 }

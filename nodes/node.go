@@ -162,7 +162,7 @@ func (n *NsNode) getShell() (*Shell, error) {
 		return nil, ErrClosed
 	}
 	if n.shell == nil || n.shell.Exited() {
-		sh, err := StartShell(n.NsHandle(), n.name)
+		sh, err := StartShell(n.NsHandle(), n.name, n.OVSEnv()...)
 		if err != nil {
 			return nil, fmt.Errorf("node %s: starting its shell: %w", n.name, err)
 		}
@@ -179,7 +179,25 @@ func (n *NsNode) getShell() (*Shell, error) {
 func (n *NsNode) Command(ctx context.Context, name string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if env := n.OVSEnv(); env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	return cmd
+}
+
+// OVSEnv is what ovs-vsctl, ovs-ofctl and ovs-appctl need in their
+// environment to reach the Open vSwitch of a switch node (its private
+// database, bridge and daemon sockets), so that they work in the switch's
+// shell as Mininet's do in the root namespace with the system's Open
+// vSwitch; nil for other nodes.
+func (n *NsNode) OVSEnv() []string {
+	switch {
+	case n.ovsNet != nil:
+		return n.ovsNet.Env()
+	case n.ovs != nil:
+		return ovsEnv(n.ovs.dir)
+	}
+	return nil
 }
 
 // Start starts cmd inside the node's namespace. The child inherits the

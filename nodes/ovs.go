@@ -65,7 +65,7 @@ func (n *NsNode) makeOVS(stp bool) (err error) {
 	if out, err := exec.Command("ovsdb-tool", "create", db, ovsSchema()).CombinedOutput(); err != nil {
 		return fmt.Errorf("ovsdb-tool create: %v: %s", err, out)
 	}
-	env := append(os.Environ(), "OVS_RUNDIR="+o.dir, "OVS_LOGDIR="+o.dir, "OVS_DBDIR="+o.dir, "OVS_SYSCONFDIR="+o.dir)
+	env := append(os.Environ(), ovsEnv(o.dir)...)
 	start := func(name string, args ...string) error {
 		cmd := exec.Command(name, args...)
 		cmd.Env = env

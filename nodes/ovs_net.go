@@ -102,8 +102,15 @@ func (o *OVSNet) Dir() string { return o.dir }
 
 func (o *OVSNet) dbSock() string { return filepath.Join(o.dir, "db.sock") }
 
-func (o *OVSNet) env() []string {
-	return append(os.Environ(), "OVS_RUNDIR="+o.dir, "OVS_LOGDIR="+o.dir, "OVS_DBDIR="+o.dir, "OVS_SYSCONFDIR="+o.dir)
+func (o *OVSNet) env() []string { return append(os.Environ(), o.Env()...) }
+
+// Env is what Open vSwitch's tools need in their environment to reach
+// this instance (OVS_RUNDIR and the like), to be added to a process's own.
+func (o *OVSNet) Env() []string { return ovsEnv(o.dir) }
+
+// ovsEnv points Open vSwitch's programs at the instance in dir.
+func ovsEnv(dir string) []string {
+	return []string{"OVS_RUNDIR=" + dir, "OVS_LOGDIR=" + dir, "OVS_DBDIR=" + dir, "OVS_SYSCONFDIR=" + dir}
 }
 
 func (o *OVSNet) start(name string, args ...string) error {
