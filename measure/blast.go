@@ -78,6 +78,9 @@ func GeneratorRate(ctx context.Context, in RunFunc, dst netip.AddrPort, frame in
 		now := start
 		for now < end && ctx.Err() == nil {
 			room := snd.prepare(generatorBatch, 0)
+			if room == 0 {
+				emulator.ThreadSleep(busyWait) // see xdpSender.kick
+			}
 			stamp := realtime()
 			for k := range room {
 				b := snd.payload(k)

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"runtime"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
+	"github.com/hymn-net/hymn/emulator"
 	"golang.org/x/sys/unix"
 )
 
@@ -72,6 +74,7 @@ func (p *packetSender) payload(j int) []byte {
 
 func (p *packetSender) commit(k int, ok func([]byte)) error {
 	done := 0
+	waited := false
 	for done < k {
 		n, err := sendmmsg(p.fd, p.b, done, k-done)
 		if err != nil {
@@ -80,7 +83,14 @@ func (p *packetSender) commit(k int, ok func([]byte)) error {
 			}
 			if errors.Is(err, unix.ENOBUFS) || errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.ENETDOWN) {
 				// The driver refused this frame (its queue is full or
-				// the link lost carrier): skip it.
+				// the link lost carrier): skip it, and once per batch
+				// give the softirq that drains the queue a moment (see
+				// xdpSender.kick).
+				if !waited {
+					waited = true
+					emulator.ThreadSleep(busyWait)
+					continue
+				}
 				done++
 				continue
 			}
@@ -215,11 +225,17 @@ func (x *xdpSender) reap() {
 	}
 }
 
-// kick has the kernel transmit what is in the TX ring, xdpTxBudget
-// descriptors per call; it stops when the ring is empty or the driver
-// stays busy.
+// kick has the kernel transmit what is in the TX ring, up to its TX
+// budget per call. When a call makes no progress the driver is busy: a
+// veth whose peer's ring is full stops its queue until the peer's NAPI
+// has drained it, in a softirq that may have been handed to ksoftirqd,
+// which a SCHED_FIFO sender spinning here would starve for good (seen:
+// eight trials in a row that sent nothing). So it sleeps a little before
+// trying again, and gives up after about a millisecond: what is left
+// goes with the next kick.
 func (x *xdpSender) kick() error {
-	for tries := 0; atomic.LoadUint32(x.txCons) != x.prod && tries < xdpFrames/xdpTxBudget+8; tries++ {
+	for stuck := 0; atomic.LoadUint32(x.txCons) != x.prod; {
+		before := atomic.LoadUint32(x.txCons)
 		// Raw: the call runs the veth peer's receive path inline and may
 		// take long; the Go scheduler need not hand the P away for it.
 		_, _, e := unix.RawSyscall6(unix.SYS_SENDTO, uintptr(x.fd), 0, 0, unix.MSG_DONTWAIT, 0, 0)
@@ -228,9 +244,25 @@ func (x *xdpSender) kick() error {
 		default:
 			return fmt.Errorf("AF_XDP sendto: %w", e)
 		}
+		if atomic.LoadUint32(x.txCons) != before {
+			stuck = 0
+			continue
+		}
+		if stuck++; stuck > busyTries {
+			return nil
+		}
+		emulator.ThreadSleep(busyWait)
 	}
 	return nil
 }
+
+// busyWait and busyTries: how long a sender whose driver is busy sleeps
+// (long enough for a softirq to run, short against a 200 ms trial) and
+// how many times before it leaves the frames for later.
+const (
+	busyWait  = 20 * time.Microsecond
+	busyTries = 50
+)
 
 func (x *xdpSender) prepare(n, flow int) int {
 	x.reap()

@@ -280,7 +280,9 @@ func (s *Session) send(ctx context.Context, rate float64, d time.Duration, tag u
 		if k == 0 {
 			// No slot free (a ring the kernel has not drained): the due
 			// packets stay due; a generator that cannot catch up shows as
-			// sent < planned.
+			// sent < planned. Sleep a little, so the softirq that drains
+			// it can run (see xdpSender.kick).
+			emulator.ThreadSleep(busyWait)
 			continue
 		}
 		taken := 0
