@@ -298,6 +298,9 @@ func runMN(ctx context.Context, f *mnFlags, stdin *os.File, stdout, stderr io.Wr
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrUsage, err)
 	}
+	if limit := applyMemoryLimit(net, f); limit > 0 { // memlimit.go
+		lg.Debugf("*** soft memory limit %d MiB\n", limit>>20)
+	}
 	r := &mnRun{net: net, lg: lg, flags: f, tests: tests, stdin: stdin, stdout: stdout}
 	err = r.run(ctx)
 	if errors.Is(err, context.Canceled) {
