@@ -405,24 +405,45 @@ func TestEmulatedLiveChange(t *testing.T) {
 }
 
 // TestEmulatedLoss: 1 % loss over 100 000 probes stays within the binomial
-// 99.9 % interval; counters add up.
+// 99.9 % interval; counters add up. The loss model decides frame by
+// frame, whatever the time, so the emulator's own count over the frames it
+// received is binomial(N, p) exactly and is judged always. The probe's
+// count adds what the machine dropped on the way (a receiver held up by a
+// stall overflows its socket, a forwarder held up its RX ring: 1374
+// probes beside the emulator's 1035 in a run whose slowest probe took
+// 51 ms), so end to end it is judged against the same interval when a
+// stall watcher saw the machine run without a stop; otherwise it must
+// still show every probe the emulator dropped (never fewer lost).
 func TestEmulatedLoss(t *testing.T) {
 	testenv.Root(t)
 	n := pairNet(t, topo.Params{"loss": "1"})
 	// 100 000 probes: 20 kpps for 5 s.
+	watch := stallwatch.Start()
 	res := runProbe(t, n, 20000, 5*time.Second)
+	stalls := watch.Stop()
 	st, err := n.LinkStats("h1", "h2")
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := st.Forward.Emulator
-	t.Logf("probe: %v; emulator: received %d lost %d", res, s.Received, s.Lost)
-	// The emulator's own count is exact; the probe's includes only probes.
+	t.Logf("probe: %v; emulator: received %d lost %d; link: %v; machine: %v", res, s.Received, s.Lost, st.Forward.Accounting(), stalls)
+	const p = 0.01
+	interval := func(n float64) (mean, half float64) { return n * p, 3.29 * math.Sqrt(n*p*(1-p)) }
+	if m, half := interval(float64(s.Received)); math.Abs(float64(s.Lost)-m) > half {
+		t.Errorf("the emulator lost %d of the %d frames it received, want %.0f ± %.0f", s.Lost, s.Received, m, half)
+	}
 	N := float64(res.Sent)
-	p := 0.01
-	half := 3.29 * math.Sqrt(N*p*(1-p))
-	if got := float64(res.Lost); math.Abs(got-N*p) > half {
-		t.Errorf("lost %v of %v, want %v ± %.0f", got, N, N*p, half)
+	m, half := interval(N)
+	// Frames other than probes (neighbour discovery, ARP) may be among
+	// the emulator's losses.
+	others := float64(s.Received) - float64(res.Received+res.Lost)
+	switch got := float64(res.Lost); {
+	case got+max(others, 0) < float64(s.Lost):
+		t.Errorf("the probe lost %v, fewer than the %d frames the emulator dropped", got, s.Lost)
+	case !stalls.Stalled() && math.Abs(got-m) > half:
+		t.Errorf("lost %v of %v probes, want %v ± %.0f, and the machine did not stall (%v)", got, N, m, half, stalls)
+	case math.Abs(got-m) > half:
+		t.Logf("the probe lost %v of %v (want %v ± %.0f), the emulator %d: the machine stalled (%v) and dropped the rest", got, N, m, half, s.Lost, stalls)
 	}
 	if N < 90000 {
 		t.Errorf("only %v probes sent", N)
@@ -456,33 +477,56 @@ func offer21Mbit(t *testing.T, n *Network, d time.Duration) (probe.Result, LinkS
 // gemodel p=1 %, r=30 %, 1-h=100 %, 1-k=0 every stay in the bad state loses
 // consecutive probes, so bursts are geometric with mean 1/r and the loss
 // fraction is p/(p+r). Bounds are 99.9 % intervals from the chain's
-// statistics.
+// statistics. The fraction is the emulator's own count (the chain steps
+// once per frame, whatever the time); the bursts are the probe's, which
+// also holds what the machine dropped (a stall: a run of probes lost
+// together, burst mean 38.6 in one such run), so a run whose probe lost
+// more than 10 beyond what the emulator dropped is repeated, at most three
+// runs. Under a 10-30 ms stall the machine drops none: the sender stops
+// with everything else, and the forwarder's RX ring holds 100 ms of
+// probes.
 func TestEmulatedGilbertElliott(t *testing.T) {
 	testenv.Root(t)
 	const p, r = 0.01, 0.30
-	n := pairNet(t, topo.Params{"ge": "1% 30% 100% 0%", "seed": "11"})
-	res := runProbe(t, n, 20000, 5*time.Second)
-	t.Logf("probe: %v", res)
-	N := float64(res.Sent)
-	if N < 90000 || res.LossBursts == 0 {
-		t.Fatalf("only %v probes sent, %d loss bursts", N, res.LossBursts)
-	}
 	const z = 3.29 // two-sided 99.9 %
-	// Burst length: geometric on {1, 2, ...} with success probability r.
-	bursts := float64(res.LossBursts)
-	meanBurst := float64(res.Lost) / bursts
-	sdBurst := math.Sqrt(1-r) / r
-	if half := z * sdBurst / math.Sqrt(bursts); math.Abs(meanBurst-1/r) > half {
-		t.Errorf("mean loss burst %.3f probes over %v bursts, want %.3f ± %.3f", meanBurst, bursts, 1/r, half)
-	}
-	// Loss fraction: time in the bad state of a two-state chain with
-	// second eigenvalue λ = 1-p-r; its variance over N steps is
-	// π_B·π_G·(1+λ)/(1-λ)/N.
-	piB := p / (p + r)
-	lambda := 1 - p - r
-	sd := math.Sqrt(piB * (1 - piB) * (1 + lambda) / (1 - lambda) / N)
-	if frac := float64(res.Lost) / N; math.Abs(frac-piB) > z*sd {
-		t.Errorf("loss fraction %.4f, want %.4f ± %.4f", frac, piB, z*sd)
+	for attempt := 1; ; attempt++ {
+		n := pairNet(t, topo.Params{"ge": "1% 30% 100% 0%", "seed": "11"})
+		res := runProbe(t, n, 20000, 5*time.Second)
+		st, err := n.LinkStats("h1", "h2")
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.Stop()
+		s := st.Forward.Emulator
+		t.Logf("attempt %d: probe: %v; emulator: received %d lost %d", attempt, res, s.Received, s.Lost)
+		N := float64(res.Sent)
+		if N < 90000 || res.LossBursts == 0 {
+			t.Fatalf("only %v probes sent, %d loss bursts", N, res.LossBursts)
+		}
+		// Loss fraction: time in the bad state of a two-state chain with
+		// second eigenvalue λ = 1-p-r; its variance over N steps is
+		// π_B·π_G·(1+λ)/(1-λ)/N.
+		piB := p / (p + r)
+		lambda := 1 - p - r
+		Ne := float64(s.Received)
+		sd := math.Sqrt(piB * (1 - piB) * (1 + lambda) / (1 - lambda) / Ne)
+		if frac := float64(s.Lost) / Ne; math.Abs(frac-piB) > z*sd {
+			t.Errorf("the emulator lost a fraction %.4f of %v frames, want %.4f ± %.4f", frac, Ne, piB, z*sd)
+		}
+		// A few frames lost elsewhere move the mean burst by a few
+		// thousandths (bursts number about a thousand); more spoil it.
+		if res.Lost > s.Lost+10 && attempt < 3 {
+			t.Logf("attempt %d: the probe lost %d, the emulator dropped %d: the machine dropped probes, whose bursts say nothing of the chain; again", attempt, res.Lost, s.Lost)
+			continue
+		}
+		// Burst length: geometric on {1, 2, ...} with success probability r.
+		bursts := float64(res.LossBursts)
+		meanBurst := float64(res.Lost) / bursts
+		sdBurst := math.Sqrt(1-r) / r
+		if half := z * sdBurst / math.Sqrt(bursts); math.Abs(meanBurst-1/r) > half {
+			t.Errorf("mean loss burst %.3f probes over %v bursts, want %.3f ± %.3f (the probe lost %d, the emulator %d)", meanBurst, bursts, 1/r, half, res.Lost, s.Lost)
+		}
+		return
 	}
 }
 

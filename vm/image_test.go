@@ -31,10 +31,12 @@ func TestBuildImageCached(t *testing.T) {
 	needImageInputs(t)
 	dir := t.TempDir()
 	ctx := context.Background()
+	t1 := time.Now()
 	img, err := BuildImage(ctx, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	first := time.Since(t1)
 	if img.Cached {
 		t.Fatal("first build reported as cached")
 	}
@@ -56,12 +58,18 @@ func TestBuildImageCached(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := time.Since(t0)
-	t.Logf("second build: %v", d)
+	t.Logf("first build: %v; second build: %v", first, d)
 	if !img2.Cached || img2.Initrd != img.Initrd {
 		t.Fatalf("second build not served from the cache: %+v", img2)
 	}
-	if d > 2*time.Second {
-		t.Errorf("cached build took %v, want < 2 s", d)
+	// Served from the cache, the build reads and hashes what the first
+	// one compiled and unpacked: well under 2 s on a quiet machine (1.3 s
+	// under -race with the machine loaded), and a small part of the first
+	// build's time whatever the load, which slows both alike (2.1 s seen
+	// at load 36). Over 2 s and over a quarter of the first build is a
+	// cache that does the work again.
+	if d > 2*time.Second && d > first/4 {
+		t.Errorf("cached build took %v, want < 2 s or under a quarter of the first build's %v", d, first)
 	}
 	if st, err := os.Stat(filepath.Dir(img.Initrd)); err != nil || st.Mode().Perm() != 0o700 {
 		t.Errorf("image directory mode %v %v, want 0700", st.Mode().Perm(), err)
