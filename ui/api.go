@@ -371,6 +371,11 @@ func (a *api) linkState(_ context.Context, body []byte) (any, error) {
 	if err := a.net.ConfigLinkStatus(req.Node1, req.Node2, state); err != nil {
 		return nil, fmt.Errorf("%w: %v", errBadRequest, err)
 	}
+	a.mu.Lock()
+	if a.smp != nil {
+		a.smp.stale()
+	}
+	a.mu.Unlock()
 	a.logAction("link %s %s %s", req.Node1, req.Node2, state)
 	return map[string]string{"state": state}, nil
 }

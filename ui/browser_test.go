@@ -203,6 +203,9 @@ func TestBrowserLinear3(t *testing.T) {
 	if strings.Join(active, " ") != "h1-s1 h3-s3 s2-s1 s3-s2" {
 		t.Errorf("edges drawn active while h1 pings h3: %v", active)
 	}
+	// The middle link's panel, with a few seconds of its rate chart.
+	run(t, ctx, "selecting s2-s1", chromedp.Evaluate[chromedp.Void](`hymnUI.select('l3')`))
+	waitEvents(t, ctx, 4)
 	shot(t, ctx, "linear3-ping.png")
 	stopPing()
 

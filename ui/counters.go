@@ -81,7 +81,7 @@ func (p readPlan) read(nw *hymn.Network, socks map[string]*linkSock, out []linkC
 			socks[name] = s
 		}
 		clear(byName)
-		if err := s.dump(byName); err != nil {
+		if err := s.read(byName); err != nil {
 			s.close()
 			delete(socks, name)
 			continue

@@ -222,6 +222,14 @@ func (s *sampler) closeSocks() {
 	}
 }
 
+// stale makes the next sampling re-read every interface's state (after an
+// action changed one).
+func (s *sampler) stale() {
+	for _, c := range s.socks {
+		c.stale = true
+	}
+}
+
 // refresh re-reads the list of links (one may have been added live, or a
 // plain link got an emulator).
 func (s *sampler) refresh() {

@@ -21,7 +21,21 @@ type linkSock struct {
 	fd  int
 	seq uint32
 	buf []byte
+	// names and state from the last interface dump: the counters come
+	// from RTM_GETSTATS, whose kernel side fills only the 64-bit counters
+	// (an RTM_GETLINK dump fills every attribute, IPv6's configuration
+	// and statistics included, and cost 60 us per namespace, most of the
+	// sampler's CPU on linear,1000), so the full dump runs only every
+	// linkEvery samplings or when stale is set (after an action).
+	names map[int32]string
+	up    map[string]bool
+	count int
+	stale bool
 }
+
+// linkEvery is how often (in samplings) a socket re-reads names and state:
+// a link set down by other means than the page shows within that many.
+const linkEvery = 5
 
 // ifStats is what a dump says of one interface.
 type ifStats struct {
@@ -68,21 +82,47 @@ func openLinkSock(ns netns.NsHandle) (*linkSock, error) {
 	return &linkSock{fd: r.fd, buf: make([]byte, 64<<10)}, nil
 }
 
-func (s *linkSock) close() { unix.Close(s.fd) }
+func (s *linkSock) close() { _ = unix.Close(s.fd) } // nothing to do if it fails
+
+// read fills out with every interface of the namespace by name.
+func (s *linkSock) read(out map[string]ifStats) error {
+	s.count++
+	if s.names == nil || s.stale || s.count%linkEvery == 0 {
+		s.stale = false
+		s.names, s.up = map[int32]string{}, map[string]bool{}
+		if err := s.request(unix.RTM_GETLINK, unix.SizeofIfInfomsg, out); err != nil {
+			return err
+		}
+		return nil
+	}
+	return s.request(unix.RTM_GETSTATS, sizeofIfStatsMsg, out)
+}
 
 const (
-	iflaIfname    = 3
-	iflaOperstate = 16
-	iflaStats64   = 23
-	operDown      = 2
+	sizeofIfStatsMsg = 12 // struct if_stats_msg
+	iflaStatsLink64  = 1  // IFLA_STATS_LINK_64
+	iflaIfname       = 3
+	iflaOperstate    = 16
+	iflaStats64      = 23
+	operDown         = 2
 )
 
-// dump returns every interface of the namespace by name.
+// dump is the full interface dump (names, state, counters).
 func (s *linkSock) dump(out map[string]ifStats) error {
+	s.names, s.up = map[int32]string{}, map[string]bool{}
+	return s.request(unix.RTM_GETLINK, unix.SizeofIfInfomsg, out)
+}
+
+// request sends one dump request (RTM_GETLINK or RTM_GETSTATS) and parses
+// its answers into out.
+func (s *linkSock) request(typ uint16, bodyLen int, out map[string]ifStats) error {
 	s.seq++
-	req := make([]byte, unix.NLMSG_HDRLEN+unix.SizeofIfInfomsg)
+	req := make([]byte, unix.NLMSG_HDRLEN+bodyLen)
 	binary.NativeEndian.PutUint32(req[0:], uint32(len(req)))
-	binary.NativeEndian.PutUint16(req[4:], unix.RTM_GETLINK)
+	binary.NativeEndian.PutUint16(req[4:], typ)
+	if typ == unix.RTM_GETSTATS {
+		binary.NativeEndian.PutUint32(req[unix.NLMSG_HDRLEN+8:], 1<<(iflaStatsLink64-1)) // filter_mask
+	}
 	binary.NativeEndian.PutUint16(req[6:], unix.NLM_F_REQUEST|unix.NLM_F_DUMP)
 	binary.NativeEndian.PutUint32(req[8:], s.seq)
 	if err := unix.Sendto(s.fd, req, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
@@ -112,7 +152,9 @@ func (s *linkSock) dump(out map[string]ifStats) error {
 			case unix.NLMSG_ERROR:
 				return errors.New("netlink dump: error from the kernel")
 			case unix.RTM_NEWLINK:
-				parseLink(msg, out)
+				s.parseLink(msg, out)
+			case unix.RTM_NEWSTATS:
+				s.parseStats(msg, out)
 			}
 		}
 	}
@@ -120,10 +162,11 @@ func (s *linkSock) dump(out map[string]ifStats) error {
 
 func nlAlign(n int) int { return (n + 3) &^ 3 }
 
-func parseLink(msg []byte, out map[string]ifStats) {
+func (s *linkSock) parseLink(msg []byte, out map[string]ifStats) {
 	if len(msg) < unix.SizeofIfInfomsg {
 		return
 	}
+	index := int32(binary.NativeEndian.Uint32(msg[4:]))
 	flags := binary.NativeEndian.Uint32(msg[8:])
 	st := ifStats{up: flags&unix.IFF_UP != 0}
 	name := ""
@@ -146,18 +189,50 @@ func parseLink(msg []byte, out map[string]ifStats) {
 				st.up = false
 			}
 		case iflaStats64:
-			if len(v) >= 8*8 {
-				u := func(i int) uint64 { return binary.NativeEndian.Uint64(v[8*i:]) }
-				// struct rtnl_link_stats64: rx_packets, tx_packets,
-				// rx_bytes, tx_bytes, rx_errors, tx_errors, rx_dropped,
-				// tx_dropped, ...
-				st.rxPackets, st.txPackets, st.rxBytes, st.txBytes = u(0), u(1), u(2), u(3)
-				st.rxDropped, st.txDropped = u(6), u(7)
-			}
+			stats64(v, &st)
 		}
 		a = a[min(nlAlign(l), len(a)):]
 	}
 	if name != "" {
 		out[name] = st
+		s.names[index] = name
+		s.up[name] = st.up
 	}
+}
+
+// parseStats reads an RTM_NEWSTATS message: if_stats_msg, then the
+// IFLA_STATS_LINK_64 attribute.
+func (s *linkSock) parseStats(msg []byte, out map[string]ifStats) {
+	if len(msg) < sizeofIfStatsMsg {
+		return
+	}
+	name, ok := s.names[int32(binary.NativeEndian.Uint32(msg[4:]))]
+	if !ok {
+		s.stale = true // a new interface: learn its name next time
+		return
+	}
+	st := ifStats{up: s.up[name]}
+	a := msg[sizeofIfStatsMsg:]
+	for len(a) >= 4 {
+		l := int(binary.NativeEndian.Uint16(a[0:]))
+		if l < 4 || l > len(a) {
+			break
+		}
+		if binary.NativeEndian.Uint16(a[2:])&^unix.NLA_F_NESTED == iflaStatsLink64 {
+			stats64(a[4:l], &st)
+		}
+		a = a[min(nlAlign(l), len(a)):]
+	}
+	out[name] = st
+}
+
+// stats64 reads struct rtnl_link_stats64: rx_packets, tx_packets,
+// rx_bytes, tx_bytes, rx_errors, tx_errors, rx_dropped, tx_dropped, ...
+func stats64(v []byte, st *ifStats) {
+	if len(v) < 8*8 {
+		return
+	}
+	u := func(i int) uint64 { return binary.NativeEndian.Uint64(v[8*i:]) }
+	st.rxPackets, st.txPackets, st.rxBytes, st.txBytes = u(0), u(1), u(2), u(3)
+	st.rxDropped, st.txDropped = u(6), u(7)
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/hymn-net/hymn/internal/testenv"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 )
 
 // TestLinkSockMatchesNetlink reads this namespace's interfaces both ways:
@@ -45,6 +46,21 @@ func TestLinkSockMatchesNetlink(t *testing.T) {
 			t.Errorf("%s: up %v, netlink says %v", a.Name, g.up, up)
 		}
 	}
+	// The counters-only dump (RTM_GETSTATS) names the same interfaces
+	// with the state of the full one, and counters not behind it.
+	stats := map[string]ifStats{}
+	if err := s.request(unix.RTM_GETSTATS, sizeofIfStatsMsg, stats); err != nil {
+		t.Fatal(err)
+	}
+	if len(stats) != len(got) {
+		t.Errorf("stats dump has %d interfaces, the full one %d", len(stats), len(got))
+	}
+	for name, g := range got {
+		st, ok := stats[name]
+		if !ok || st.up != g.up || st.rxPackets < g.rxPackets || st.txBytes < g.txBytes {
+			t.Errorf("%s: stats dump %+v (found %v), full dump %+v", name, st, ok, g)
+		}
+	}
 }
 
 func BenchmarkLinkList(b *testing.B) {
@@ -55,6 +71,25 @@ func BenchmarkLinkList(b *testing.B) {
 	defer h.Close()
 	for b.Loop() {
 		if _, err := h.LinkList(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkLinkSockStats(b *testing.B) {
+	ns, _ := netns.Get()
+	s, err := openLinkSock(ns)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.close()
+	m := map[string]ifStats{}
+	if err := s.dump(m); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		clear(m)
+		if err := s.request(unix.RTM_GETSTATS, sizeofIfStatsMsg, m); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -248,12 +248,19 @@ function applySamples(links) {
       if (!e.nonempty()) continue;
       const bps = Math.max(s.ab.bps, s.ba.bps);
       const active = s.ab.pps > 0 || s.ba.pps > 0;
-      e.toggleClass('active', active);
-      e.toggleClass('down', s.up === false);
-      e.toggleClass('dropping', !!prev && dropsOf(s.ab) + dropsOf(s.ba) > dropsOf(prev.ab) + dropsOf(prev.ba));
-      e.style('width', edgeWidth(bps));
-      const base = e.data('base');
-      e.data('label', s.up === false ? 'down' : active ? `${si(s.ab.pps + s.ba.pps, 'p/s')}, ${si(s.ab.bps + s.ba.bps, 'bit/s')}` : base);
+      const dropping = !!prev && dropsOf(s.ab) + dropsOf(s.ba) > dropsOf(prev.ab) + dropsOf(prev.ba);
+      const label = s.up === false ? 'down' : active ? `${si(s.ab.pps + s.ba.pps, 'p/s')}, ${si(s.ab.bps + s.ba.bps, 'bit/s')}` : e.data('base');
+      const width = edgeWidth(bps);
+      // Restyling costs the renderer: only edges whose look changed.
+      const look = `${active}|${s.up}|${dropping}|${width}|${label}`;
+      if (e.scratch('_look') !== look) {
+        e.scratch('_look', look);
+        e.toggleClass('active', active);
+        e.toggleClass('down', s.up === false);
+        e.toggleClass('dropping', dropping);
+        e.style('width', width);
+        e.data('label', label);
+      }
       const h = history.get(s.id);
       if (h) pushHistory(h, s);
     }
@@ -359,7 +366,8 @@ function renderLink(id, fresh) {
   linkDom.stats.dataset.baPackets = s.ba.packets;
   if (s.ab.emu) {
     const e = (d) => d.emu;
-    const causes = Object.keys(s.ab.emu.drops);
+    // Only the causes that dropped something, in either direction.
+    const causes = Object.keys(s.ab.emu.drops).filter((c) => s.ab.emu.drops[c] || (s.ba.emu && s.ba.emu.drops[c]));
     linkDom.emu.replaceChildren(
       el('h4', {}, 'Emulator'),
       table(
@@ -368,7 +376,7 @@ function renderLink(id, fresh) {
           ['sent', e(s.ab).sent, e(s.ba).sent],
           ['queued', e(s.ab).queued, e(s.ba).queued],
           ['reordered', e(s.ab).reordered, e(s.ba).reordered],
-          ...causes.map((c) => ['drop: ' + c.replace('_', ' '), e(s.ab).drops[c], e(s.ba).drops[c]]),
+          ...(causes.length ? causes.map((c) => ['drop: ' + c.replace('_', ' '), e(s.ab).drops[c], e(s.ba).drops[c]]) : [['drops (any cause)', 0, 0]]),
           ...['p50', 'p90', 'p99', 'p99.9', 'max'].map((p) => ['delay ' + p, usText(e(s.ab).delay_us[p]), usText(e(s.ba).delay_us[p])]),
         ],
         ['', `${l.node1}→${l.node2}`, `${l.node2}→${l.node1}`],
