@@ -75,6 +75,7 @@ class Mininet(object):
         self.deployed = False  # hymn built the network (on first need)
         self._constructing = False
         self._inBuild = False
+        self._kind = None
         self.stopped = False
         self._adopt = []
         Mininet.init()
@@ -342,9 +343,17 @@ class Mininet(object):
                 'params': node.hymnParams()}
 
     def _linkSpec(self, link):
+        params = link.hymnParams()
+        from mininet.link import TCIntf, TC_KEYS
+        if self._kind == 'ovsk' and isinstance(link.intf1, TCIntf) and \
+                not any(k.split('.')[-1] in TC_KEYS for k in params):
+            # A TCLink's emulator is there from the start, so a later
+            # intf.config() changes it instead of inserting one (which
+            # hymn cannot do on an Open vSwitch port yet).
+            params['delay'] = '0ms'
         return {'node1': link.intf1.node.name, 'node2': link.intf2.node.name,
                 'port1': link.port1, 'port2': link.port2,
-                'params': link.hymnParams()}
+                'params': params}
 
     def _connect(self):
         if self.conn is None:
@@ -397,7 +406,7 @@ class Mininet(object):
             return
         if self.stopped:
             raise _hymn.HymnError('the network was stopped', 'state')
-        kind = self._switchKind()
+        kind = self._kind = self._switchKind()
         d = _hymn.defaults()
         controllers = []
         if kind == 'ovsk':
