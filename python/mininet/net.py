@@ -76,6 +76,7 @@ class Mininet(object):
         self._constructing = False
         self._inBuild = False
         self._kind = None
+        self._started = False
         self.stopped = False
         self._adopt = []
         Mininet.init()
@@ -477,7 +478,7 @@ class Mininet(object):
         info('*** Starting controller\n')
         for controller in self.controllers:
             info(controller.name + ' ')
-        self.conn.request('start')  # hymn's controllers and STP
+        self._hymnStart()
         for controller in self.controllers:
             controller.start()
         info('\n')
@@ -488,6 +489,16 @@ class Mininet(object):
         info('\n')
         if self.waitConn:
             self.waitConnected(self.waitConn)
+
+    def _hymnStart(self):
+        """hymn starts the controllers and connects the switches (and
+        waits for STP): once, from start() or from the first
+        controller.start()/switch.start() of a script that starts them
+        itself (Mininet's mid-level API)."""
+        self._ensureBuilt('start')
+        if not self._started:
+            self.conn.request('start')
+            self._started = True
 
     def stop(self):
         "Stop everything and have hymn remove the network."

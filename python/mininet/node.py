@@ -761,7 +761,9 @@ class Switch(Node):
         return True
 
     def start(self, controllers):
-        "hymn started the switch; a subclass's start runs here."
+        "hymn starts the switch; a subclass's start runs here."
+        if self.net is not None:
+            self.net._hymnStart()
 
     def stop(self, deleteIntfs=True):
         Node.stop(self)
@@ -816,6 +818,22 @@ class OVSSwitch(Switch):
         if self.protocols:
             out['protocols'] = self.protocols
         return out
+
+    def start(self, controllers):
+        Switch.start(self, controllers)
+        # Mininet asks OVS for its port numbers (ofport_request); hymn adds
+        # ports in order, so only out-of-order numbers need asking.
+        d = (self.hymn or {}).get('ovsDir')
+        intfs = [i for i in self.intfList() if i.name != 'lo']
+        if not d or all(self.ports[i] == n + 1 for n, i in
+                        enumerate(intfs)):
+            return
+        argv = ['ip', 'netns', 'exec', self.hymn['namespace'], 'env',
+                'OVS_RUNDIR=' + d, 'ovs-vsctl']
+        for i in intfs:
+            argv += ['--', 'set', 'Interface', i.name,
+                     'ofport_request=%d' % self.ports[i]]
+        quietRun(argv)
 
     def dpctl(self, *args):
         "Run ovs-ofctl on this switch."
@@ -922,6 +940,8 @@ class Controller(Node):
 
     def start(self):
         "hymn starts the controller; a subclass's start runs here."
+        if self.net is not None:
+            self.net._hymnStart()
 
     def stop(self, *args, **kwargs):
         Node.stop(self)
