@@ -61,7 +61,7 @@ func openLinkSock(ns netns.NsHandle) (*linkSock, error) {
 			ch <- result{-1, err}
 			return
 		}
-		defer cur.Close()
+		defer func() { _ = cur.Close() }() // a handle of our own thread's namespace
 		if err := netns.Set(ns); err != nil {
 			runtime.UnlockOSThread()
 			ch <- result{-1, err}

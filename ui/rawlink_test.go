@@ -18,7 +18,7 @@ func TestLinkSockMatchesNetlink(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ns.Close()
+	defer func() { _ = ns.Close() }() // the test's own handle
 	s, err := openLinkSock(ns)
 	if err != nil {
 		t.Fatal(err)
