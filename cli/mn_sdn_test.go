@@ -133,7 +133,7 @@ func TestMNModeDefaultNetwork(t *testing.T) {
 	if code != 0 || !strings.Contains(errOut.String(), "available nodes are: \nc0 h1 h2 s1\n") {
 		t.Errorf("exit %d:\n%s", code, errOut.String())
 	}
-	if !regexp.MustCompile(`<OVSController c0: 127\.0\.0\.1:\d+ pid=\d+> `).MatchString(errOut.String()) ||
+	if !regexp.MustCompile(`<OVSController c0: 127\.0\.0\.\d+:\d+ pid=\d+> `).MatchString(errOut.String()) ||
 		!strings.Contains(errOut.String(), "<OVSSwitch s1: lo:127.0.0.1,s1-eth1:None,s1-eth2:None pid=") {
 		t.Errorf("dump:\n%s", errOut.String())
 	}

@@ -232,7 +232,8 @@ func TestMNWalkthroughHostCommands(t *testing.T) {
 	if out := s.command("s1 ovs-vsctl list-br"); !strings.HasPrefix(out, "s1 ovs-vsctl list-br\ns1\nmininet> ") {
 		t.Errorf("s1 ovs-vsctl list-br: %q", out)
 	}
-	if out := s.command("sh ovs-ofctl show s1"); !strings.Contains(out, "(s1-eth1)") || !strings.Contains(out, "(s1-eth2)") {
+	// The OpenFlow port numbers are Mininet's (s1-eth1 is port 1).
+	if out := s.command("sh ovs-ofctl show s1"); !strings.Contains(out, " 1(s1-eth1): ") || !strings.Contains(out, " 2(s1-eth2): ") {
 		t.Errorf("sh ovs-ofctl show s1:\n%s", out)
 	}
 	s.exit()

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -179,10 +180,28 @@ func (o *OVSNet) attach(sw, intf string) error {
 	running := o.bridges[sw] != nil
 	o.mu.Unlock()
 	if running {
-		_, err := o.Vsctl(context.Background(), "add-port", sw, intf)
+		_, err := o.Vsctl(context.Background(), append([]string{"add-port", sw, intf}, ofportRequest(sw, intf)...)...)
 		return err
 	}
 	return nil
+}
+
+// ofportRequest asks for a port's Mininet number as its OpenFlow port
+// number, as Mininet's OVSSwitch does (ofport_request), so that flows
+// written for Mininet (in_port=1, output:2) mean the same ports here:
+// without it ovs-vswitchd numbers ports in the order they were added, and
+// hymn adds them in parallel. The number is N of the name SWITCH-ethN;
+// other names get none and OVS picks.
+func ofportRequest(sw, intf string) []string {
+	digits, ok := strings.CutPrefix(intf, sw+"-eth")
+	if !ok || digits == "" || strings.Trim(digits, "0123456789") != "" || digits[0] == '0' {
+		return nil
+	}
+	// OpenFlow's port numbers end below OFPP_MAX (0xff00).
+	if n, err := strconv.Atoi(digits); err != nil || n > 0xfeff {
+		return nil
+	}
+	return []string{"--", "set", "Interface", intf, "ofport_request=" + digits}
 }
 
 // DefaultDPID is Mininet's datapath id of a switch: the given one without
@@ -246,6 +265,7 @@ func (o *OVSNet) StartBridges(ctx context.Context, bridges []*OVSBridge) error {
 		}
 		for _, p := range o.ports[b.Name] {
 			args = append(args, "--", "--may-exist", "add-port", b.Name, p)
+			args = append(args, ofportRequest(b.Name, p)...)
 		}
 	}
 	o.mu.Unlock()

@@ -183,3 +183,17 @@ func TestRelayGrowsWhenFull(t *testing.T) {
 		t.Errorf("processes started %v; connections per process %v", grown, accepted)
 	}
 }
+
+// TestOfportRequest: a port named SWITCH-ethN asks for OpenFlow port N,
+// Mininet's number; other names ask for none.
+func TestOfportRequest(t *testing.T) {
+	for intf, want := range map[string]string{
+		"s1-eth1": "ofport_request=1", "s1-eth12": "ofport_request=12", "s10-eth3": "",
+		"s1-eth0": "", "s1-eth01": "", "s1-ethx": "", "s1-eth": "", "eth1": "", "s1-eth65280": "", "s1-eth65279": "ofport_request=65279",
+	} {
+		got := ofportRequest("s1", intf)
+		if want == "" && got != nil || want != "" && (len(got) != 5 || got[4] != want || got[3] != intf) {
+			t.Errorf("%s: %q, want %q", intf, got, want)
+		}
+	}
+}
