@@ -67,29 +67,6 @@ type Options struct {
 	MaxNodes int
 }
 
-// Link parameters (delay=, bw=, emu=...) are validated when a topology is
-// loaded and resolved, with the emulator's own parser.
-func init() {
-	topo.SetLinkParamsCheck(func(p topo.Params) error {
-		if _, err := linkparams.PortsOf(p); err != nil {
-			return err
-		}
-		if !linkparams.NeedsEmulator(p) {
-			return nil
-		}
-		_, _, err := EmulatorConfigs(p)
-		return err
-	})
-	// A VM's parameters are parsed (not yet checked against the machine)
-	// wherever the node says it is a VM; hymn.New checks the rest.
-	topo.SetNodeParamsCheck(func(_ string, p topo.Params) error {
-		if p["backend"] != string(BackendVM) {
-			return nil
-		}
-		return vm.ParseParams(&vm.Config{}, p)
-	})
-}
-
 // Network is a topology being built, running or stopped.
 type Network struct {
 	opts Options
@@ -128,6 +105,9 @@ func New(t *topo.Topo, opts Options) (*Network, error) {
 	}
 	plan, err := topo.Resolve(t, topo.AddressOptions{IPBase: opts.IPBase, AutoMAC: opts.AutoMAC})
 	if err != nil {
+		return nil, err
+	}
+	if err := checkPlanParams(plan); err != nil { // validate.go
 		return nil, err
 	}
 	if opts.Workers <= 0 {

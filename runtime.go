@@ -52,6 +52,9 @@ func (n *Network) AddLink(ctx context.Context, node1, node2 string, params topo.
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("adding link %s<->%s: %w", node1, node2, err)
 	}
+	if err := checkLiveLink(node1, node2, params); err != nil { // validate.go
+		return nil, err
+	}
 	pl, err := n.plan.AddLink(node1, node2, params)
 	if err != nil {
 		return nil, err

@@ -355,6 +355,8 @@ func (l *fileLoader) node(e nodeEntry) {
 	l.addChecked(e.at, e.field, func() { l.t.AddNode(e.name, kind, params) })
 	if n := l.t.Node(e.name); n != nil {
 		n.Origin = fmt.Sprintf("%s:%d", l.File, e.at.Line)
+		at := posOf(l.File, e.at, e.field)
+		n.at = &at
 	}
 }
 
@@ -646,6 +648,7 @@ func (l *fileLoader) link(n *yaml.Node, field string) {
 		return
 	}
 	lk.Origin = fmt.Sprintf("%s:%d", l.File, n.Line)
+	lk.origins = l.paramOrigins(byKey, field, n)
 	// Long node names make default interface names the kernel refuses;
 	// say so here, where the line is known, rather than at deploy time.
 	for i, e := range ends {
@@ -674,8 +677,31 @@ func (d *doc) checkCount(n *yaml.Node, field string, nodes, links int) bool {
 	return true
 }
 
-// checkLinkParams validates a link's parameters (emulation values such as
-// delay included) where they are written, so a bad value is a usage error
+// paramOrigins records where the file wrote each of a link's parameters,
+// for the checks hymn.New makes (the emulator's: delay=, bw=...): a bad
+// value is then a usage error with its line, as topo's own are here.
+func (l *fileLoader) paramOrigins(byKey map[string]pair, field string, at *yaml.Node) paramOrigins {
+	all := posOf(l.File, at, field+".params")
+	o := paramOrigins{all: &all, byKey: map[string]paramPos{}}
+	for _, sect := range append([]string{"params"}, directionKeys...) {
+		p, ok := byKey[sect]
+		if !ok || yamlpos.IsNull(p.Val) {
+			continue
+		}
+		ps, _ := l.Mapping(p.Val, field+"."+sect)
+		for _, q := range ps {
+			key := q.Key
+			if sect != "params" {
+				key = sect + "." + q.Key
+			}
+			o.byKey[key] = posOf(l.File, yamlpos.Deref(q.Val), field+"."+sect+"."+q.Key)
+		}
+	}
+	return o
+}
+
+// checkLinkParams validates a link's own parameters (topo's: mtu, kind,
+// interface names) where they are written, so a bad value is a usage error
 // with its line, not a failure while links are being built.
 func (l *fileLoader) checkLinkParams(params Params, byKey map[string]pair, field string, at *yaml.Node) {
 	err := CheckLinkParams(params)

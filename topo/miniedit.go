@@ -382,11 +382,15 @@ func (m *mnLoader) link(ps []pair, at *yaml.Node, field string) {
 		ends[i] = s
 	}
 	params := Params{}
+	var origins paramOrigins // for hymn.New's checks (origins.go)
 	if o, ok := get(ps, "opts"); ok && !yamlpos.IsNull(o) {
 		if q, ok := m.Mapping(o, field+".opts"); ok {
+			all := posOf(m.File, yamlpos.Deref(o), field+".opts")
+			origins = paramOrigins{all: &all, byKey: map[string]paramPos{}}
 			for _, p := range q {
 				if v, ok := m.Value(p.Val, field+".opts."+p.Key); ok && v != "" {
 					params[p.Key] = v
+					origins.byKey[p.Key] = posOf(m.File, yamlpos.Deref(p.Val), field+".opts."+p.Key)
 				}
 			}
 			for _, p := range q {
@@ -408,9 +412,12 @@ func (m *mnLoader) link(ps []pair, at *yaml.Node, field string) {
 		return
 	}
 	before := len(m.t.errs)
-	m.t.AddLink(ends[0], ends[1], params)
+	lk := m.t.AddLink(ends[0], ends[1], params)
 	for _, err := range m.t.errs[before:] {
 		m.ErrAt(at, field, "%v", err)
+	}
+	if lk != nil {
+		lk.origins = origins
 	}
 }
 

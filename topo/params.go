@@ -7,32 +7,12 @@ import (
 	"net"
 	"strconv"
 	"strings"
-	"sync/atomic"
 )
 
-// linkParamsCheck validates a link's emulation parameters (delay, bw,
-// emu...). The emulator's parser lives above topo (package hymn turns link
-// Params into emulator configurations), so hymn registers it here; without
-// it only topo's own link parameters are checked.
-var linkParamsCheck atomic.Pointer[func(Params) error]
-
-// SetLinkParamsCheck registers the function that validates a link's
-// emulation parameters at load and resolve time, so a bad delay= is a
-// usage error naming the file and line, not a failure half-way through
-// building. Package hymn calls it from init.
-func SetLinkParamsCheck(fn func(Params) error) { linkParamsCheck.Store(&fn) }
-
-// nodeParamsCheck validates backend parameters of a node (a VM's cpus,
-// memory, cpupin...), registered by package hymn like linkParamsCheck.
-var nodeParamsCheck atomic.Pointer[func(name string, p Params) error]
-
-// SetNodeParamsCheck registers the function that validates a node's backend
-// parameters at load and resolve time.
-func SetNodeParamsCheck(fn func(name string, p Params) error) { nodeParamsCheck.Store(&fn) }
-
-// CheckLinkParams validates the parameters of one link: topo's own (mtu,
-// kind, intfName1/2, ip1/2, mac1/2 are checked by Resolve) and the
-// registered emulation check.
+// CheckLinkParams validates topo's own parameters of one link (mtu, kind,
+// intfName1/2; ip1/2, mac1/2 are checked by Resolve). The emulation
+// parameters (delay=, bw=, emu=, schedules) are the emulator's, checked by
+// hymn.New with the positions the loaders recorded (origins.go).
 func CheckLinkParams(p Params) error {
 	var errs []error
 	if v, ok := p["mtu"]; ok {
@@ -55,11 +35,6 @@ func CheckLinkParams(p Params) error {
 			}
 		}
 	}
-	if len(errs) == 0 {
-		if fn := linkParamsCheck.Load(); fn != nil {
-			errs = append(errs, (*fn)(p))
-		}
-	}
 	return errors.Join(errs...)
 }
 
@@ -74,8 +49,8 @@ func (p Params) MTU() int {
 	return n
 }
 
-// checkNodeParams validates the node parameters hymn itself reads (the
-// backends check theirs: vm parameters in hymn.New). Unknown keys stay
+// checkNodeParams validates the node parameters topo itself reads (the
+// backends check theirs: a VM's in hymn.New). Unknown keys stay
 // allowed, as Mininet ignores them.
 func checkNodeParams(n *Node) error {
 	var errs []error
@@ -117,11 +92,6 @@ func checkNodeParams(n *Node) error {
 		case "", "netns", "vm":
 		default:
 			bad("backend", "use netns or vm")
-		}
-	}
-	if fn := nodeParamsCheck.Load(); fn != nil && len(errs) == 0 {
-		if err := (*fn)(n.Name, n.Params); err != nil {
-			errs = append(errs, fmt.Errorf("node %s: %w", n.Name, err))
 		}
 	}
 	return errors.Join(errs...)

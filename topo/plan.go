@@ -57,6 +57,8 @@ type PlannedLink struct {
 	Intf1, Intf2 *Intf
 	Params       Params
 	Origin       string // where a file defined the link (Link.Origin)
+
+	origins paramOrigins // Link.origins
 }
 
 // Peer returns the interface at the other end of the link.
@@ -178,7 +180,7 @@ func Resolve(t *Topo, opts AddressOptions) (*Plan, error) {
 			errs = append(errs, err)
 			continue
 		}
-		pl := &PlannedLink{Intf1: i1, Intf2: i2, Params: l.Params.Clone(), Origin: l.Origin}
+		pl := &PlannedLink{Intf1: i1, Intf2: i2, Params: l.Params.Clone(), Origin: l.Origin, origins: l.origins}
 		i1.Link, i2.Link = pl, pl
 		plan.Links = append(plan.Links, pl)
 		plan.index[l.Node1].Intfs = append(plan.index[l.Node1].Intfs, i1)

@@ -44,6 +44,8 @@ type Node struct {
 	// Origin is where a file defined the node ("topo.yaml:12"), for
 	// errors found after loading; empty for nodes added in Go.
 	Origin string
+
+	at *paramPos // the node's entry in the file, for ParamsError (origins.go)
 }
 
 // IsSwitch reports whether the node is a switch. Everything else counts as a
@@ -65,6 +67,8 @@ type Link struct {
 	Port1, Port2 int
 	Params       Params
 	Origin       string // where a file defined the link, as Node.Origin
+
+	origins paramOrigins // where a file wrote its parameters (origins.go)
 }
 
 // Topo is a topology under construction. The Add methods never fail on the

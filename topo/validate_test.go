@@ -200,23 +200,21 @@ func TestResolveChecksParams(t *testing.T) {
 	}
 }
 
-// withLinkCheck registers a link parameter check for one test, as package
-// hymn registers the emulator's.
-func withLinkCheck(t *testing.T, fn func(Params) error) {
-	old := linkParamsCheck.Load()
-	SetLinkParamsCheck(fn)
-	t.Cleanup(func() { linkParamsCheck.Store(old) })
+// notATime stands in for hymn's emulator check, which topo cannot run.
+func notATime(p Params) error {
+	for _, k := range []string{"delay", "a>b.delay", "b>a.delay"} {
+		if v, ok := p[k]; ok && v != "10ms" {
+			return fmt.Errorf("%s=%s: not a time", k, v)
+		}
+	}
+	return nil
 }
 
+// TestLinkParamsCheckedAtLoad: topo's own parameters are checked at load,
+// with their positions; the emulator's are recorded so that hymn.New's
+// check (stood in for by notATime, applied as hymn.New applies it) names
+// the same file, line and field.
 func TestLinkParamsCheckedAtLoad(t *testing.T) {
-	withLinkCheck(t, func(p Params) error {
-		for _, k := range []string{"delay", "a>b.delay", "b>a.delay"} {
-			if v, ok := p[k]; ok && v != "10ms" {
-				return fmt.Errorf("%s=%s: not a time", k, v)
-			}
-		}
-		return nil
-	})
 	cases := []struct {
 		name, src, want string
 	}{
@@ -232,7 +230,10 @@ func TestLinkParamsCheckedAtLoad(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, _, err := Load("f.yaml", []byte(c.src))
+			top, _, err := Load("f.yaml", []byte(c.src))
+			if err == nil {
+				err = checkLikeHymn(t, top)
+			}
 			if c.want == "" {
 				if err != nil {
 					t.Fatalf("refused: %v", err)
@@ -244,18 +245,49 @@ func TestLinkParamsCheckedAtLoad(t *testing.T) {
 			}
 		})
 	}
-	// MiniEdit link options go through the same check.
+	// MiniEdit link options are recorded the same way.
 	mn := `{"hosts": [{"number": "1", "opts": {"hostname": "h1"}}, {"number": "2", "opts": {"hostname": "h2"}}],
 "switches": [], "links": [{"src": "h1", "dest": "h2", "opts": {"delay": "abc"}}]}`
-	if _, _, err := LoadMiniEditData("f.mn", []byte(mn)); err == nil || !strings.Contains(err.Error(), "links[0].opts.delay") {
+	top, _, err := LoadMiniEditData("f.mn", []byte(mn))
+	if err == nil {
+		err = checkLikeHymn(t, top)
+	}
+	if err == nil || !strings.Contains(err.Error(), "links[0].opts.delay") {
 		t.Errorf("MiniEdit delay=abc: %v", err)
 	}
-	// And Resolve, for topologies built in Go.
-	top := New()
+	// A topology built in Go has no positions: the error names the link.
+	top = New()
 	top.AddLink(top.AddHost("h1"), top.AddHost("h2"), Params{"delay": "abc"})
-	if _, err := Resolve(top, AddressOptions{}); err == nil || !strings.Contains(err.Error(), "delay=abc") {
-		t.Errorf("Resolve delay=abc: %v", err)
+	if err := checkLikeHymn(t, top); err == nil || !strings.Contains(err.Error(), "link h1-eth0<->h2-eth0: delay=abc") {
+		t.Errorf("Go topology delay=abc: %v", err)
 	}
+}
+
+// checkLikeHymn resolves top and checks each link's parameters with
+// notATime the way hymn.New checks them with the emulator's parser: the
+// first key the file wrote that is wrong on its own, else the whole set.
+func checkLikeHymn(t *testing.T, top *Topo) error {
+	t.Helper()
+	plan, err := Resolve(top, AddressOptions{})
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, l := range plan.Links {
+		err := notATime(l.Params)
+		if err == nil {
+			continue
+		}
+		key := ""
+		for _, k := range l.FileKeys() {
+			if one := notATime(Params{k: l.Params[k]}); one != nil {
+				key, err = k, one
+				break
+			}
+		}
+		errs = append(errs, l.ParamsError(key, err))
+	}
+	return errors.Join(errs...)
 }
 
 func TestFileSizeLimit(t *testing.T) {
