@@ -226,8 +226,8 @@ func newPyserveCmd(stdout, stderr io.Writer) *cobra.Command {
 			}
 			fmt.Fprintln(stdout, "ready")
 			conn, err := acceptOne(ctx, ln)
-			ln.Close()
-			os.Remove(socket)
+			_ = ln.Close()
+			_ = os.Remove(socket)
 			if err != nil {
 				return err
 			}

@@ -50,7 +50,7 @@ func PackageDir() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("python package cache: %w", err)
 	}
-	defer os.RemoveAll(tmp)
+	defer func() { _ = os.RemoveAll(tmp) }()
 	for _, name := range sortedKeys(files) {
 		dst := filepath.Join(tmp, filepath.FromSlash(name))
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
@@ -66,11 +66,11 @@ func PackageDir() (string, error) {
 	// The stale or tampered copy goes; the new one takes its name
 	// atomically, so a concurrent hymn python sees one or the other.
 	old := dir + ".old"
-	os.RemoveAll(old)
+	_ = os.RemoveAll(old)
 	if err := os.Rename(dir, old); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return "", fmt.Errorf("python package cache: %w", err)
 	}
-	os.RemoveAll(old)
+	_ = os.RemoveAll(old)
 	if err := os.Rename(tmp, dir); err != nil {
 		if matches(dir, files) { // another hymn won the race
 			return dir, nil
@@ -95,7 +95,7 @@ func embedded() (map[string][]byte, string, error) {
 	}
 	h := sha256.New()
 	for _, name := range sortedKeys(files) {
-		fmt.Fprintf(h, "%s\x00%d\x00", name, len(files[name]))
+		_, _ = fmt.Fprintf(h, "%s\x00%d\x00", name, len(files[name]))
 		h.Write(files[name])
 	}
 	return files, hex.EncodeToString(h.Sum(nil)), nil

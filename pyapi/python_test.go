@@ -42,7 +42,7 @@ func hymnBinary(t *testing.T) string {
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if builtBin != "" {
-		os.RemoveAll(filepath.Dir(builtBin))
+		_ = os.RemoveAll(filepath.Dir(builtBin))
 	}
 	os.Exit(code)
 }

@@ -96,7 +96,7 @@ func Serve(ctx context.Context, conn io.ReadWriteCloser, cfg Config) error {
 	go func() {
 		// A cancelled ctx (parent died, signal) ends the read loop.
 		<-ctx.Done()
-		conn.Close()
+		_ = conn.Close()
 	}()
 	s.write(Hello{Hello: "hymn-pyapi", Version: ProtocolVersion, Hymn: cfg.Version, PID: os.Getpid(), Keep: cfg.Keep, Required: "hello"})
 	sc := bufio.NewScanner(conn)
@@ -128,7 +128,7 @@ func Serve(ctx context.Context, conn io.ReadWriteCloser, cfg Config) error {
 		go func() {
 			defer wg.Done()
 			if s.cfg.Debug != nil {
-				fmt.Fprintf(s.cfg.Debug, "pyserve: %s %s\n", req.Op, truncate(string(req.Args), 200))
+				_, _ = fmt.Fprintf(s.cfg.Debug, "pyserve: %s %s\n", req.Op, truncate(string(req.Args), 200))
 			}
 			res, err := s.handle(ctx, req.Op, req.Args)
 			s.answer(req.ID, res, err)
@@ -156,8 +156,9 @@ func (s *Server) write(v any) {
 	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	s.w.Write(append(data, '\n'))
-	s.w.Flush()
+	// A write error means the client is gone; the read loop sees it.
+	_, _ = s.w.Write(append(data, '\n'))
+	_ = s.w.Flush()
 }
 
 func (s *Server) answer(id int64, res any, err error) {

@@ -19,11 +19,11 @@ func talk(t *testing.T) (func() map[string]any, func(string), chan error) {
 	client, server := net.Pipe()
 	done := make(chan error, 1)
 	go func() { done <- Serve(context.Background(), server, Config{Version: "test"}) }()
-	t.Cleanup(func() { client.Close() })
+	t.Cleanup(func() { _ = client.Close() })
 	r := bufio.NewReader(client)
 	read := func() map[string]any {
 		t.Helper()
-		client.SetReadDeadline(time.Now().Add(5 * time.Second))
+		_ = client.SetReadDeadline(time.Now().Add(5 * time.Second))
 		line, err := r.ReadBytes('\n')
 		if err != nil {
 			t.Fatalf("reading: %v", err)
@@ -36,7 +36,7 @@ func talk(t *testing.T) (func() map[string]any, func(string), chan error) {
 	}
 	write := func(s string) {
 		t.Helper()
-		client.SetWriteDeadline(time.Now().Add(5 * time.Second))
+		_ = client.SetWriteDeadline(time.Now().Add(5 * time.Second))
 		if _, err := client.Write([]byte(s + "\n")); err != nil {
 			t.Fatalf("writing: %v", err)
 		}
@@ -85,7 +85,10 @@ func TestProtocolVersionMismatch(t *testing.T) {
 		t.Fatalf("version mismatch: %v", m)
 	}
 	select {
-	case <-done: // the server hangs up on a client it cannot serve
+	case err := <-done: // the server hangs up on a client it cannot serve
+		if err != nil {
+			t.Fatalf("Serve: %v", err)
+		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("server kept a client of another protocol version")
 	}
@@ -99,12 +102,16 @@ func TestListenRefusesOpenDirectory(t *testing.T) {
 	if _, err := Listen(filepath.Join(dir, "sock")); err == nil || !strings.Contains(err.Error(), "0700") {
 		t.Fatalf("Listen in a 0755 directory: %v", err)
 	}
-	os.Chmod(dir, 0o700)
+	if err := os.Chmod(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	ln, err := Listen(filepath.Join(dir, "sock"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln.Close()
+	if err := ln.Close(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func TestPackageDirChecksContent(t *testing.T) {
@@ -135,7 +142,9 @@ func TestPackageDirChecksContent(t *testing.T) {
 		t.Fatal("a tampered cache file was kept")
 	}
 	// So is one others may write.
-	os.Chmod(net, 0o666)
+	if err := os.Chmod(net, 0o666); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := PackageDir(); err != nil {
 		t.Fatal(err)
 	}
