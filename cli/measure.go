@@ -351,8 +351,12 @@ func newMeasureCmd(stdin *os.File, stdout, stderr io.Writer) *cobra.Command {
 		Use:   "measure [mn flags] [measure flags]",
 		Short: "Measure one-way latency (HDR), loss and the zero-loss rate between two hosts",
 		Long: `measure builds a network with mn's flags, sends UDP packets at each rate from
-one host to another (sendmmsg from one core; kernel receive timestamps on the
-same clock), prints a table per rate on stderr and tears the network down.
+one host to another (from one core, through AF_XDP where it works, else
+AF_PACKET or UDP sendmmsg: --generator; kernel receive timestamps on the same
+clock), prints a table per rate on stderr and tears the network down. Every
+report says which generator sent and how fast it is alone, and the zero-loss
+line gives its headroom and says when the generator or the sending core set
+the bound.
 
   hymn measure --topo linear,7 --from h1 --to h7 --rate 50k,300k,1M --frame 64 --duration 3s --json
   hymn measure --topo linear,2 --link emu,delay=5ms,jitter=1ms --rate 10k --plot hdr.svg --series delay.svg
