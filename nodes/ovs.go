@@ -119,6 +119,16 @@ func waitForSocket(path string, limit time.Duration) error {
 	}
 }
 
+// enlargeBuffers is OVSNet.enlargeBuffers for a switch's own
+// ovs-vswitchd; a failure only costs drops under load, so it is ignored.
+func (o *ovsSwitch) enlargeBuffers() {
+	for _, p := range o.procs {
+		if filepath.Base(p.Path) == "ovs-vswitchd" {
+			_, _ = enlargePortBuffers(p.Process.Pid)
+		}
+	}
+}
+
 // stop ends the switch's daemons and removes its directory.
 func (o *ovsSwitch) stop() {
 	if o == nil {

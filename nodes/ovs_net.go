@@ -180,10 +180,38 @@ func (o *OVSNet) attach(sw, intf string) error {
 	running := o.bridges[sw] != nil
 	o.mu.Unlock()
 	if running {
-		_, err := o.Vsctl(context.Background(), append([]string{"add-port", sw, intf}, ofportRequest(sw, intf)...)...)
-		return err
+		if _, err := o.Vsctl(context.Background(), append([]string{"add-port", sw, intf}, ofportRequest(sw, intf)...)...); err != nil {
+			return err
+		}
+		o.enlargeBuffers()
 	}
 	return nil
+}
+
+// enlargeBuffers gives the packet sockets ovs-vswitchd reads its ports
+// through a receive buffer that rides out its waits for a CPU (see
+// portRcvBuf). ovs-vsctl returns once ovs-vswitchd has applied a change,
+// so the sockets of the ports it added exist. Not doing it only costs
+// drops under load, so a failure is reported at debug level.
+func (o *OVSNet) enlargeBuffers() {
+	pid := 0
+	o.mu.Lock()
+	for _, d := range o.daemons {
+		if filepath.Base(d.cmd.Path) == "ovs-vswitchd" {
+			pid = d.cmd.Process.Pid
+		}
+	}
+	o.mu.Unlock()
+	if pid == 0 {
+		return
+	}
+	n, err := enlargePortBuffers(pid)
+	if n > 0 {
+		o.logf("*** ovs-vswitchd: %d port sockets get SO_RCVBUFFORCE %d\n", n, portRcvBuf)
+	}
+	if err != nil {
+		o.logf("*** ovs-vswitchd: enlarging its port sockets' receive buffers: %v\n", err)
+	}
 }
 
 // ofportRequest asks for a port's Mininet number as its OpenFlow port
@@ -272,6 +300,7 @@ func (o *OVSNet) StartBridges(ctx context.Context, bridges []*OVSBridge) error {
 	if _, err := o.Vsctl(ctx, args...); err != nil {
 		return err
 	}
+	o.enlargeBuffers()
 	o.mu.Lock()
 	for _, b := range bridges {
 		o.bridges[b.Name] = b

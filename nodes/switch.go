@@ -45,6 +45,7 @@ func (n *NsNode) AttachPort(intf string) error {
 		if err := n.ovs.vsctl("add-port", n.name, intf); err != nil {
 			return err
 		}
+		n.ovs.enlargeBuffers()
 	}
 	return n.Netlink(func(h *netlink.Handle) error {
 		link, err := h.LinkByName(intf)
