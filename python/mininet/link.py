@@ -229,6 +229,13 @@ class Link(object):
                  intfName1=None, intfName2=None, addr1=None, addr2=None,
                  intf=Intf, cls1=None, cls2=None, params1=None,
                  params2=None, fast=True, **params):
+        if getattr(node1, 'net', None) is None and \
+                getattr(node2, 'net', None) is None:
+            raise NotImplementedError(
+                'Link(%s, %s) between nodes outside a Mininet object (the '
+                "low-level API of Mininet's scratchnet.py) is not supported "
+                'by hymn: build the network with Mininet(), addHost, '
+                'addSwitch and addLink' % (node1, node2))
         if params1 is None:
             params1 = {}
         if params2 is None:

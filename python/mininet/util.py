@@ -279,11 +279,18 @@ def waitListening(client=None, server='127.0.0.1', port=80, timeout=None):
     bash's /dev/tcp tries the connection (no telnet or nc needed)."""
     runCmd = client.cmd if client else (lambda c: quietRun(c, shell=True))
     serverIP = server if isinstance(server, BaseString) else server.IP()
-    cmd = ("bash -c 'exec 3<>/dev/tcp/%s/%s' >/dev/null 2>&1 && echo OPEN"
-           % (serverIP, port))
+    # telnet where there is one (as Mininet: servers such as iperf -s
+    # then report the probe's connection, which scripts expect), else
+    # bash's /dev/tcp.
+    if runCmd('which telnet').strip():
+        cmd, ok = 'echo A | telnet -e A %s %s' % (serverIP, port), 'Connected'
+    else:
+        cmd = ("bash -c 'exec 3<>/dev/tcp/%s/%s' >/dev/null 2>&1 && "
+               "echo OPEN" % (serverIP, port))
+        ok = 'OPEN'
     elapsed = 0.0
     while True:
-        if 'OPEN' in runCmd(cmd):
+        if ok in runCmd(cmd):
             return True
         if timeout is not None and elapsed >= timeout:
             error('could not connect to %s on port %d\n' % (server, port))
