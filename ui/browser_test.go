@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -200,8 +201,12 @@ func TestBrowserLinear3(t *testing.T) {
 		t.Errorf("link h2-s2 off the path: %d packets on the page, want flat", d)
 	}
 	active := eval[[]string](t, ctx, `hymnUI.cy.edges('.active').map(e => e.source().data('label') + '-' + e.target().data('label')).sort()`)
-	if strings.Join(active, " ") != "h1-s1 h3-s3 s2-s1 s3-s2" {
-		t.Errorf("edges drawn active while h1 pings h3: %v", active)
+	// h2-s2 may show one stray packet of its own (checked above): the
+	// path's four must all be drawn active.
+	for _, l := range []string{"h1-s1", "h3-s3", "s2-s1", "s3-s2"} {
+		if !slices.Contains(active, l) {
+			t.Errorf("link %s not drawn active while h1 pings h3 (active: %v)", l, active)
+		}
 	}
 	// The middle link's panel, with a few seconds of its rate chart.
 	run(t, ctx, "selecting s2-s1", chromedp.Evaluate[chromedp.Void](`hymnUI.select('l3')`))
@@ -216,8 +221,8 @@ func TestBrowserLinear3(t *testing.T) {
 		chromedp.SetValue(chromedp.CSS(`#emu-dir`), "a>b"),
 		chromedp.SendKeys(chromedp.CSS(`#emu-params`), "delay 20ms"),
 		chromedp.Click(chromedp.CSS(`#emu-apply`)),
-		poll(`!!(document.getElementById('note')||{}).textContent`, 60*time.Second))
-	noteText := eval[string](t, ctx, `document.getElementById('note').textContent`)
+		poll(`!!hymnUI.lastNote`, 60*time.Second))
+	noteText := eval[string](t, ctx, `hymnUI.lastNote`)
 	if !strings.HasPrefix(noteText, "emu h1 s1 a>b delay 20ms") {
 		t.Fatalf("page after Apply: %q", noteText)
 	}
@@ -238,7 +243,7 @@ func TestBrowserLinear3(t *testing.T) {
 		chromedp.Evaluate[chromedp.Void](`hymnUI.select('l0')`),
 		chromedp.WaitVisible(chromedp.CSS(`#link-toggle`)),
 		chromedp.Click(chromedp.CSS(`#link-toggle`)),
-		poll(`(document.getElementById('note')||{}).textContent === 'link h1 s1 down'`, 20*time.Second),
+		poll(`hymnUI.lastNote === 'link h1 s1 down'`, 20*time.Second),
 		poll(`hymnUI.samples.get(0).up === false`, 20*time.Second))
 	if out, err := h1.Cmd(context.Background(), "ping -c 2 -W 1 "+h3.String()+" >/dev/null 2>&1; echo rc=$?"); err != nil || strings.TrimSpace(out) == "rc=0" {
 		t.Errorf("ping over a link set down on the page: %q %v, want a failure", out, err)

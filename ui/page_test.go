@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -103,7 +104,9 @@ func TestPageLarge(t *testing.T) {
 	cpu0 := ChromiumCPU(profile)
 	layout := os.Getenv("HYMN_UI_LAYOUT")
 	if err := chromedp.Do(tctx, chromedp.Navigate(srv.URL+"/?token=t&layout="+layout),
-		chromedp.Poll[chromedp.Void](`window.hymnUI && hymnUI.ready`, chromedp.WithPollingTimeout(2*time.Minute))); err != nil {
+		chromedp.Poll[chromedp.Void](`window.hymnUI && hymnUI.ready`, chromedp.WithPollingTimeout(2*time.Minute)),
+		// The stream's first event says "live"; an error on the page says "error: ...".
+		chromedp.Poll[chromedp.Void](`document.getElementById('status').className !== ''`, chromedp.WithPollingTimeout(time.Minute))); err != nil {
 		t.Fatal(err)
 	}
 	res, err := chromedp.Run(tctx, chromedp.Evaluate[map[string]float64](`({fp: (performance.getEntriesByName('first-contentful-paint')[0]||{startTime:-1}).startTime,
@@ -114,6 +117,14 @@ func TestPageLarge(t *testing.T) {
 	t.Logf("synthetic linear,1000 (%v nodes): first paint %.0f ms, script ran %.0f ms, snapshot %.0f ms, cytoscape made %.0f ms, layout done %.0f ms, graph complete %.0f ms",
 		res["nodes"], res["fp"], res["shell"], res["snapshot"], res["created"], res["layout"], res["complete"])
 	t.Logf("synthetic linear,1000: chromium's CPU time from navigation to the complete graph %v (not stretched by a loaded machine)", ChromiumCPU(profile)-cpu0)
+	if png, err := chromedp.Run(tctx, chromedp.CaptureScreenshot()); err == nil {
+		if err := os.WriteFile(filepath.Join(t.ArtifactDir(), "synthetic-linear1000.png"), png, 0o644); err != nil {
+			t.Error(err)
+		}
+	}
+	if st, err := chromedp.Run(tctx, chromedp.Evaluate[string](`document.getElementById('status').textContent`)); err != nil || !strings.HasPrefix(st, "live") {
+		t.Errorf("page status %q (%v), want live", st, err)
+	}
 	if res["nodes"] != 2000 {
 		t.Errorf("%v nodes, want 2000", res["nodes"])
 	}

@@ -164,8 +164,11 @@ function buildGraph(t) {
   }
   if (cy) cy.destroy();
   const big = n > 500;
+  // A large graph is built and laid out off screen and mounted once:
+  // the renderer then draws it once instead of following every step.
   cy = ui.cy = cytoscape({
-    container: graphBox,
+    container: big ? undefined : graphBox,
+    styleEnabled: true,
     elements,
     minZoom: 0.02,
     maxZoom: 4,
@@ -209,6 +212,7 @@ function buildGraph(t) {
   const lay = cy.layout(layoutOptions(t));
   lay.one('layoutstop', () => {
     mark('layout-done');
+    if (big) cy.mount(graphBox);
     cy.fit(undefined, 30);
     if (cy.zoom() > 1.6) {
       cy.zoom(1.6);
@@ -488,6 +492,7 @@ function linkActions(l) {
 
 const noteBox = el('p', { id: 'note' });
 function note(text, err) {
+  ui.lastNote = text; // the panel may be re-rendered, the note with it
   noteBox.textContent = text;
   noteBox.className = err ? 'error' : '';
   if (!noteBox.isConnected) details.append(noteBox);
@@ -571,7 +576,7 @@ async function load() {
   ui.topology = snap.topology;
   buildGraph(snap.topology);
   setupMeasure(snap.topology);
-  if (snap.stats) applySamples(snap.stats.links);
+  if (snap.stats) applySamples(snap.stats.links || []);
   logBox.replaceChildren(el('h3', {}, 'Log'));
   (snap.log || []).forEach(addLog);
 }
