@@ -62,7 +62,7 @@ func TestBadInputEndToEnd(t *testing.T) {
 		args []string
 		want string // in the one line of stderr
 	}{
-		{"dev zero", []string{"run", "/dev/zero"}, "/dev/zero is larger than the limit of 16 MiB (set --max-file-size to raise it)"},
+		{"dev zero", []string{"run", "/dev/zero"}, "open /dev/zero: not a regular file: it is a character device"},
 		{"huge file", []string{"run", "huge.yaml"}, "larger than the limit of 16 MiB"},
 		{"small file limit", []string{"run", "delay.yaml", "--max-file-size", "10"}, "larger than the limit of 10 bytes"},
 		{"bad file limit", []string{"--max-file-size", "-1"}, "--max-file-size"},
@@ -93,7 +93,7 @@ func TestBadInputEndToEnd(t *testing.T) {
 		{"pre script device", []string{"--pre", "/dev/zero", "--test", "build"}, "--pre /dev/zero: not a regular file"},
 		{"broadcast mac", []string{"run", "mac.yaml", "--test", "build"}, "mac.yaml:2:21: nodes[0].mac"},
 		{"too many links", []string{"run", "links.yaml", "--max-nodes", "10", "--test", "build"}, "links.yaml:3:3: links: 41 links exceeds the limit of 40"},
-		{"directory", []string{"run", "."}, "read .: is a directory"},
+		{"directory", []string{"run", "."}, "open .: not a regular file: it is a directory"},
 		{"twait NaN", []string{"--twait", "NaN", "--test", "build"}, "--twait NaN"},
 		{"topo not a number", []string{"--topo", "linear," + strings.Repeat("9", 5000), "--test", "build"}, "must be an integer"},
 	}

@@ -33,14 +33,30 @@ func CheckRegular(path string) error {
 	if st.Mode().IsRegular() {
 		return nil
 	}
-	if st.IsDir() {
-		return &os.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w: it is a directory: %w", ErrNotRegular, syscall.EISDIR)}
+	return &os.PathError{Op: "open", Path: path, Err: notRegular(st.Mode())}
+}
+
+// notRegularError says what a path is instead of a regular file; it
+// matches ErrNotRegular, and syscall.EISDIR for a directory.
+type notRegularError struct{ mode os.FileMode }
+
+func notRegular(m os.FileMode) error { return notRegularError{m} }
+
+func (e notRegularError) Error() string {
+	return "not a regular file: it is a " + kindOf(e.mode)
+}
+
+func (e notRegularError) Unwrap() []error {
+	if e.mode.IsDir() {
+		return []error{ErrNotRegular, syscall.EISDIR}
 	}
-	return &os.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w: it is a %s", ErrNotRegular, kindOf(st.Mode()))}
+	return []error{ErrNotRegular}
 }
 
 func kindOf(m os.FileMode) string {
 	switch {
+	case m.IsDir():
+		return "directory"
 	case m&os.ModeNamedPipe != 0:
 		return "named pipe (FIFO)"
 	case m&os.ModeSocket != 0:
@@ -73,7 +89,7 @@ func ReadLimited(path string, max int64) ([]byte, error) {
 		return nil, err
 	}
 	if !st.Mode().IsRegular() {
-		return nil, &os.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w: it is a %s", ErrNotRegular, kindOf(st.Mode()))}
+		return nil, &os.PathError{Op: "open", Path: path, Err: notRegular(st.Mode())}
 	}
 	tooLarge := fmt.Errorf("%w: %s is larger than %d bytes", ErrTooLarge, path, max)
 	if st.Size() > max {

@@ -67,7 +67,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "--topo", "linear,2", "--test", "pingall", "--hold"}, "--hold and --test"},
 		{[]string{"run", filepath.Join(dir, "missing.yaml")}, "no such file"},
 		{[]string{"run", empty}, "is empty"},
-		{[]string{"run", "/dev/zero"}, "too large"},
+		{[]string{"run", "/dev/zero"}, "not a regular file: it is a character device"},
 		{[]string{"delete"}, "delete takes one Topology name"},
 		{[]string{"delete", "Bad_Name"}, "not a Topology name"},
 		{[]string{"list", "--kubeconfig", filepath.Join(dir, "nope")}, "--kubeconfig: stat"},
