@@ -1,0 +1,64 @@
+package ui_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/hymn-net/hymn"
+	"github.com/hymn-net/hymn/hymntest"
+	"github.com/hymn-net/hymn/internal/testenv"
+	"github.com/hymn-net/hymn/ui"
+)
+
+// TestProxy reaches a network through its control socket, as hymn ui in
+// another process does: the snapshot through the gate, an action run by
+// the network's side, refusals at the gate.
+func TestProxy(t *testing.T) {
+	testenv.Root(t)
+	net := hymntest.Start(t, hymntest.Topo(t, "single,2"), hymn.Options{})
+	ctl, err := ui.ServeControl(net, ui.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ctl.Close() }) // before the network stops
+	if run, err := ui.FindRun(net.RunID()); err != nil || run != net.RunID() {
+		t.Fatalf("FindRun(%s) = %q, %v", net.RunID(), run, err)
+	}
+	p, err := ui.Proxy(net.RunID(), ui.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() }) // nothing to check at the end
+	base, token, _ := strings.Cut(p.URL(), "?token=")
+	resp, err := http.Get(base + "api/snapshot?token=" + token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var snap ui.Snapshot
+	err = json.NewDecoder(resp.Body).Decode(&snap)
+	_ = resp.Body.Close() // read
+	if err != nil || resp.StatusCode != 200 || len(snap.Topology.Nodes) != 3 || len(snap.Topology.Links) != 2 || snap.Topology.Run != net.RunID() {
+		t.Fatalf("snapshot through the proxy: %d %v %+v", resp.StatusCode, err, snap.Topology)
+	}
+	resp, err = http.Get(base + "api/snapshot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close() // only the status matters
+	if resp.StatusCode != 403 {
+		t.Errorf("snapshot through the proxy without the token: %d, want 403", resp.StatusCode)
+	}
+	req, _ := http.NewRequest("POST", base+"api/link/emu?token="+token, strings.NewReader(`{"node1":"h1","node2":"s1","dir":"a>b","params":"delay 7ms"}`))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close() // judged by the network's state below
+	st, err := net.LinkStats("h1", "s1")
+	if resp.StatusCode != 200 || err != nil || !strings.HasPrefix(st.ForwardConfig.String(), "delay 7ms") {
+		t.Errorf("emu through the proxy: %d, link now %v (%v)", resp.StatusCode, st.ForwardConfig, err)
+	}
+}
