@@ -1,10 +1,14 @@
 package ui_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hymn-net/hymn"
 	"github.com/hymn-net/hymn/hymntest"
@@ -60,5 +64,45 @@ func TestProxy(t *testing.T) {
 	st, err := net.LinkStats("h1", "s1")
 	if resp.StatusCode != 200 || err != nil || !strings.HasPrefix(st.ForwardConfig.String(), "delay 7ms") {
 		t.Errorf("emu through the proxy: %d, link now %v (%v)", resp.StatusCode, st.ForwardConfig, err)
+	}
+
+	// A capture started and stopped through the API, its pcapng downloaded.
+	post := func(path, body string) map[string]any {
+		t.Helper()
+		req, _ := http.NewRequest("POST", base+path+"?token="+token, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = resp.Body.Close() }() // read below
+		var v map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&v); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("%s: %d %v %v", path, resp.StatusCode, v, err)
+		}
+		return v
+	}
+	c := post("api/capture/start", `{"node1":"h1","node2":"s1","dir":"both"}`)
+	h2, _ := net.IP("h2")
+	hymntest.Cmd(t, net, "h1", "ping -c 2 -W 2 "+h2.String(), 10*time.Second)
+	id := int(c["id"].(float64))
+	post("api/capture/stop", fmt.Sprintf(`{"id":%d}`, id))
+	resp, err = http.Get(fmt.Sprintf("%sapi/capture/file?id=%d&file=0&token=%s", base, id, token))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pcap, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close() // read
+	// A pcapng file starts with a section header block, type 0x0A0D0D0A.
+	if err != nil || resp.StatusCode != 200 || len(pcap) < 100 || !bytes.HasPrefix(pcap, []byte{0x0a, 0x0d, 0x0d, 0x0a}) {
+		t.Errorf("capture download: %d, %d bytes, %v", resp.StatusCode, len(pcap), err)
+	}
+	resp, err = http.Get(fmt.Sprintf("%sapi/capture/file?id=%d&file=7&token=%s", base, id, token))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close() // only the status matters
+	if resp.StatusCode != 404 {
+		t.Errorf("a file the capture does not have: %d, want 404", resp.StatusCode)
 	}
 }
