@@ -52,9 +52,8 @@ func main() {
 }
 
 type node struct {
-	ns  *netnsx.Named
-	sw  *bpfswitch.Switch
-	idx int // a node's ifindexes are its own: the host end / switch ends by name
+	ns *netnsx.Named
+	sw *bpfswitch.Switch // switches only
 }
 
 type link struct {
