@@ -245,6 +245,13 @@ class Mininet(object):
         "Add a link (to the running network if it was built)."
         node1 = node1 if not isinstance(node1, BaseString) else self[node1]
         node2 = node2 if not isinstance(node2, BaseString) else self[node2]
+        for n in (node1, node2):
+            if self.nameToNode.get(n.name) is not n:
+                _unsupported('addLink to %s, a node this Mininet did not add '
+                             "(Mininet's connectToRootNS links a root-"
+                             'namespace Node)' % n.name,
+                             'reach the machine through addNAT(), or add '
+                             'the node with addHost')
         options = dict(params)
         if port1 is not None:
             options['port1'] = port1
