@@ -81,7 +81,7 @@ func run(n, workers int) error {
 	defer func() { // whatever happened, nothing stays
 		for _, x := range all {
 			if x.ns != nil {
-				x.ns.Delete()
+				_ = x.ns.Delete() // cleanup after an error already reported
 			}
 		}
 	}()
@@ -212,7 +212,9 @@ func run(n, workers int) error {
 	}
 	build := total
 	for _, x := range switches {
-		x.sw.Close()
+		if err := x.sw.Close(); err != nil {
+			return fmt.Errorf("closing switch: %w", err)
+		}
 	}
 	if err := phase("delete", 2*n, func(i int) error {
 		err := all[i].ns.Delete()
