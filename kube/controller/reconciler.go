@@ -426,7 +426,7 @@ func (r *Reconciler) maintain(ctx context.Context, t *v1alpha1.Topology, old *v1
 			if verdict := schedulerVerdict(p); verdict != "" {
 				return ctrl.Result{}, r.fail(ctx, t, old, fmt.Sprintf("worker %d could not be restored (%s): its new pod %s cannot be scheduled: %s%s", rs.worker, rs.why, p.Name, verdict, requested(p)))
 			}
-			d := p.CreationTimestamp.Add(r.podTimeout()).Sub(time.Now())
+			d := time.Until(p.CreationTimestamp.Add(r.podTimeout()))
 			if d <= 0 {
 				return ctrl.Result{}, r.fail(ctx, t, old, fmt.Sprintf("worker %d could not be restored (%s): its new pod %s did not run within %v: %s", rs.worker, rs.why, p.Name, r.podTimeout(), podReason(p)))
 			}

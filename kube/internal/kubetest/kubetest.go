@@ -424,13 +424,13 @@ func (f *FakeWorkers) Attach(ctx context.Context, pod *corev1.Pod) (io.WriteClos
 				f.relinks[pod.Name] = append(f.relinks[pod.Name], fmt.Sprintf("%d@%s", *cmd.Peer, cmd.Address))
 				f.mu.Unlock()
 				enc.Encode(cluster.Event{Event: "relinked", ID: cmd.ID, Worker: spec.Worker, Millis: 1})
-			default:
-				enc.Encode(cluster.Event{Event: "error", ID: cmd.ID, Worker: spec.Worker, Error: fmt.Sprintf("unknown command %q", cmd.Cmd)})
 			case "stop":
 				enc.Encode(cluster.Event{Event: "stopped", Worker: spec.Worker})
 				f.stopped(pod.Name)
 				inR.Close()
 				return
+			default:
+				enc.Encode(cluster.Event{Event: "error", ID: cmd.ID, Worker: spec.Worker, Error: fmt.Sprintf("unknown command %q", cmd.Cmd)})
 			}
 		}
 	}()
