@@ -56,7 +56,9 @@ func newCgroup(name string, lim CPULimit, ncpu int) (*cgroup, error) {
 	if cgroupV2() {
 		dir := filepath.Join(cgroupRoot, name)
 		// The controllers must be enabled for children of the root.
-		os.WriteFile(filepath.Join(cgroupRoot, "cgroup.subtree_control"), []byte("+cpu +cpuset"), 0o644)
+		// Ignored: where they cannot be enabled (or already are), setting
+		// the node's limits below fails, naming the file that refused.
+		_ = os.WriteFile(filepath.Join(cgroupRoot, "cgroup.subtree_control"), []byte("+cpu +cpuset"), 0o644)
 		if err := mk(dir); err != nil {
 			return fail(err)
 		}

@@ -247,20 +247,19 @@ func (a *Allocator) allocateOn(c Cable, link string) (*Pair, string, error) {
 		a.pairs = a.pairs[:len(a.pairs)-1]
 		return nil, "", fmt.Errorf("link %s: recording VF pair: %w", link, err)
 	}
-	forget := func() {
+	// Undoing is best effort, but a VF left half-configured or a record
+	// that still names the pair is said along with the first error.
+	forget := func() error {
 		a.pairs = a.pairs[:len(a.pairs)-1]
-		a.saveLocked()
+		return a.saveLocked()
 	}
 	if err := a.cfg.Conf.SetVF(c.A, va.Index, set(p.OrigA)); err != nil {
-		a.cfg.Conf.SetVF(c.A, va.Index, p.OrigA) // best effort: leave it as it was
-		forget()
-		return nil, "", fmt.Errorf("link %s: configuring %s vf %d: %w", link, c.A, va.Index, err)
+		undo := errors.Join(a.cfg.Conf.SetVF(c.A, va.Index, p.OrigA), forget())
+		return nil, "", errors.Join(fmt.Errorf("link %s: configuring %s vf %d: %w", link, c.A, va.Index, err), undo)
 	}
 	if err := a.cfg.Conf.SetVF(c.B, vb.Index, set(p.OrigB)); err != nil {
-		a.cfg.Conf.SetVF(c.B, vb.Index, p.OrigB)
-		a.cfg.Conf.SetVF(c.A, va.Index, p.OrigA)
-		forget()
-		return nil, "", fmt.Errorf("link %s: configuring %s vf %d: %w", link, c.B, vb.Index, err)
+		undo := errors.Join(a.cfg.Conf.SetVF(c.B, vb.Index, p.OrigB), a.cfg.Conf.SetVF(c.A, va.Index, p.OrigA), forget())
+		return nil, "", errors.Join(fmt.Errorf("link %s: configuring %s vf %d: %w", link, c.B, vb.Index, err), undo)
 	}
 	if a.used[key] == nil {
 		a.used[key], a.vlans[key] = map[int]bool{}, map[int]bool{}

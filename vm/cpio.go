@@ -39,8 +39,12 @@ func (c *cpioWriter) header(name string, mode uint32, size int, rmaj, rmin uint3
 	if c.err != nil {
 		return
 	}
-	c.w.WriteString(name)
-	c.w.WriteByte(0)
+	if _, c.err = c.w.WriteString(name); c.err != nil {
+		return
+	}
+	if c.err = c.w.WriteByte(0); c.err != nil {
+		return
+	}
 	c.pad(110 + len(name) + 1)
 }
 
