@@ -775,12 +775,21 @@ func (s *Server) adoptIntf(ctx context.Context, raw json.RawMessage) (any, error
 				return err
 			}
 		}
-		if node.Kind() == topo.KindSwitch {
-			if err := ns.AttachPort(a.Name); err != nil {
-				return err
-			}
+		if err := h.LinkSetUp(l); err != nil {
+			return err
 		}
-		return h.LinkSetUp(l)
+		if node.Kind() != topo.KindSwitch {
+			return nil
+		}
+		if o := n.OVS(); o != nil && ns.Namespace() == o.Namespace() {
+			// An OpenFlow switch's port: added to its bridge in the
+			// switches' ovsdb, bounded in time.
+			vctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+			defer cancel()
+			_, err := o.Vsctl(vctx, "--may-exist", "add-port", a.Node, a.Name)
+			return err
+		}
+		return ns.AttachPort(a.Name)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("configuring %s in %s: %w", a.Name, a.Node, err)

@@ -442,7 +442,7 @@ class Mininet(object):
             if link.adoptsPair():
                 self._adoptIntf(link.intf1)
                 self._adoptIntf(link.intf2)
-        for intf in _pendingAdopt + self._adopt:
+        for intf in _pendingAdopt + list(self._adopt):
             self._adoptIntf(intf)
         del _pendingAdopt[:]
         self._runEarly()
@@ -470,9 +470,15 @@ class Mininet(object):
         self._absorb([res['node1'], res['node2']])
 
     def _adoptIntf(self, intf):
-        if not self.deployed:
-            self._adopt.append(intf)
+        from mininet.node import Switch
+        if not self.deployed or (not self._started and self._kind == 'ovsk'
+                                 and isinstance(intf.node, Switch)):
+            # An OpenFlow switch's bridge exists once hymn started it.
+            if intf not in self._adopt:
+                self._adopt.append(intf)
             return
+        if intf in self._adopt:
+            self._adopt.remove(intf)
         res = self.conn.request('adoptIntf', node=intf.node.name,
                                 name=intf.name,
                                 ip=intf.params.get('ip') or '')
@@ -507,6 +513,8 @@ class Mininet(object):
         if not self._started:
             self.conn.request('start')
             self._started = True
+            for intf in list(self._adopt):
+                self._adoptIntf(intf)
 
     def stop(self):
         "Stop everything and have hymn remove the network."

@@ -534,6 +534,13 @@ class Node(object):
 
     def configDefault(self, **moreParams):
         self.params.update(moreParams)
+        # The default interface's address, as Mininet's config sets it
+        # (hymn set it in the kernel when it built the node).
+        ip, intf = self.params.get('ip'), self.intfs and self.defaultIntf()
+        if ip and intf and intf.ip is None:
+            ip = str(ip)
+            intf.ip, intf.prefixLen = (ip.split('/') if '/' in ip
+                                       else (ip, 8))
         self.config(**self.params)
 
     # --- what hymn needs --------------------------------------------------
