@@ -28,6 +28,18 @@ if [ -n "$unformatted" ]; then
 fi
 go vet ./...
 go vet -tags dpdk ./...
+# golangci-lint (scripts/lint.sh: the module, -tags dpdk, kube/). Opt-in
+# with HYMN_LINT=1 until the module is clean: errcheck still reports
+# several hundred unchecked errors that predate the linter (govet,
+# staticcheck, unused, ineffassign, misspell and gofmt were made clean),
+# and CI must not fail on them. Measured on the 2-core machine, shared
+# with other builds (load 7-22): after a change, 49 s for the module, 24 s
+# with -tags dpdk and 15 s for kube/ (about 90 s added); with nothing
+# changed, under 2 s each (golangci-lint's cache); building the linter
+# itself, once per version, 4.3 minutes (scripts/lint-tools.sh).
+if [ "${HYMN_LINT:-}" = "1" ]; then
+  scripts/lint.sh
+fi
 go build -o /dev/null ./internal/testreport
 report=(go run ./internal/testreport)
 
