@@ -50,8 +50,8 @@ func logf(format string, args ...any) {
 }
 
 func initSystem() {
-	os.Setenv("PATH", "/bin:/sbin:/usr/bin:/usr/sbin")
-	os.Setenv("HOME", "/root")
+	logErr("setting PATH", os.Setenv("PATH", "/bin:/sbin:/usr/bin:/usr/sbin"))
+	logErr("setting HOME", os.Setenv("HOME", "/root"))
 	for _, m := range []struct{ src, dst, fs string }{
 		{"proc", "/proc", "proc"},
 		{"sysfs", "/sys", "sysfs"},
@@ -60,7 +60,7 @@ func initSystem() {
 		{"tmpfs", "/tmp", "tmpfs"},
 		{"tmpfs", "/run", "tmpfs"},
 	} {
-		os.MkdirAll(m.dst, 0o755)
+		logErr("making "+m.dst, os.MkdirAll(m.dst, 0o755))
 		if err := unix.Mount(m.src, m.dst, m.fs, 0, ""); err != nil && !errors.Is(err, unix.EBUSY) {
 			logf("hymn-agent: mounting %s: %v", m.dst, err)
 		}
@@ -68,12 +68,21 @@ func initSystem() {
 	loadModules()
 	mountHostFS()
 	if lo, err := netlink.LinkByName("lo"); err == nil {
-		netlink.LinkSetUp(lo)
+		logErr("setting lo up", netlink.LinkSetUp(lo))
 	}
 	if name := cmdlineValue("hymn.name"); name != "" {
-		unix.Sethostname([]byte(name))
+		logErr("setting the host name", unix.Sethostname([]byte(name)))
 	}
-	os.MkdirAll("/root", 0o700)
+	logErr("making /root", os.MkdirAll("/root", 0o700))
+}
+
+// logErr logs a failed step of setting the guest up and goes on: the
+// agent is the guest's init, and a missing directory or link costs one
+// feature (a host tool, a mount), while stopping would cost the whole VM.
+func logErr(what string, err error) {
+	if err != nil {
+		logf("hymn-agent: %s: %v", what, err)
+	}
 }
 
 // hostTools are the host programs the guest prefers to busybox's applets,
@@ -88,7 +97,7 @@ var hostTools = []string{"ping", "ping6", "ip", "tc", "bridge", "ss", "iperf", "
 // among them), and the host's bin directories go on PATH after the
 // image's own.
 func mountHostFS() {
-	os.MkdirAll("/host", 0o755)
+	logErr("making /host", os.MkdirAll("/host", 0o755))
 	err := unix.Mount(agent.HostFSTag, "/host", "9p", unix.MS_RDONLY, "trans=virtio,version=9p2000.L,cache=loose,msize=262144")
 	if err != nil {
 		if !errors.Is(err, unix.ENOENT) {
@@ -101,25 +110,25 @@ func mountHostFS() {
 		if err != nil {
 			continue
 		}
-		os.MkdirAll(dir, 0o755)
+		logErr("making "+dir, os.MkdirAll(dir, 0o755))
 		for _, e := range entries {
 			p := filepath.Join(dir, e.Name())
 			if _, err := os.Lstat(p); err == nil {
 				continue
 			}
-			os.Symlink(filepath.Join("/host", p), p)
+			logErr("linking "+p, os.Symlink(filepath.Join("/host", p), p))
 		}
 	}
-	os.MkdirAll("/usr/local/bin", 0o755)
+	logErr("making /usr/local/bin", os.MkdirAll("/usr/local/bin", 0o755))
 	for _, tool := range hostTools {
 		for _, d := range []string{"/host/usr/local/bin", "/host/usr/sbin", "/host/usr/bin", "/host/sbin", "/host/bin"} {
 			if st, err := os.Stat(filepath.Join(d, tool)); err == nil && st.Mode().IsRegular() {
-				os.Symlink(filepath.Join(d, tool), filepath.Join("/usr/local/bin", tool))
+				logErr("linking "+tool, os.Symlink(filepath.Join(d, tool), filepath.Join("/usr/local/bin", tool)))
 				break
 			}
 		}
 	}
-	os.Setenv("PATH", "/usr/local/bin:/bin:/sbin:/usr/bin:/usr/sbin:/host/usr/local/sbin:/host/usr/local/bin:/host/usr/sbin:/host/usr/bin:/host/sbin:/host/bin")
+	logErr("setting PATH", os.Setenv("PATH", "/usr/local/bin:/bin:/sbin:/usr/bin:/usr/sbin:/host/usr/local/sbin:/host/usr/local/bin:/host/usr/sbin:/host/usr/bin:/host/sbin:/host/bin"))
 }
 
 func loadModules() {
@@ -141,7 +150,7 @@ func loadModules() {
 		if err := unix.FinitModule(int(f.Fd()), "", flags); err != nil && !errors.Is(err, unix.EEXIST) {
 			logf("hymn-agent: loading %s: %v", name, err)
 		}
-		f.Close()
+		logErr("closing "+path, f.Close()) // read only: nothing is lost
 	}
 }
 
