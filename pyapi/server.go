@@ -26,6 +26,10 @@ import (
 // speaking another version is refused with a message naming both.
 const ProtocolVersion = 1
 
+// RequestGrace is how long requests still running when the connection
+// ends may take before the network is stopped anyway.
+var RequestGrace = 10 * time.Second
+
 // MaxLine bounds one request line: a topology of thousands of nodes fits,
 // a runaway client does not exhaust memory.
 const MaxLine = 64 << 20
@@ -135,7 +139,14 @@ func Serve(ctx context.Context, conn io.ReadWriteCloser, cfg Config) error {
 		}()
 	}
 	cancel()
-	wg.Wait()
+	// Requests still running get a while to see the cancelled context;
+	// one stuck in a tool must not keep the network alive for ever.
+	finished := make(chan struct{})
+	go func() { wg.Wait(); close(finished) }()
+	select {
+	case <-finished:
+	case <-time.After(RequestGrace):
+	}
 	if cfg.Keep {
 		return nil
 	}
