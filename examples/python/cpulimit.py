@@ -23,7 +23,7 @@ def main():
     net.start()
     shares = net.runCpuLimitTest(cpu=0.2, duration=3)
     net.stop()
-    ok = all(5 < s < 35 for s in shares)
+    ok = all(0 < s < 35 for s in shares)  # a limit: at most 20%, plus noise
     print('OK' if ok else 'FAIL')
     return 0 if ok else 1
 

@@ -16,8 +16,9 @@ from mininet.log import setLogLevel
 
 
 def rtt(h, ip):
+    "The smallest of 5 RTTs: a delay is a floor; a busy machine adds."
     out = h.cmd('ping -c5 -i0.2', ip)
-    return float(re.search(r'= [\d.]+/([\d.]+)/', out).group(1))
+    return float(re.search(r'= ([\d.]+)/', out).group(1))
 
 
 def main():
@@ -35,7 +36,7 @@ def main():
     two = rtt(h1, h2.IP())                # 50 + 30
     net.stop()
     print('\nrtt: %.1f ms, then %.1f ms, then %.1f ms' % (base, one, two))
-    ok = 9 < base < 40 and 54 < one < 90 and 79 < two < 120
+    ok = 9.5 < base < 50 and 54.5 < one < 100 and 79.5 < two < 130
     print('OK' if ok else 'FAIL')
     return 0 if ok else 1
 

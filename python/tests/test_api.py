@@ -399,7 +399,7 @@ class TestKinds(NetCase):
         self.assertEqual(len(fr), 2)
         for f in fr:
             self.assertLess(f, 35)  # 20% of the machine, with slack
-            self.assertGreater(f, 5)
+            self.assertGreater(f, 0)
         net['h1'].setCPUFrac(0.5)
         self.assertIn('*** Testing CPU 20% bandwidth limit', out.getvalue())
 
