@@ -8,7 +8,8 @@
 #
 # It brings the cluster up as ../shared/notes/kubernetes.md does, runs
 # linear,4 over 2 worker pods (pingall), measures an emulated cut link
-# (delay=5ms) against a plain one, drives hymn run --kube's mininet> shell,
+# (delay=5ms) against a zero-delay emulated one and a plain one (round trips
+# to the ns), drives hymn run --kube's mininet> shell,
 # deletes a worker pod and checks the controller restores it, tears the
 # cluster down, checks that nothing is left on the machine, and ends with a
 # summary of those numbers. The steps live in scripts/k8s-check.sh, which
