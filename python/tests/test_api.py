@@ -382,6 +382,10 @@ class TestKinds(NetCase):
             net = Mininet(topo=SingleSwitchTopo(2))
         self.nets.append(net)
         net.start()
+        # As Mininet's own tests do: on a busy machine the switch may
+        # not have reached its controller yet.
+        with captured():
+            net.waitConnected()
         self.assertEqual(net.pingAll(), 0)
         self.assertEqual([c.name for c in net.controllers], ['c0'])
 
