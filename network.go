@@ -508,7 +508,6 @@ func (n *Network) teardown(verbose bool) error {
 	n.debugProcs(procs) // sdn.go
 	owner.KillAll(procs)
 	n.log().Debugf("*** stopped node processes in %v\n", time.Since(t0))
-	t0 = time.Now()
 
 	lg.Infof("*** Stopping %d controllers\n%s\n", len(n.ControllerNames()), strings.Join(append(n.ControllerNames(), ""), " "))
 	// Links are not deleted one by one: deleting a veth waits for an RCU
@@ -520,6 +519,7 @@ func (n *Network) teardown(verbose bool) error {
 
 	errs = append(errs, n.removeNATLink())
 	switches, hosts := n.plan.Switches(), n.plan.Hosts()
+	t0 = time.Now()
 	lg.Infof("*** Stopping %d switches\n", len(switches))
 	errs = append(errs, n.deleteNodes(ctx, switches))
 	// Controllers stop after the switches that use them (sdn.go).
