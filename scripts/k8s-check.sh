@@ -11,10 +11,10 @@
 #   hymn cluster run --topo linear,4 --cluster kube:2 --test pingall+rtt+stats
 #     (two privileged worker pods, the cut link a VXLAN tunnel between their
 #     pod IPs): 12/12 received
-#   two sites joined by a cut link, plain, emulated with delay=0ms and with
-#     delay=5ms: the delay the emulator adds (5 ms against 0 ms, round-trip
-#     medians measured to the ns) is 5 ms within 1 %, its forwarding cost
-#     (0 ms against plain) printed beside it
+#   two sites joined by a cut link, plain and emulated with delay=1ms and
+#     delay=5ms (round-trip medians measured to the ns): what 5 ms adds over
+#     1 ms is 4 ms within 1 %, and the one-way delay over the plain link is
+#     5 ms plus the emulator's forwarding, at most 100 us
 #   hymn-kube install + controller; hymn run FILE --kube with commands typed
 #     into its mininet> shell (nodes, pingall, h1 ping -c3 h4)
 #   a held Topology whose worker pod is deleted: the controller restores it,
@@ -269,41 +269,43 @@ links:
     params: {delay: 5ms}
 EOF
   # The same two sites with a plain cut link (the path's own latency) and
-  # with an emulated one of zero delay (that plus the emulator's forwarding
-  # in user space): the delay the emulator adds is judged against the
-  # latter, so what is judged is its delay, and its forwarding cost, tens
-  # of us each way, is printed beside it.
+  # with an emulated one of 1 ms: the emulator's delay is judged on what
+  # 5 ms adds over 1 ms (its forwarding, the same wake-up by timer in both,
+  # cancels), and the whole one-way delay over the plain link is printed
+  # with that forwarding cost, which is judged against its own bound.
   sed '/params: {delay/d' "$LOGDIR/two-sites.yaml" >"$LOGDIR/two-sites-plain.yaml"
-  sed 's/params: {delay: 5ms}/params: {delay: 0ms}/' "$LOGDIR/two-sites.yaml" >"$LOGDIR/two-sites-zero.yaml"
+  sed 's/params: {delay: 5ms}/params: {delay: 1ms}/' "$LOGDIR/two-sites.yaml" >"$LOGDIR/two-sites-1ms.yaml"
   local f
-  for f in two-sites-plain two-sites-zero two-sites; do
+  for f in two-sites-plain two-sites-1ms two-sites; do
     "$LOGDIR/hymn" cluster run "$LOGDIR/$f.yaml" --cluster kube:2 --image localhost/hymn-worker:dev \
       --kubeconfig "$P/admin.kubeconfig" --test pingall+rtt --json >"$LOGDIR/$f.json" 2>"$LOGDIR/$f.err" || {
         cat "$LOGDIR/$f.err"; die "the cluster run of $f failed"; }
     grep -E "rtt|Results" "$LOGDIR/$f.err"
   done
-  python3 - "$LOGDIR/two-sites-plain.json" "$LOGDIR/two-sites-zero.json" "$LOGDIR/two-sites.json" <<'EOF' | tee -a "$SUMMARY"
+  python3 - "$LOGDIR/two-sites-plain.json" "$LOGDIR/two-sites-1ms.json" "$LOGDIR/two-sites.json" <<'EOF' | tee -a "$SUMMARY"
 import json, sys
-plain, zero, emu = (json.load(open(f)) for f in sys.argv[1:4])
-for d in (plain, zero, emu):
+plain, one, five = (json.load(open(f)) for f in sys.argv[1:4])
+for d in (plain, one, five):
     assert d["pingall"]["received"] == d["pingall"]["sent"] == 12, d["pingall"]
 base = {r["to"]: r["median_ms"] for r in plain["rtt"]}
-fwd = {r["to"]: r["median_ms"] for r in zero["rtt"]}
+at1 = {r["to"]: r["median_ms"] for r in one["rtt"]}
 ok = True
-for r in emu["rtt"]:
+for r in five["rtt"]:
     if r["same_worker"]:
         continue
-    # 5 ms each way: a round trip crosses the emulated cut link twice. Its
-    # one-way delay is half of what the round trip's median gained over
-    # the zero-delay emulated link's, each the median of 500 echoes that
-    # the worker measures to the ns (kernel receive stamps), so the 1 %
-    # tolerance (50 us) is far coarser than the measurement.
-    one_way = (r["median_ms"] - fwd[r["to"]]) / 2
-    err = 100 * (one_way - 5.0) / 5.0
-    forwarding = 1000 * (fwd[r["to"]] - base[r["to"]]) / 2
-    print("*** %s -> %s across the emulated cut link (delay=5ms): rtt median %.4f ms, zero-delay emulated %.4f ms, plain %.4f ms: one-way delay %.4f ms, %+.2f %% from 5 ms (want within 1 %%); the emulator's forwarding adds %.1f us each way" % (
-        r["from"], r["to"], r["median_ms"], fwd[r["to"]], base[r["to"]], one_way, err, forwarding))
-    ok = ok and abs(err) <= 1 and r["received"] >= 0.99 * r["sent"]
+    # A round trip crosses the emulated cut link twice, so each one-way
+    # figure is half a difference of round-trip medians, each the median
+    # of 500 echoes the worker measures to the ns (kernel receive stamps):
+    # the 1 % tolerance (40 us of 4 ms) is far coarser than that.
+    delay = (r["median_ms"] - at1[r["to"]]) / 2          # what 5 ms adds over 1 ms
+    err = 100 * (delay - 4.0) / 4.0
+    one_way = (r["median_ms"] - base[r["to"]]) / 2       # the whole link over plain
+    forwarding = 1000 * (one_way - 5.0)                  # us beyond the 5 ms
+    print("*** %s -> %s across the emulated cut link: rtt medians 5 ms %.4f, 1 ms %.4f, plain %.4f ms: 5 ms adds %.4f ms over 1 ms, %+.2f %% from 4 ms (want within 1 %%); one-way delay %.4f ms over the plain link, %+.2f %% from 5 ms, the emulator's forwarding %.1f us (want at most 100 us)" % (
+        r["from"], r["to"], r["median_ms"], at1[r["to"]], base[r["to"]], delay, err, one_way, 100 * (one_way - 5.0) / 5.0, forwarding))
+    # The delay is never short of what was asked; the forwarding bound is
+    # the emulator's added latency at the 99th percentile (bench/README).
+    ok = ok and abs(err) <= 1 and -5 <= forwarding <= 100 and r["received"] >= 0.99 * r["sent"]
 sys.exit(0 if ok else 1)
 EOF
   echo "*** check done in $((SECONDS - t0)) s"

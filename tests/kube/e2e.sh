@@ -8,7 +8,7 @@
 #
 # It brings the cluster up as ../shared/notes/kubernetes.md does, runs
 # linear,4 over 2 worker pods (pingall), measures an emulated cut link
-# (delay=5ms) against a zero-delay emulated one and a plain one (round trips
+# (delay=5ms) against a 1 ms emulated one and a plain one (round trips
 # to the ns), drives hymn run --kube's mininet> shell,
 # deletes a worker pod and checks the controller restores it, tears the
 # cluster down, checks that nothing is left on the machine, and ends with a
