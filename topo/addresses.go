@@ -17,7 +17,7 @@ func (p *Plan) checkDuplicateAddresses() []error {
 		segments.join(l.Intf1, l.Intf2)
 	}
 	for _, n := range p.Nodes {
-		if n.IsSwitch() {
+		if n.IsSwitch() && len(n.Intfs) > 1 { // a switch may have no links
 			for _, i := range n.Intfs[1:] {
 				segments.join(n.Intfs[0], i)
 			}

@@ -53,6 +53,12 @@ func TestDuplicateAddresses(t *testing.T) {
 			tp.AddLink(tp.AddHost("h2", Params{"ip": "192.168.0.2/24"}), r, Params{"ip2": "192.168.1.1/24"})
 			return tp
 		}, nil},
+		{"a switch without links", func() *Topo {
+			tp := New()
+			tp.AddSwitch("s9")
+			tp.AddLink(tp.AddHost("h1"), tp.AddSwitch("s1"))
+			return tp
+		}, nil},
 		{"linear,4 has none", func() *Topo {
 			tp, err := FromSpec(Spec{Name: "linear", Args: []string{"4"}})
 			if err != nil {
