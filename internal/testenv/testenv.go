@@ -61,13 +61,3 @@ func Hardware(t testing.TB, reason string) {
 	t.Helper()
 	t.Skip("hardware this machine does not have: " + reason)
 }
-
-// Opt skips unless the environment variable is set: for runs that are
-// deliberately not part of the default suite (long benchmarks). It never
-// fails under HYMN_REQUIRE.
-func Opt(t testing.TB, env, what string) {
-	t.Helper()
-	if os.Getenv(env) == "" {
-		t.Skipf("opt-in: set %s=1 to run %s", env, what)
-	}
-}
