@@ -373,4 +373,3 @@ func cpuTime() time.Duration {
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru) // cannot fail for RUSAGE_SELF
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
-
