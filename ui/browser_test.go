@@ -199,13 +199,23 @@ func TestBrowserLinear3(t *testing.T) {
 	before := linkPackets(t, ctx)
 	waitEvents(t, ctx, 4)
 	after := linkPackets(t, ctx)
+	pathMin := int64(-1)
 	for _, l := range []string{"h1-s1", "s2-s1", "s3-s2", "h3-s3"} {
-		if d := after[l] - before[l]; d < 10 {
+		d := after[l] - before[l]
+		if d < 10 {
 			t.Errorf("link %s on the ping's path: %d packets in ~2 s on the page, want >= 10 (before %v, after %v)", l, d, before, after)
 		}
+		if pathMin < 0 || int64(d) < pathMin {
+			pathMin = int64(d)
+		}
 	}
-	if d := after["h2-s2"] - before["h2-s2"]; d > 2 {
-		t.Errorf("link h2-s2 off the path: %d packets on the page, want flat", d)
+	// Flat: a switch that flooded the ping would put every request on
+	// h2's link, half of what each path link carries (requests and
+	// replies). Fewer than a quarter of that, and at most 2 when the path
+	// is quiet, leaves room for the odd frame of the hosts' own (ARP
+	// probes, which CI runs saw 3-4 of in a window) but not for the ping.
+	if d := int64(after["h2-s2"] - before["h2-s2"]); d > max(2, pathMin/4) {
+		t.Errorf("link h2-s2 off the path: %d packets on the page while the path's links carried at least %d, want flat (at most %d)", d, pathMin, max(2, pathMin/4))
 	}
 	active := eval[[]string](t, ctx, `hymnUI.cy.edges('.active').map(e => e.source().data('label') + '-' + e.target().data('label')).sort()`)
 	// h2-s2 may show one stray packet of its own (checked above): the
