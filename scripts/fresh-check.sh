@@ -8,7 +8,7 @@
 # inside it (chroot, with /proc, /sys, /sys/fs/cgroup, /dev and a fresh /run
 # mounted as a fresh machine has them), then tears everything down.
 #
-# Not part of CI (it takes a quarter of an hour); run it before claiming that
+# Not part of CI (it takes 30-60 minutes); run it before claiming that
 # the two commands work for someone else. Needs root, debootstrap and the
 # Debian mirror. Only committed work is tested: the clone is of HEAD.
 #
