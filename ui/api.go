@@ -359,10 +359,8 @@ func (a *api) linkState(_ context.Context, body []byte) (any, error) {
 	if err := decode(body, &req); err != nil {
 		return nil, err
 	}
-	for _, n := range []string{req.Node1, req.Node2} {
-		if err := a.nodeName(n); err != nil {
-			return nil, err
-		}
+	if err := a.linkEnds(req.Node1, req.Node2); err != nil {
+		return nil, err
 	}
 	state := "down"
 	if req.Up {
@@ -380,6 +378,33 @@ func (a *api) linkState(_ context.Context, body []byte) (any, error) {
 	return map[string]string{"state": state}, nil
 }
 
+// linkEnds checks a request's two node names.
+func (a *api) linkEnds(node1, node2 string) error {
+	for _, n := range []string{node1, node2} {
+		if err := a.nodeName(n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// linkDirection checks a request's link ends and reads its direction
+// (a>b, b>a or both, the default), as the shell's emu and capture do.
+func (a *api) linkDirection(node1, node2, d string) (hymn.Direction, error) {
+	var zero hymn.Direction
+	if err := a.linkEnds(node1, node2); err != nil {
+		return zero, err
+	}
+	if d == "" {
+		d = "both"
+	}
+	dir, err := hymn.ParseDirection(d)
+	if err != nil {
+		return zero, fmt.Errorf("%w: dir %q: %v", errBadRequest, d, err)
+	}
+	return dir, nil
+}
+
 type linkEmuReq struct {
 	Node1  string `json:"node1"`
 	Node2  string `json:"node2"`
@@ -393,17 +418,9 @@ func (a *api) linkEmu(_ context.Context, body []byte) (any, error) {
 	if err := decode(body, &req); err != nil {
 		return nil, err
 	}
-	for _, n := range []string{req.Node1, req.Node2} {
-		if err := a.nodeName(n); err != nil {
-			return nil, err
-		}
-	}
-	if req.Dir == "" {
-		req.Dir = "both"
-	}
-	dir, err := hymn.ParseDirection(req.Dir)
+	dir, err := a.linkDirection(req.Node1, req.Node2, req.Dir)
 	if err != nil {
-		return nil, fmt.Errorf("%w: dir %q: %v", errBadRequest, req.Dir, err)
+		return nil, err
 	}
 	if strings.TrimSpace(req.Params) == "" || len(req.Params) > 4096 {
 		return nil, fmt.Errorf("%w: params: give the emulator's parameters (delay 10ms ...)", errBadRequest)
@@ -520,17 +537,9 @@ func (a *api) captureStart(_ context.Context, body []byte) (any, error) {
 	if err := decode(body, &req); err != nil {
 		return nil, err
 	}
-	for _, n := range []string{req.Node1, req.Node2} {
-		if err := a.nodeName(n); err != nil {
-			return nil, err
-		}
-	}
-	if req.Dir == "" {
-		req.Dir = "both"
-	}
-	dir, err := hymn.ParseDirection(req.Dir)
+	dir, err := a.linkDirection(req.Node1, req.Node2, req.Dir)
 	if err != nil {
-		return nil, fmt.Errorf("%w: dir %q: %v", errBadRequest, req.Dir, err)
+		return nil, err
 	}
 	a.mu.Lock()
 	if a.capDir == "" {
