@@ -12,7 +12,7 @@ import (
 // two segments a router separates is allowed: sites behind NATs reuse
 // addresses, and each segment is consistent on its own.
 func (p *Plan) checkDuplicateAddresses() []error {
-	segments := newUnionFind()
+	segments := unionFind{}
 	for _, l := range p.Links {
 		segments.join(l.Intf1, l.Intf2)
 	}
@@ -60,21 +60,21 @@ func (p *Plan) addressPlace(i *Intf) string {
 	n := p.Node(i.Node)
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s (%s %s", i.Name, n.Kind, n.Name)
-	end := "1"
-	if i.Link != nil && i == i.Link.Intf2 {
-		end = "2"
-	}
 	origin := n.Origin
-	if _, own := n.Params["ip"]; !own && i.Link != nil {
-		if _, onLink := i.Link.Params["ip"+end]; !onLink && i == n.DefaultIntf() {
-			b.WriteString(", automatic address")
-		}
-	}
+	_, ownIP := n.Params["ip"]
+	onLink := false
 	if i.Link != nil {
-		if _, onLink := i.Link.Params["ip"+end]; onLink {
+		end := "1"
+		if i == i.Link.Intf2 {
+			end = "2"
+		}
+		if _, onLink = i.Link.Params["ip"+end]; onLink {
 			fmt.Fprintf(&b, ", ip%s of link %s", end, i.Link)
 			origin = i.Link.Origin
 		}
+	}
+	if !ownIP && !onLink && i == n.DefaultIntf() {
+		b.WriteString(", automatic address")
 	}
 	if origin != "" {
 		b.WriteString(", " + origin)
@@ -85,8 +85,6 @@ func (p *Plan) addressPlace(i *Intf) string {
 
 // unionFind groups interfaces into segments.
 type unionFind map[*Intf]*Intf
-
-func newUnionFind() unionFind { return unionFind{} }
 
 func (u unionFind) root(i *Intf) *Intf {
 	for {
