@@ -25,12 +25,7 @@ var echoID atomic.Uint32
 // ping's: 1 sent, 1 or 0 received, the rtt in ms.
 func nativePing(ctx context.Context, node *nodes.NsNode, dst netip.Addr, timeout time.Duration) (PingResult, error) {
 	r := PingResult{Sent: 1}
-	var fd int
-	err := netnsx.Do(node.NsHandle(), func() error {
-		var err error
-		fd, err = unix.Socket(unix.AF_INET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.IPPROTO_ICMP)
-		return err
-	})
+	fd, err := icmpSocket(node)
 	if err != nil {
 		return r, err
 	}
@@ -81,6 +76,17 @@ func nativePing(ctx context.Context, node *nodes.NsNode, dst netip.Addr, timeout
 			return r, nil
 		}
 	}
+}
+
+// icmpSocket opens a raw ICMP socket inside a namespace node.
+func icmpSocket(node *nodes.NsNode) (int, error) {
+	var fd int
+	err := netnsx.Do(node.NsHandle(), func() error {
+		var err error
+		fd, err = unix.Socket(unix.AF_INET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.IPPROTO_ICMP)
+		return err
+	})
+	return fd, err
 }
 
 // icmpChecksum is the Internet checksum of an ICMP message.

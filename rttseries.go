@@ -8,7 +8,6 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/hymn-net/hymn/internal/netnsx"
 	"github.com/hymn-net/hymn/internal/probe"
 	"golang.org/x/sys/unix"
 )
@@ -37,12 +36,7 @@ func (n *Network) RTTSeries(ctx context.Context, node string, dst netip.Addr, co
 	if err != nil {
 		return nil, err
 	}
-	var fd int
-	err = netnsx.Do(nd.NsHandle(), func() error {
-		var err error
-		fd, err = unix.Socket(unix.AF_INET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.IPPROTO_ICMP)
-		return err
-	})
+	fd, err := icmpSocket(nd)
 	if err != nil {
 		return nil, fmt.Errorf("rtt series from %s: %w", node, err)
 	}
