@@ -2,7 +2,9 @@ package hymn
 
 import (
 	"context"
+	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -123,6 +125,34 @@ func TestMeasureEmulatedDelay(t *testing.T) {
 	top.AddLink("h1", "h2", topo.Params{"emu": "delay 0"})
 	top.AddLink("h3", "h4", topo.Params{"a>b.emu": "delay 5ms 1ms distribution normal half-life 0 reorder seed 3", "b>a.emu": "delay 0"})
 	n := startNet(t, top, Options{})
+	for attempt := 1; ; attempt++ {
+		misses, stalled := measureDelayAttempt(t, n, cfg, rounds, rp.Results[0])
+		if len(misses) == 0 {
+			return
+		}
+		if !stalled || attempt == 3 {
+			for _, m := range misses {
+				t.Error(m)
+			}
+			return
+		}
+		t.Logf("attempt %d saw a stall and missed (%s): repeating it", attempt, strings.Join(misses, "; "))
+	}
+}
+
+// measureDelayAttempt is one attempt of TestMeasureEmulatedDelay: the
+// rounds on both links, the bounds it missed, and whether it saw a stall
+// (a delay above 10 ms, 5σ over 5 ms, or above 5 ms on the delay-0 link).
+// A stall lands on the wide distribution's quantiles more than on the
+// narrow one's (a fraction f of packets made late moves the median of a
+// normal by about 1.25·f·σ: 1.4 % of them, one 17 ms stall in a round,
+// is 17 µs), and under the race detector the two forwarders' wake-ups
+// differ by tens of µs more: so a missed bound after a stall is measured
+// again, at most three times in all. A bias of the emulator or of
+// measure misses in every attempt.
+func measureDelayAttempt(t *testing.T, n *Network, cfg measure.Config, rounds int, plain *measure.Result) (misses []string, stalled bool) {
+	t.Helper()
+	ctx := context.Background()
 	hopHist, gotHist := measure.NewHistogram(), measure.NewHistogram()
 	var hopN, gotN, reordered uint64
 	for r := 1; r <= rounds; r++ {
@@ -144,9 +174,17 @@ func TestMeasureEmulatedDelay(t *testing.T) {
 			}
 		}
 	}
-	base := rp.Results[0].Latency
+	for _, l := range [][2]string{{"h1", "h2"}, {"h3", "h4"}} {
+		st, err := n.LinkStats(l[0], l[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := st.Forward.Emulator
+		t.Logf("%s>%s emulator so far: applied delay p50 %v, mean %v; lateness p50 %v, p99 %v", l[0], l[1], e.Delay.P50, e.Delay.Mean, e.Lateness.P50, e.Lateness.P99)
+	}
+	base := plain.Latency
 	hop, got := latencyOfHist(hopHist), latencyOfHist(gotHist)
-	t.Logf("plain veth %s", measure.TableLine(rp.Results[0], "rate"))
+	t.Logf("plain veth %s", measure.TableLine(plain, "rate"))
 	t.Logf("pooled over %d rounds: delay 0: %d delays, median %.1f µs, mean %.1f µs, max %.0f µs; delay 5ms 1ms: %d delays, median %.1f µs, mean %.1f µs, max %.0f µs",
 		rounds, hopN, hop.P50, hop.Mean, hop.Max, gotN, got.P50, got.Mean, got.Max)
 	iqr := float64(gotHist.ValueAtPercentile(75)-gotHist.ValueAtPercentile(25)) / 1e3
@@ -162,25 +200,27 @@ func TestMeasureEmulatedDelay(t *testing.T) {
 	if gotN < 19000 || hopN < 19000 {
 		t.Fatalf("only %d delays measured with 5 ms, %d with 0", gotN, hopN)
 	}
+	if reordered == 0 {
+		t.Fatal("reorder mode with 1 ms jitter at 250 µs spacing reported no reordering")
+	}
 	if d := math.Abs(got.P50 - wantMedian); d > 50 {
-		t.Errorf("median one-way delay %.1f µs, want %.1f ± 50 µs (1%% of 5 ms)", got.P50, wantMedian)
+		misses = append(misses, fmt.Sprintf("median one-way delay %.1f µs, want %.1f ± 50 µs (1%% of 5 ms)", got.P50, wantMedian))
 	}
 	if d := math.Abs(robust - 1000); d > 50 {
-		t.Errorf("jitter (IQR/1.349) %.1f µs, want 1000 ± 50 µs (5%%)", robust)
+		misses = append(misses, fmt.Sprintf("jitter (IQR/1.349) %.1f µs, want 1000 ± 50 µs (5%%)", robust))
 	}
-	if got.Max < 10000 && hop.Max < 5000 {
-		if d := math.Abs(got.Mean - want); d > 50 {
-			t.Errorf("mean one-way delay %.1f µs, want %.1f ± 50 µs (1%% of 5 ms)", got.Mean, want)
-		}
-		if d := math.Abs(got.Std - 1000); d > 50 {
-			t.Errorf("jitter (standard deviation) %.1f µs, want 1000 ± 50 µs (5%%)", got.Std)
-		}
-	} else {
+	stalled = got.Max >= 10000 || hop.Max >= 5000
+	if stalled {
 		t.Logf("the run saw a stall (max %.0f µs, delay-0 max %.0f µs): mean and standard deviation are reported, not judged", got.Max, hop.Max)
+		return misses, stalled
 	}
-	if reordered == 0 {
-		t.Error("reorder mode with 1 ms jitter at 250 µs spacing reported no reordering")
+	if d := math.Abs(got.Mean - want); d > 50 {
+		misses = append(misses, fmt.Sprintf("mean one-way delay %.1f µs, want %.1f ± 50 µs (1%% of 5 ms)", got.Mean, want))
 	}
+	if d := math.Abs(got.Std - 1000); d > 50 {
+		misses = append(misses, fmt.Sprintf("jitter (standard deviation) %.1f µs, want 1000 ± 50 µs (5%%)", got.Std))
+	}
+	return misses, stalled
 }
 
 // latencyOfHist is a pooled histogram's summary in µs, as measure's.
