@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/hymn-net/hymn/nodes"
 	"github.com/hymn-net/hymn/topo"
@@ -73,4 +74,110 @@ func (n *Network) AddLink(ctx context.Context, node1, node2 string, params topo.
 	}
 	n.links = append(n.links, l)
 	return pl, nil
+}
+
+// DeleteLink removes the link between two nodes from a running network,
+// as Mininet's net.delLinkBetween does: the first link between them, or
+// the one whose end on node1 is the interface intf when intf is given.
+// Its forwarder and schedules stop, its captures end, its ends leave
+// their switches and guests, and its kernel objects (and VF pairs) go.
+func (n *Network) DeleteLink(ctx context.Context, node1, node2, intf string) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.built || n.stopped {
+		return ErrNotBuilt
+	}
+	l, err := n.linkBetween(node1, node2, intf)
+	if err != nil {
+		return err
+	}
+	return n.deleteLink(ctx, l)
+}
+
+// linkBetween finds a link by its two nodes, and by node1's interface
+// when intf is not empty.
+func (n *Network) linkBetween(node1, node2, intf string) (*netLink, error) {
+	if intf == "" {
+		l, _, err := n.findLink(node1, node2)
+		return l, err
+	}
+	for _, l := range n.links {
+		for _, e := range [][2]*topo.Intf{{l.plan.Intf1, l.plan.Intf2}, {l.plan.Intf2, l.plan.Intf1}} {
+			if e[0].Node == node1 && e[0].Name == intf && e[1].Node == node2 {
+				return l, nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("%w: no link joins %s's %s to %s", ErrUnknownLink, node1, intf, node2)
+}
+
+// deleteLink removes one link; n.mu is held. Every step runs even when
+// one fails, so a half-removed link leaves nothing behind that a later
+// step could have removed.
+func (n *Network) deleteLink(ctx context.Context, l *netLink) error {
+	pl := l.plan
+	var errs []error
+	for _, c := range n.Captures() {
+		if (c.Spec.Node1 == pl.Intf1.Node && c.Spec.Node2 == pl.Intf2.Node) || (c.Spec.Node1 == pl.Intf2.Node && c.Spec.Node2 == pl.Intf1.Node) {
+			_, err := c.Stop()
+			errs = append(errs, err)
+		}
+	}
+	n.ForgetStoppedCaptures()
+	if l.impl != nil {
+		// stop ends the forwarder (and with it the link's schedules);
+		// delete removes the kernel objects and gives back the VFs.
+		errs = append(errs, l.impl.stop(), n.detachFromSwitches(pl))
+		for _, i := range []*topo.Intf{pl.Intf1, pl.Intf2} {
+			if g := n.guestOf(i); g != nil {
+				errs = append(errs, g.DetachIntf(ctx, i.Name))
+			}
+		}
+		errs = append(errs, l.impl.delete())
+	}
+	n.links = slices.DeleteFunc(n.links, func(x *netLink) bool { return x == l })
+	errs = append(errs, n.plan.RemoveLink(pl))
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("deleting link %s: %w", pl, err)
+	}
+	n.log().Debugf("*** deleted link %s\n", pl)
+	return nil
+}
+
+// DeleteNode removes a node from a running network with all its links, as
+// Mininet's net.delHost and net.delSwitch do: its namespace (or VM) goes,
+// an OpenFlow switch leaves OVS, a CPU-limited host's cgroup is removed.
+// The address it had is not given to a later node.
+func (n *Network) DeleteNode(ctx context.Context, name string) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.built || n.stopped {
+		return ErrNotBuilt
+	}
+	p := n.plan.Node(name)
+	node, ok := n.nodes[name]
+	if p == nil || !ok {
+		return fmt.Errorf("%w: %s", ErrUnknownNode, name)
+	}
+	if p.Params[NATParam] == "1" {
+		return fmt.Errorf("node %s is the network's NAT, which joins it to the root namespace: it goes with the network (Stop)", name)
+	}
+	var errs []error
+	for _, l := range slices.Clone(n.links) {
+		if l.plan.Intf1.Node == name || l.plan.Intf2.Node == name {
+			errs = append(errs, n.deleteLink(ctx, l))
+		}
+	}
+	if p.IsSwitch() && n.OVS() != nil && n.sdn.ovs.Bridge(name) != nil {
+		errs = append(errs, n.sdn.ovs.StopBridge(ctx, name))
+		n.sdn.ovs.Forget(name)
+	}
+	errs = append(errs, node.Delete())
+	delete(n.nodes, name)
+	errs = append(errs, n.plan.RemoveNode(name))
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("deleting node %s: %w", name, err)
+	}
+	n.log().Debugf("*** deleted node %s\n", name)
+	return nil
 }

@@ -394,7 +394,12 @@ func (v *vfLink) release() error {
 	if v.sl == nil || v.s == nil || v.s.sim != nil {
 		return nil
 	}
-	errs := []error{v.unbindVFIO()}
+	return errors.Join(v.unbindVFIO(), v.returnVFs())
+}
+
+// returnVFs moves the VFs the link took back to the NIC's namespace.
+func (v *vfLink) returnVFs() error {
+	var errs []error
 	for i, took := range v.sl.took {
 		if took {
 			errs = append(errs, sriov.ReturnVF(v.sl.ends[i].NS, v.sl.ends[i].Name, v.s.home, v.sl.vfs[i]))
@@ -405,9 +410,14 @@ func (v *vfLink) release() error {
 }
 
 // delete releases the VFs and frees the link's pairs and VLANs, for a
-// link that failed or is removed while the network runs.
+// link that failed or is removed while the network runs. Simulated VFs
+// go home too here (release leaves them to vanish with the NIC), so the
+// pair can serve a later link.
 func (v *vfLink) delete() error {
 	errs := []error{v.stop(), v.release()}
+	if v.sl != nil && v.s != nil && v.s.sim != nil {
+		errs = append(errs, v.returnVFs())
+	}
 	if v.sl != nil && v.s != nil {
 		for _, p := range v.sl.pairs {
 			errs = append(errs, v.s.alloc.Release(p))

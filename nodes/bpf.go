@@ -51,13 +51,20 @@ func (n *NsNode) attachBPFPort(intf string) error {
 }
 
 // DetachPort takes an interface out of the switch: a BPF switch floods to
-// it no more and forgets what it learned on it. A bridge's port leaves
-// with its device, so for a bridge it does nothing.
+// it no more and forgets what it learned on it; an OVS bridge loses the
+// port from its database (OVS would keep a port whose device is gone). A
+// Linux bridge's port leaves with its device, so for a bridge it does
+// nothing.
 func (n *NsNode) DetachPort(intf string) error {
-	if n.bpf == nil {
-		return nil
+	switch {
+	case n.bpf != nil:
+		return n.Netlink(func(h *netlink.Handle) error { return n.bpf.Detach(h, intf) })
+	case n.ovsNet != nil:
+		return n.ovsNet.detach(n.name, intf)
+	case n.ovs != nil:
+		return n.ovs.vsctl("--if-exists", "del-port", n.name, intf)
 	}
-	return n.Netlink(func(h *netlink.Handle) error { return n.bpf.Detach(h, intf) })
+	return nil
 }
 
 // BPFSwitch returns the switch's BPF switch, or nil for any other node.

@@ -25,4 +25,7 @@ type GuestNode interface {
 	AttachIntf(ctx context.Context, name string, mac net.HardwareAddr, ip netip.Prefix) error
 	// SetIntfUp brings the guest's interface up or down.
 	SetIntfUp(ctx context.Context, name string, up bool) error
+	// DetachIntf unplugs an attached interface from the guest, for a
+	// link removed while the network runs.
+	DetachIntf(ctx context.Context, name string) error
 }

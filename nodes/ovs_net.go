@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -186,6 +187,28 @@ func (o *OVSNet) attach(sw, intf string) error {
 		o.enlargeBuffers()
 	}
 	return nil
+}
+
+// detach takes an interface out of a switch's ports, and out of its
+// bridge when the bridge runs.
+func (o *OVSNet) detach(sw, intf string) error {
+	o.mu.Lock()
+	o.ports[sw] = slices.DeleteFunc(o.ports[sw], func(p string) bool { return p == intf })
+	running := o.bridges[sw] != nil
+	o.mu.Unlock()
+	if !running {
+		return nil
+	}
+	_, err := o.Vsctl(context.Background(), "--if-exists", "del-port", sw, intf)
+	return err
+}
+
+// Forget drops a deleted switch's ports (its bridge is stopped first with
+// StopBridge).
+func (o *OVSNet) Forget(sw string) {
+	o.mu.Lock()
+	delete(o.ports, sw)
+	o.mu.Unlock()
 }
 
 // enlargeBuffers gives the packet sockets ovs-vswitchd reads its ports

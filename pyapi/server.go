@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -259,8 +260,18 @@ func (s *Server) handle(ctx context.Context, op string, raw json.RawMessage) (an
 		return s.addNode(ctx, raw)
 	case "addLink":
 		return s.addLink(ctx, raw)
-	case "delNode", "delLink":
-		return nil, fmt.Errorf("%w: %s on a running network: hymn cannot remove nodes or links live yet; build the network without them, or use configLinkStatus(a, b, 'down') to cut a link", errUnsupported, op)
+	case "delNode":
+		return nil, s.delNode(ctx, raw)
+	case "delLink":
+		var a struct{ Node1, Node2, Intf1 string }
+		if err := decode(raw, &a); err != nil {
+			return nil, err
+		}
+		n, err := s.network(op)
+		if err != nil {
+			return nil, err
+		}
+		return nil, n.DeleteLink(ctx, a.Node1, a.Node2, a.Intf1)
 	case "setLink":
 		return s.setLink(raw)
 	case "linkStatus":
@@ -292,6 +303,23 @@ func (s *Server) handle(ctx context.Context, op string, raw json.RawMessage) (an
 		return map[string]any{"runs": rep.Runs}, err
 	}
 	return nil, fmt.Errorf("%w: unknown op %q", errUsage, op)
+}
+
+// delNode removes a host or switch from the running network (net.delHost,
+// net.delSwitch). Controllers run until the network stops.
+func (s *Server) delNode(ctx context.Context, raw json.RawMessage) error {
+	var a struct{ Name string }
+	if err := decode(raw, &a); err != nil {
+		return err
+	}
+	n, err := s.network("delNode")
+	if err != nil {
+		return err
+	}
+	if slices.Contains(n.ControllerNames(), a.Name) {
+		return fmt.Errorf("%w: deleting controller %s from a running network: hymn's controllers run until the network stops (net.stop())", errUnsupported, a.Name)
+	}
+	return n.DeleteNode(ctx, a.Name)
 }
 
 // NodeSpec is a node of a build request.

@@ -425,3 +425,35 @@ func (p *Plan) RemoveLastLink() {
 	}
 	p.Links = p.Links[:len(p.Links)-1]
 }
+
+// RemoveLink takes a link out of a plan, with its interfaces (Mininet's
+// net.delLink on a running network). The nodes keep their addresses.
+func (p *Plan) RemoveLink(l *PlannedLink) error {
+	k := slices.Index(p.Links, l)
+	if k < 0 {
+		return fmt.Errorf("link %s is not in the plan", l)
+	}
+	for _, i := range []*Intf{l.Intf1, l.Intf2} {
+		if n := p.index[i.Node]; n != nil {
+			n.Intfs = slices.DeleteFunc(n.Intfs, func(x *Intf) bool { return x == i })
+		}
+	}
+	p.Links = slices.Delete(p.Links, k, k+1)
+	return nil
+}
+
+// RemoveNode takes a node without links out of a plan (Mininet's
+// net.delHost and net.delSwitch on a running network); remove its links
+// first. Its address is not given to a later node.
+func (p *Plan) RemoveNode(name string) error {
+	n := p.index[name]
+	if n == nil {
+		return fmt.Errorf("%w %q", ErrUnknownNode, name)
+	}
+	if len(n.Intfs) > 0 {
+		return fmt.Errorf("node %s still has %d links", name, len(n.Intfs))
+	}
+	p.Nodes = slices.DeleteFunc(p.Nodes, func(x *PlannedNode) bool { return x == n })
+	delete(p.index, name)
+	return nil
+}

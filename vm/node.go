@@ -528,6 +528,30 @@ func (n *Node) DetachDevice(ctx context.Context, id string) error {
 	return nil
 }
 
+// DetachIntf unplugs an interface AttachIntf attached (a link removed
+// while the network runs): the virtio NIC and its netdev leave the guest,
+// and the tap and bridge in the helper namespace go. The guest sees its
+// NIC vanish as on a hot unplug; the helper end is the link's to delete.
+func (n *Node) DetachIntf(ctx context.Context, name string) error {
+	n.mu.Lock()
+	gi, ok := n.intfs[name]
+	delete(n.intfs, name)
+	n.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("vm %s: no interface %s to detach", n.cfg.Name, name)
+	}
+	var errs []error
+	if _, err := n.live(); err == nil {
+		for _, c := range []struct{ cmd, id string }{{"device_del", gi.devID}, {"netdev_del", gi.netdev}} {
+			if _, err := n.m.qmpRun(ctx, c.cmd, map[string]any{"id": c.id}); err != nil {
+				errs = append(errs, fmt.Errorf("vm %s: detaching %s: %s: %w", n.cfg.Name, name, c.cmd, err))
+			}
+		}
+	}
+	n.removeBridge(gi)
+	return errors.Join(errs...)
+}
+
 // RejoinIntf joins a helper-namespace end made again under an attached
 // interface's name (the old one was deleted: a cluster's cut link re-made
 // toward a replaced peer) to that interface's bridge. The guest's NIC,

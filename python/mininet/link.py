@@ -136,9 +136,16 @@ class Intf(object):
         return {}
 
     def delete(self):
-        raise NotImplementedError(
-            'Intf.delete: hymn cannot remove interfaces live yet; use '
-            "net.configLinkStatus(a, b, 'down')")
+        """Delete the interface; as with Mininet's veth pairs, its link
+        (and the peer interface) goes with it."""
+        if self.link is None:
+            raise NotImplementedError(
+                'Intf.delete of %s: hymn deletes interfaces with their '
+                'link; this one has none' % self.name)
+        self.link.delete()
+        net = self.node.net
+        if net is not None and self.link in net.links:
+            net.links.remove(self.link)
 
     def status(self):
         if self.node is not None and self.node.hymn is not None:
@@ -321,10 +328,14 @@ class Link(object):
                          params=' '.join(parts))
 
     def delete(self):
+        "Remove the link: on a running network both interfaces go."
         net = self.intf1.node.net
         if net is not None and net.deployed:
             net.conn.request('delLink', node1=self.intf1.node.name,
-                             node2=self.intf2.node.name)
+                             node2=self.intf2.node.name,
+                             intf1=self.intf1.name)
+        for intf in (self.intf1, self.intf2):
+            intf.node.delIntf(intf)
 
     def stop(self):
         pass

@@ -179,16 +179,20 @@ class Mininet(object):
         return self.addHost(name, cls=cls, **params)
 
     def delNode(self, node, nodes=None):
+        """Remove a node and its links; on a running network hymn deletes
+        its namespace (or VM) and the links' interfaces at once."""
         if self.deployed:
             self.conn.request('delNode', name=node.name)
+        node.stop()
         for lst in (self.hosts, self.switches, self.controllers):
             if node in lst:
                 lst.remove(node)
         for link in list(self.links):
             if node in (link.intf1.node, link.intf2.node):
                 self.links.remove(link)
+                for intf in (link.intf1, link.intf2):
+                    intf.node.delIntf(intf)
         self.nameToNode.pop(node.name, None)
-        node.stop()
 
     def delHost(self, host):
         self.delNode(host)

@@ -277,6 +277,33 @@ class TestLinks(NetCase):
         self.assertIn('1 received', h3.cmd('ping -c1 -W2 10.0.0.1'))
         self.assertEqual(net.pingAll(), 0)
 
+    def test_live_delete(self):
+        net = self.net(topo=SingleSwitchTopo(3))
+        net.start()
+        h1, h2, h3, s1 = net['h1'], net['h2'], net['h3'], net['s1']
+        link = net.linksBetween(h2, s1)[0]
+        net.delLink(link)
+        self.assertNotIn(link, net.links)
+        self.assertNotIn('h2-eth0', h2.intfNames())
+        self.assertNotIn('s1-eth2', s1.intfNames())
+        self.assertNotIn('h2-eth0', h2.cmd('ip -o link show'))
+        self.assertNotIn(' 1 received', h1.cmd('ping -c1 -W1 10.0.0.2'))
+        net.addLink(h2, s1)
+        self.assertIn('1 received', h1.cmd('ping -c1 -W2 10.0.0.2'))
+        # delHost: its links go with it, and its namespace.
+        net.delHost(h3)
+        self.assertNotIn(h3, net.hosts)
+        self.assertNotIn('h3', net)
+        self.assertEqual(len(net.links), 2)
+        self.assertNotIn('s1-eth3', s1.intfNames())
+        self.assertEqual(net.pingAll(), 0)
+        # delLinkBetween with Intf.delete's peer semantics.
+        net.linksBetween(h1, s1)[0].intf1.delete()
+        self.assertEqual(len(net.linksBetween(h1, s1)), 0)
+        with captured() as out:
+            net.pingAll()
+        self.assertIn('h1 -> X', out.getvalue())
+
     def test_ping_full_and_iperf(self):
         net = self.net(topo=SingleSwitchTopo(2))
         net.start()
@@ -436,11 +463,12 @@ class TestRefusals(NetCase):
             self.assertIn(cls.__name__, str(cm.exception))
         with self.assertRaises(NotImplementedError):
             Mininet(xterms=True)
-        net = self.net(topo=SingleSwitchTopo(2))
+        net = self.net(topo=SingleSwitchTopo(2), switch=OVSSwitch,
+                       controller=OVSController)
         net.start()
         with self.assertRaises(NotImplementedError) as cm:
-            net.delHost(net['h2'])
-        self.assertIn('delNode', str(cm.exception))
+            net.delController(net.controllers[0])
+        self.assertIn('controller c0', str(cm.exception))
         # The network is whole after a refusal.
         self.assertIn('1 received', net['h1'].cmd('ping -c1 10.0.0.2'))
 
