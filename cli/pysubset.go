@@ -19,11 +19,11 @@ import (
 // hymn has no Python interpreter; py and px understand the handful of
 // expressions Mininet's walkthrough and everyday use need, and say so
 // plainly for anything else.
-const pyUnsupported = "*** py/px: hymn understands only a small Python subset: node.IP(), node.MAC(), node.intfList(), node.name, node.cmd('...'), net.hosts, net.switches, net.addHost('h3'), net.addSwitch('s3'), net.addLink(a, b), waitListening(...); not: %s\n"
+const pyUnsupported = "*** py/px: hymn understands only a small Python subset: node.IP(), node.MAC(), node.intfList(), node.name, node.cmd('...'), net.hosts, net.switches, net.addHost('h3'), net.addSwitch('s3'), net.addLink(a, b), net.delHost(h3), net.delSwitch(s3), net.delLinkBetween(a, b), waitListening(...); not: %s\n"
 
 var (
 	pyCallRE   = regexp.MustCompile(`^([A-Za-z_][\w.-]*?)\.(IP|MAC|intfList|intfNames|cmd|name)(\((.*)\))?$`)
-	pyNetRE    = regexp.MustCompile(`^net\.(hosts|switches|addHost|addSwitch|addLink)(\((.*)\))?$`)
+	pyNetRE    = regexp.MustCompile(`^net\.(hosts|switches|addHost|addSwitch|addLink|delHost|delSwitch|delNode|delLinkBetween)(\((.*)\))?$`)
 	pyWaitRE   = regexp.MustCompile(`^waitListening\((.*)\)$`)
 	pyImportRE = regexp.MustCompile(`^(from\s+\S+\s+)?import\s+`)
 )
@@ -301,6 +301,16 @@ func (s *shell) evalNet(ctx context.Context, attr, rawArgs string) (string, erro
 			return "", err
 		}
 		return l.String(), nil
+	case "delHost", "delSwitch", "delNode":
+		if len(pos) != 1 {
+			return "", fmt.Errorf("net.%s needs one node", attr)
+		}
+		return "", s.net.DeleteNode(ctx, pos[0])
+	case "delLinkBetween":
+		if len(pos) != 2 {
+			return "", fmt.Errorf("net.delLinkBetween needs two nodes")
+		}
+		return "", s.net.DeleteLink(ctx, pos[0], pos[1], "")
 	}
 	return "", fmt.Errorf(strings.TrimSuffix(pyUnsupported, "\n"), "net."+attr)
 }

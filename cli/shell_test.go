@@ -211,6 +211,13 @@ func TestShellWalkthrough(t *testing.T) {
 	if out := s.command("h3 ping -c 1 h1"); !strings.Contains(out, "1 received") {
 		t.Errorf("h3 cannot reach h1: %q", out)
 	}
+	s.command("px net.delHost(h3)")
+	if out := s.command("net"); strings.Contains(out, "h3") {
+		t.Errorf("net after delHost(h3): %q", out)
+	}
+	if out := s.command("nodes"); strings.Contains(out, "h3") {
+		t.Errorf("nodes after delHost(h3): %q", out)
+	}
 
 	s.command("link s1 h1 down")
 	if out := s.command("h1 ping -c 1 h2"); !strings.Contains(out, "unreachable") {
