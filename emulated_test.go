@@ -153,12 +153,26 @@ func TestEmulatedLinkChange(t *testing.T) {
 	testenv.Root(t)
 	testenv.Tools(t, "iperf3")
 	n := startNet(t, withLinkParams(t, "single,2", topo.Params{"bw": "10", "delay": "10ms"}), Options{})
-	res, err := n.Iperf(context.Background(), "h1", "h2", 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
+	// bw=10 without max_queue_size queues up to 1 MiB (0.84 s), as
+	// Mininet's HTB queue of 1000 packets does, so slow start overflows it
+	// by hundreds of packets at once; when a retransmission is lost too,
+	// TCP waits out a timeout with the queue drained: 8.6 instead of 9.4
+	// Mbit/s, 2 runs in 10 under a neighbour's build beside stall-inject,
+	// with the shaper exact. So a rate below 9.0 is measured again (at
+	// most three runs); above 10.1 fails at once, and a shaper that is
+	// slow fails every run.
+	var mbps float64
+	for attempt := 1; attempt <= 3; attempt++ {
+		res, err := n.Iperf(context.Background(), "h1", "h2", 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mbps = res.ServerBps / 1e6
+		t.Logf("iperf h1->h2, run %d: server %.3f Mbit/s, client %.3f Mbit/s", attempt, mbps, res.ClientBps/1e6)
+		if mbps >= 9.0 {
+			break
+		}
 	}
-	mbps := res.ServerBps / 1e6
-	t.Logf("iperf h1->h2: server %.3f Mbit/s, client %.3f Mbit/s", mbps, res.ClientBps/1e6)
 	if mbps < 9.0 || mbps > 10.1 {
 		t.Errorf("iperf %.3f Mbit/s, want [9.0, 10.1]", mbps)
 	}
@@ -233,9 +247,13 @@ func TestEmulatedDelayAccuracy(t *testing.T) {
 			// Seven windows absorb a stall or two; a run in which the
 			// host stalled in most of them (a fresh-root run: forwarder
 			// lateness up to 20.8 ms, four windows spoilt) is measured
-			// once more before it counts.
+			// again before it counts, up to three runs: beside
+			// stall-inject (a stall every 2-6 s) and a neighbour's build,
+			// two runs in a row kept only 3 good windows of 7 once in ten
+			// tests. A forwarder that adds delay spoils every window of
+			// every run.
 			var problems []string
-			for attempt := 1; attempt <= 2; attempt++ {
+			for attempt := 1; attempt <= 3; attempt++ {
 				if problems = measureAccuracy(t, tc.params, tc.reorder); len(problems) == 0 {
 					return
 				}
