@@ -5,7 +5,7 @@ The shape of Mininet's canonical custom topology, for
     hymn --custom examples/topo-2sw-2host.py --topo mytopo --test pingall
 
 It runs unchanged under Mininet (mn --custom ...) and under hymn, which
-executes it with python3 against a small stand-in for mininet.topo.
+executes it with python3 against its own mininet package.
 """
 
 from mininet.topo import Topo

@@ -255,7 +255,7 @@ func (l *fileLoader) controllers(n *yaml.Node) {
 }
 
 // customController is one entry of a Mininet custom file's controllers
-// dict, as the shim describes it.
+// dict, as the custom file recorder describes it.
 type customController struct {
 	Kind string `json:"kind"`
 	IP   string `json:"ip"`

@@ -2,7 +2,7 @@ package topo
 
 import (
 	"context"
-	"embed"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,15 +15,18 @@ import (
 	"time"
 
 	"github.com/hymn-net/hymn/internal/fileio"
+	"github.com/hymn-net/hymn/python"
 )
 
-// shimFS is hymn's stand-in for the mininet Python package plus the script
-// that runs a custom file against it. A Go program cannot exec Python, and
-// the real mininet package would try to build a network (as root) on
-// import of some modules; the stand-in only records what build() adds.
+// recorderScript runs a custom file against hymn's own mininet package
+// (python.Files, the one "hymn python" uses) and writes what the chosen
+// topology's build() added. The package's objects are proxies that reach a
+// hymn process only when a network is built, so importing it starts
+// nothing; the script refuses, before the file runs, the parts that would
+// (a Mininet object, the CLI).
 //
-//go:embed shim/*.py shim/mininet/*.py
-var shimFS embed.FS
+//go:embed custom_recorder.py
+var recorderScript []byte
 
 // CustomError is a Mininet custom file that failed while hymn ran it: the
 // exception's last traceback line, and the line of the file it came from.
@@ -52,14 +55,15 @@ var knownCustomKeys = []string{
 	"bw", "delay", "jitter", "loss", "max_queue_size", "use_htb",
 	"cpus", "cpupin", "memory", "cmdline",
 	"port1", "port2", "intfName1", "intfName2", "addr1", "addr2", "params1", "params2",
-	// What the stand-in makes of addr1/2 and params1/2's ip and mac.
+	// What the recorder makes of addr1/2 and params1/2's ip and mac.
 	"ip1", "ip2", "mac1", "mac2",
 }
 
 // LoadCustom runs a Mininet custom topology file (mn --custom FILE --topo
 // NAME,ARGS...) with python3 and returns the topology spec names, with
 // warnings about what hymn ignores. The file runs unchanged against a
-// bundled stand-in for the mininet package; its topos dictionary names the
+// hymn's mininet package (the one "hymn python" runs; its Topo records what
+// build() adds); its topos dictionary names the
 // topologies, spec's arguments are converted as mn's makeNumeric does, and a
 // name the file does not define falls back to Mininet's built-ins, as mn
 // merges the two. A file that raises yields a *CustomError and no topology.
@@ -117,7 +121,7 @@ func quoteList(s []string) string {
 	return strings.Join(s, ", ")
 }
 
-// customResult is what the shim writes.
+// customResult is what the recorder writes.
 type customResult struct {
 	Error     string       `json:"error"`
 	Line      int          `json:"line"`
@@ -154,9 +158,9 @@ func runCustom(ctx context.Context, file string, spec Spec, lim Limits) (*custom
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
-	if err := writeShim(dir); err != nil {
-		return nil, fmt.Errorf("writing the mininet stand-in: %w", err)
+	defer func() { _ = os.RemoveAll(dir) }()
+	if err := writeRecorder(dir); err != nil {
+		return nil, fmt.Errorf("writing the mininet package for the custom file: %w", err)
 	}
 	kwargs := [][2]string{}
 	for _, kv := range spec.Kwargs {
@@ -176,7 +180,7 @@ func runCustom(ctx context.Context, file string, spec Spec, lim Limits) (*custom
 	defer cancel()
 	// -B and PYTHONDONTWRITEBYTECODE keep __pycache__ out of the user's
 	// directory; -s keeps user site-packages (a real mininet there) out.
-	cmd := exec.CommandContext(ctx, python, "-B", "-s", filepath.Join(dir, "hymn_custom.py"), reqPath, resPath)
+	cmd := exec.CommandContext(ctx, python, "-B", "-s", filepath.Join(dir, recorderName), reqPath, resPath)
 	cmd.Env = append(os.Environ(), "PYTHONPATH="+dir+pathListTail(os.Getenv("PYTHONPATH")), "PYTHONDONTWRITEBYTECODE=1")
 	cmd.WaitDelay = 2 * time.Second
 	// What the file prints is kept only for the error message: its tail,
@@ -211,8 +215,8 @@ func runCustom(ctx context.Context, file string, spec Spec, lim Limits) (*custom
 	return res, nil
 }
 
-// decodeCustomResult reads what the shim wrote. It is input like any
-// other: the custom file runs inside the shim and can write anything.
+// decodeCustomResult reads what the recorder wrote. It is input like any
+// other: the custom file runs inside the recorder and can write anything.
 func decodeCustomResult(data []byte) (*customResult, error) {
 	var res customResult
 	if err := json.Unmarshal(data, &res); err != nil {
@@ -253,26 +257,34 @@ func lastLine(s string) string {
 	return strings.TrimSpace(lines[len(lines)-1])
 }
 
-// writeShim copies the embedded stand-in into dir.
-func writeShim(dir string) error {
-	return fs.WalkDir(shimFS, "shim", func(p string, d fs.DirEntry, err error) error {
+// recorderName is the recorder's file name in the run's directory: beside
+// the mininet package, so that Python puts both first on sys.path.
+const recorderName = "hymn_custom.py"
+
+// writeRecorder copies the embedded mininet package and the recorder into
+// dir.
+func writeRecorder(dir string) error {
+	err := fs.WalkDir(python.Files, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		rel := strings.TrimPrefix(strings.TrimPrefix(p, "shim"), "/")
-		dst := filepath.Join(dir, filepath.FromSlash(rel))
+		dst := filepath.Join(dir, filepath.FromSlash(p))
 		if d.IsDir() {
 			return os.MkdirAll(dst, 0o700)
 		}
-		data, err := shimFS.ReadFile(p)
+		data, err := python.Files.ReadFile(p)
 		if err != nil {
 			return err
 		}
 		return os.WriteFile(dst, data, 0o600)
 	})
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, recorderName), recorderScript, 0o600)
 }
 
-// build turns the shim's record into a Topo, in the order build() added
+// build turns the recorder's record into a Topo, in the order build() added
 // things, with the ports Mininet numbered.
 func (r *customResult) build() (*Topo, []string, error) {
 	t := New()
@@ -281,7 +293,7 @@ func (r *customResult) build() (*Topo, []string, error) {
 		switch n.Kind {
 		case KindHost, KindSwitch, KindRouter:
 		default:
-			return nil, nil, fmt.Errorf("node %s: unexpected kind %q from the stand-in", n.Name, n.Kind)
+			return nil, nil, fmt.Errorf("node %s: unexpected kind %q from the recorder", n.Name, n.Kind)
 		}
 		warnings = append(warnings, unknownKeys("node "+n.Name, n.Params)...)
 		t.AddNode(n.Name, n.Kind, n.Params)

@@ -174,8 +174,8 @@ func TestLoadCustomBuiltinFallback(t *testing.T) {
 	}
 }
 
-// The stand-in's topolib gives the same wiring as hymn's built-ins.
-func TestLoadCustomStandInTopolib(t *testing.T) {
+// The mininet package's topolib gives the same wiring as hymn's built-ins.
+func TestLoadCustomTopolib(t *testing.T) {
 	needPython(t)
 	dir := t.TempDir()
 	file := dir + "/lib.py"
@@ -192,5 +192,107 @@ func TestLoadCustomStandInTopolib(t *testing.T) {
 				t.Errorf("links\n  %v\nwant (%s)\n  %v", g, c[1], w)
 			}
 		})
+	}
+}
+
+func writeCustom(t *testing.T, src string) string {
+	t.Helper()
+	file := t.TempDir() + "/custom.py"
+	if err := os.WriteFile(file, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+// The custom file runs against hymn's own mininet package, but nothing in
+// it may build or reach a network while hymn reads the file: each of these
+// fails at its line, naming what to use instead.
+func TestLoadCustomRefusesNetwork(t *testing.T) {
+	needPython(t)
+	head := "from mininet.topo import Topo\nfrom mininet.net import Mininet\nfrom mininet.cli import CLI\n" +
+		"class T(Topo):\n    def build(self):\n        self.addHost('h1')\n"
+	cases := []struct{ name, src, want string }{
+		{"mininet at import", head + "net = Mininet(T())\ntopos = {'t': T}\n",
+			`:7: CustomFileError: Creating a Mininet object is not possible while hymn reads a custom topology file (--custom)`},
+		{"mininet in build", head + "class U(Topo):\n    def build(self):\n        Mininet()\ntopos = {'t': U}\n",
+			`:9: CustomFileError: Creating a Mininet object is not possible`},
+		{"subclass", head + "class N(Mininet):\n    pass\nN()\ntopos = {'t': T}\n",
+			`:9: CustomFileError: Creating a Mininet object is not possible`},
+		{"treenet", "from mininet.topolib import TreeNet\nTreeNet(depth=1)\ntopos = {}\n",
+			`CustomFileError: Creating a Mininet object is not possible`},
+		{"cli", head + "CLI(None)\ntopos = {'t': T}\n",
+			`:7: CustomFileError: Starting the Mininet CLI is not possible`},
+		{"connection", "from mininet import _hymn\n_hymn.shared()\ntopos = {}\n",
+			`:2: CustomFileError: Reaching a hymn network is not possible`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			// HYMN_BIN names a program that must never run.
+			marker := t.TempDir() + "/ran"
+			bin := t.TempDir() + "/hymn"
+			if err := os.WriteFile(bin, []byte("#!/bin/sh\ntouch "+marker+"\n"), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			t.Setenv("HYMN_BIN", bin)
+			s, _ := ParseSpec("t")
+			top, _, err := LoadCustom(context.Background(), writeCustom(t, c.src), s)
+			if err == nil || top != nil {
+				t.Fatalf("loaded: top=%v err=%v", top != nil, err)
+			}
+			if !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), `use "hymn python SCRIPT"`) {
+				t.Errorf("error:\n  %v\nwant it to contain:\n  %s\nand name hymn python SCRIPT", err, c.want)
+			}
+			if !errors.Is(err, ErrBadFile) {
+				t.Errorf("error %v is not ErrBadFile", err)
+			}
+			if _, err := os.Stat(marker); err == nil {
+				t.Error("the custom file ran hymn")
+			}
+		})
+	}
+}
+
+// What custom files import at load time comes from the real package, with
+// Mininet's behaviour: helpers work, cleanup() is skipped with a warning,
+// and a name Mininet lacks is an ImportError as under mn.
+func TestLoadCustomImports(t *testing.T) {
+	needPython(t)
+	src := `from mininet.topo import Topo
+from mininet.node import Host, CPULimitedHost, OVSSwitch, OVSBridge, UserSwitch, LinuxBridge, RemoteController, Controller
+from mininet.nodelib import NAT
+from mininet.link import Link, TCLink, Intf, TCIntf
+from mininet.util import irange, custom, quietRun, which, retry, waitListening, dumpNodeConnections, makeNumeric
+from mininet.log import setLogLevel, info, lg, OUTPUT
+from mininet.clean import cleanup
+from mininet.moduledeps import moduleDeps
+from mininet.term import makeTerm
+import mininet
+setLogLevel('warning')
+cleanup()
+assert makeNumeric('3') == 3 and OUTPUT == 25
+class T(Topo):
+    def build(self, n=2):
+        s = self.addSwitch('s1', cls=OVSBridge)
+        for i in irange(1, n):
+            self.addLink(self.addHost('h%d' % i, cls=custom(CPULimitedHost, cpu=.1)), s, cls=TCLink, bw=5)
+topos = {'t': T}
+`
+	top, warnings := loadCustom(t, writeCustom(t, src), "t,3")
+	if got := linkStrings(top.Links()); !slices.Equal(got, []string{"h1:0-s1:1", "h2:0-s1:2", "h3:0-s1:3"}) {
+		t.Errorf("links = %v", got)
+	}
+	if p := top.Node("h2").Params; p["cls"] != "CPULimitedHost" || p["cpu"] != "0.1" {
+		t.Errorf("h2 params = %v", p)
+	}
+	if p := top.Links()[0].Params; p["cls"] != "TCLink" || p["bw"] != "5" {
+		t.Errorf("h1-s1 params = %v", p)
+	}
+	if !slices.ContainsFunc(warnings, func(w string) bool { return strings.Contains(w, "cleanup()") }) {
+		t.Errorf("no warning about cleanup(): %q", warnings)
+	}
+	s, _ := ParseSpec("t")
+	_, _, err := LoadCustom(context.Background(), writeCustom(t, "from mininet.node import NoSuchSwitch\n"), s)
+	if err == nil || !strings.Contains(err.Error(), ":1: ImportError: cannot import name 'NoSuchSwitch'") {
+		t.Errorf("err = %v", err)
 	}
 }

@@ -13,6 +13,7 @@
 // error names file:line:column and the field, unknown keys are errors;
 // schema/topology.schema.json), MiniEdit .mn files (LoadMiniEdit), and
 // Mininet custom Python topologies (LoadCustom), which run unchanged with
-// python3 against a small embedded stand-in for the mininet package that
-// records addHost/addSwitch/addLink. DOT renders a topology for Graphviz.
+// python3 against hymn's embedded mininet package (the one "hymn python"
+// runs), whose Topo records addHost/addSwitch/addLink. DOT renders a
+// topology for Graphviz.
 package topo

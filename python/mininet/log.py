@@ -3,8 +3,11 @@
 import logging
 import sys
 
+OUTPUT = 25  # Mininet's level between info and warning
+LOGMSGFORMAT = '%(message)s'
 LEVELS = {'debug': logging.DEBUG, 'info': logging.INFO,
-          'output': 25, 'warning': logging.WARNING, 'warn': logging.WARNING,
+          'output': OUTPUT,
+          'warning': logging.WARNING, 'warn': logging.WARNING,
           'error': logging.ERROR, 'critical': logging.CRITICAL}
 LOGLEVELDEFAULT = 'output'
 _level = [LEVELS[LOGLEVELDEFAULT]]
@@ -26,7 +29,7 @@ def _writer(level):
 
 debug = _writer(logging.DEBUG)
 info = _writer(logging.INFO)
-output = _writer(25)
+output = _writer(OUTPUT)
 warn = warning = _writer(logging.WARNING)
 error = _writer(logging.ERROR)
 critical = _writer(logging.CRITICAL)

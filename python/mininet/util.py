@@ -13,10 +13,12 @@ import sys
 import time
 from functools import partial
 
-from mininet.log import output, info, error, debug
+# warn too: Mininet's util exports it.
+from mininet.log import output, info, error, debug, warn  # noqa: F401
 
 BaseString = str
 Python3 = True
+Encoding = 'utf-8'
 
 
 def irange(start, end):
@@ -224,6 +226,29 @@ def quietRun(cmd, **kwargs):
 def run(cmd):
     "Run a command, returning its output."
     return errRun(cmd)[0]
+
+
+def checkRun(cmd):
+    "Run cmd (split at spaces), raising CalledProcessError if it fails."
+    return subprocess.check_call(cmd.split(' '))
+
+
+def which(cmd, **kwargs):
+    "The path of cmd on PATH, or None, as Mininet's which."
+    out = quietRun(['which', cmd], **kwargs).strip()
+    return out or None
+
+
+def retry(retries, delaySecs, fn, *args, **keywords):
+    """Call fn until it returns something true, at most retries+1 times,
+    delaySecs apart; exit (as Mininet does) once the retries ran out."""
+    tries = 0
+    while not fn(*args, **keywords) and tries < retries:
+        time.sleep(delaySecs)
+        tries += 1
+    if tries >= retries:
+        error('*** gave up after %i retries\n' % tries)
+        sys.exit(1)
 
 
 def isShellBuiltin(cmd):

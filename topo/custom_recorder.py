@@ -4,10 +4,16 @@ Usage: python3 hymn_custom.py REQUEST.json RESULT.json
 
 The request names the file, the topology (a key of the file's topos
 dictionary) and its arguments. The file is exec'd as mn --custom does,
-against hymn's stand-in mininet package (this script's directory comes first
-on sys.path), the topology is built, and its nodes and links are written to
-RESULT.json for hymn to turn into its own model. Nothing else is written to
-the result, so whatever the file prints cannot corrupt it.
+against hymn's mininet package (the one "hymn python" runs, extracted beside
+this script, so it comes first on sys.path), the topology is built (Topo
+records what build() adds, in order), and its nodes and links are written
+to RESULT.json for hymn to turn into its own model. Nothing else is written
+to the result, so whatever the file prints cannot corrupt it.
+
+Importing the package starts nothing; only a network would reach hymn. So
+before the file runs, guard() makes what would build or reach one (a
+Mininet object, the CLI, a connection to hymn) raise CustomFileError
+naming what to use instead, and cleanup() a no-op.
 """
 
 import functools
@@ -15,6 +21,39 @@ import json
 import sys
 import traceback
 import types
+
+
+class CustomFileError(Exception):
+    "The file used a part of Mininet that runs a network."
+
+
+def refuse(what):
+    "A replacement __init__ that explains why what cannot run here."
+    def fail(*_args, **_kwargs):
+        raise CustomFileError(
+            '%s is not possible while hymn reads a custom topology file '
+            '(--custom): hymn builds only the topologies of its topos '
+            'dictionary; to run a script that builds its own network, use '
+            '"hymn python SCRIPT"' % what)
+    return fail
+
+
+def guard(warnings):
+    """Make the package's parts that run a network refuse, before the
+    file runs (a file may call them at import time)."""
+    import mininet.net
+    import mininet.cli
+    import mininet.clean
+    import mininet._hymn
+    mininet.net.Mininet.__init__ = refuse('Creating a Mininet object')
+    mininet.cli.CLI.__init__ = refuse('Starting the Mininet CLI')
+    mininet._hymn.Connection.__init__ = refuse('Reaching a hymn network')
+
+    def cleanup(*_args, **_kwargs):
+        warnings.append('the file called mininet.clean.cleanup() while '
+                        'being loaded; hymn skipped it (hymn clean does it)')
+    mininet.clean.cleanup = cleanup
+    mininet.clean.Cleanup.cleanup = classmethod(cleanup)
 
 
 def write(path, obj):
@@ -156,12 +195,15 @@ def describe_controller(key, value, warnings):
                         'ref, ovsc and remote); ignored'
                         % (key, type(obj).__name__))
         return None
-    params = getattr(obj, 'params', {}) or {}
     out = {'kind': kind}
-    if 'ip' in params:
-        out['ip'] = text(params['ip'])
-    if 'port' in params and params['port'] is not None:
-        out['port'] = text(params['port'])
+    ip, port = getattr(obj, 'ip', None), getattr(obj, 'port', None)
+    if ip is not None:
+        out['ip'] = text(ip)
+    # 6653 is every controller class's default; left out, it lets hymn
+    # move a controller it runs to the next free port when another
+    # network holds 6653 (for a remote one the two are the same).
+    if port is not None and (kind == 'remote' or port != 6653):
+        out['port'] = text(port)
     return out
 
 
@@ -224,6 +266,8 @@ def main():
         req = json.load(f)
     filename = req['file']
     customs = {}
+    warnings = []
+    guard(warnings)
     try:
         with open(filename) as f:
             source = f.read()
@@ -238,7 +282,6 @@ def main():
         write(result_path, failure(e, filename))
         return
 
-    warnings = []
     controllers = {}
     if isinstance(customs.get('controllers'), dict):
         for key, value in customs['controllers'].items():
