@@ -22,6 +22,9 @@ type sdnNet struct {
 	specs       []*topo.Controller
 	controllers []*nodes.Controller
 	ovs         *nodes.OVSNet
+	// only holds the controllers a switch was given by name
+	// (SetSwitchControllers); a switch not in it has every controller.
+	only map[string][]string
 }
 
 // isOpenFlow reports whether the network's switches are OpenFlow switches.
@@ -153,10 +156,52 @@ func (n *Network) bridgeOf(p *topo.PlannedNode) *nodes.OVSBridge {
 	if v := p.Params["protocols"]; v != "" {
 		b.Protocols = v
 	}
+	chosen, picked := n.sdn.only[p.Name]
 	for _, c := range n.sdn.controllers {
-		b.Controllers = append(b.Controllers, c.Target())
+		if !picked || slices.Contains(chosen, c.Name()) {
+			b.Controllers = append(b.Controllers, c.Target())
+		}
 	}
 	return b
+}
+
+// SetSwitchControllers connects a running OpenFlow switch to the named
+// controllers only, as Mininet's switch.start([c1]) does (controllers2.py
+// gives each switch its own controller); none leaves it without one. The
+// choice holds when the switch is stopped and started again.
+func (n *Network) SetSwitchControllers(ctx context.Context, name string, controllers []string) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.built || n.stopped {
+		return ErrNotBuilt
+	}
+	p := n.plan.Node(name)
+	if p == nil || !p.IsSwitch() {
+		return fmt.Errorf("%w: switch %s", ErrUnknownNode, name)
+	}
+	if n.OVS() == nil || n.sdn.ovs.Bridge(name) == nil {
+		return fmt.Errorf("switch %s is not a running OpenFlow switch (--switch ovsk)", name)
+	}
+	known := n.ControllerNames()
+	for _, c := range controllers {
+		if !slices.Contains(known, c) {
+			return fmt.Errorf("switch %s: %w: controller %s (the network has %s)", name, ErrUnknownNode, c, strings.Join(known, ", "))
+		}
+	}
+	if n.sdn.only == nil {
+		n.sdn.only = map[string][]string{}
+	}
+	prev, had := n.sdn.only[name]
+	n.sdn.only[name] = slices.Clone(controllers)
+	if err := n.sdn.ovs.SetControllers(ctx, name, n.bridgeOf(p).Controllers); err != nil {
+		if had {
+			n.sdn.only[name] = prev
+		} else {
+			delete(n.sdn.only, name)
+		}
+		return err
+	}
+	return nil
 }
 
 // startSDN starts the controllers, then the OpenFlow switches, printing
@@ -229,16 +274,15 @@ func (n *Network) StopSwitch(ctx context.Context, name string) error {
 }
 
 // waitOpenFlow waits until every running OpenFlow switch is connected to
-// every controller (mn -w).
+// each of its controllers (mn -w).
 func (n *Network) waitOpenFlow(ctx context.Context) error {
 	if n.OVS() == nil || len(n.sdn.controllers) == 0 {
 		return nil
 	}
-	want := n.sdn.ovs.RunningBridges()
 	for {
 		ready := true
 		for _, c := range n.sdn.controllers {
-			ready = ready && c.Connections() >= want
+			ready = ready && c.Connections() >= n.sdn.ovs.BridgesUsing(c.Target())
 		}
 		if ready {
 			return nil

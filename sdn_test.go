@@ -338,3 +338,66 @@ func sdnHelperNetwork() int {
 	n.Stop()
 	return 0
 }
+
+// TestSwitchControllersPerSwitch is Mininet's controllers2.py: two
+// controllers, each switch connected to its own (s1.start([c0]),
+// s2.start([c1])). OVS then has one controller per bridge, mn -w waits
+// for those connections only, the choice survives a switch restart, and
+// an unknown controller is refused with nothing changed.
+func TestSwitchControllersPerSwitch(t *testing.T) {
+	sdnTools(t)
+	n, _ := startSDN(t, "linear,2", Options{}, topo.Params{"kind": "ovsc"}, topo.Params{"kind": "ovsc"})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	targets := map[string]string{}
+	for _, c := range n.Controllers() {
+		targets[c.Name()] = c.Target()
+	}
+	getController := func(sw string) string {
+		t.Helper()
+		out, err := n.OVS().Vsctl(ctx, "get-controller", sw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(out)
+	}
+	if got := strings.Fields(getController("s1")); len(got) != 2 {
+		t.Fatalf("s1 before: controllers %v, want both", got)
+	}
+	if err := n.SetSwitchControllers(ctx, "s1", []string{"c0"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.SetSwitchControllers(ctx, "s2", []string{"c1"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := getController("s1"); got != targets["c0"] {
+		t.Errorf("s1's controller %q, want c0's %q", got, targets["c0"])
+	}
+	if got := getController("s2"); got != targets["c1"] {
+		t.Errorf("s2's controller %q, want c1's %q", got, targets["c1"])
+	}
+	if err := n.WaitConnected(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if loss := pingLoss(t, n, "h1", "h2"); loss != 0 {
+		t.Errorf("h1 <-> h2, each switch on its own controller: %v%% dropped", loss)
+	}
+	if err := n.StopSwitch(ctx, "s2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.StartSwitch(ctx, "s2"); err != nil {
+		t.Fatal(err)
+	}
+	if got := getController("s2"); got != targets["c1"] {
+		t.Errorf("s2's controller after stop and start %q, want c1's %q", got, targets["c1"])
+	}
+	if err := n.SetSwitchControllers(ctx, "s1", []string{"c9"}); err == nil || !strings.Contains(err.Error(), "c9") {
+		t.Errorf("an unknown controller: %v", err)
+	}
+	if got := getController("s1"); got != targets["c0"] {
+		t.Errorf("s1's controller after a refused change %q, want c0's", got)
+	}
+	if err := n.SetSwitchControllers(ctx, "h1", nil); err == nil {
+		t.Error("a host's controllers: no error")
+	}
+}

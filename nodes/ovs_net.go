@@ -305,15 +305,7 @@ func (o *OVSNet) StartBridges(ctx context.Context, bridges []*OVSBridge) error {
 		if b.Protocols != "" {
 			args = append(args, "protocols="+b.Protocols)
 		}
-		var ids []string
-		for i, target := range b.Controllers {
-			id := fmt.Sprintf("@c%d_%s", i, strings.NewReplacer("-", "_", ".", "_").Replace(b.Name))
-			ids = append(ids, id)
-			args = append(args, "--", "--id="+id, "create", "controller", "target=\""+target+"\"", "max_backoff=1000")
-		}
-		if len(ids) > 0 {
-			args = append(args, "--", "set", "bridge", b.Name, "controller=["+strings.Join(ids, ",")+"]")
-		}
+		args = append(args, controllerArgs(b)...)
 		for _, p := range o.ports[b.Name] {
 			args = append(args, "--", "--may-exist", "add-port", b.Name, p)
 			args = append(args, ofportRequest(b.Name, p)...)
@@ -328,6 +320,42 @@ func (o *OVSNet) StartBridges(ctx context.Context, bridges []*OVSBridge) error {
 	for _, b := range bridges {
 		o.bridges[b.Name] = b
 	}
+	o.mu.Unlock()
+	return nil
+}
+
+// controllerArgs are the ovs-vsctl commands that give a bridge its
+// controllers (none when it has none).
+func controllerArgs(b *OVSBridge) []string {
+	var args, ids []string
+	for i, target := range b.Controllers {
+		id := fmt.Sprintf("@c%d_%s", i, strings.NewReplacer("-", "_", ".", "_").Replace(b.Name))
+		ids = append(ids, id)
+		args = append(args, "--", "--id="+id, "create", "controller", "target=\""+target+"\"", "max_backoff=1000")
+	}
+	if len(ids) > 0 {
+		args = append(args, "--", "set", "bridge", b.Name, "controller=["+strings.Join(ids, ",")+"]")
+	}
+	return args
+}
+
+// SetControllers connects a running bridge to the given OpenFlow targets
+// only (Mininet's switch.start([c1])), in one transaction.
+func (o *OVSNet) SetControllers(ctx context.Context, name string, targets []string) error {
+	o.mu.Lock()
+	b := o.bridges[name]
+	o.mu.Unlock()
+	if b == nil {
+		return fmt.Errorf("switch %s: no running Open vSwitch bridge", name)
+	}
+	nb := *b
+	nb.Controllers = slices.Clone(targets)
+	args := append([]string{"--", "clear", "bridge", name, "controller"}, controllerArgs(&nb)...)
+	if _, err := o.Vsctl(ctx, args...); err != nil {
+		return fmt.Errorf("switch %s: setting its controllers: %w", name, err)
+	}
+	o.mu.Lock()
+	o.bridges[name] = &nb
 	o.mu.Unlock()
 	return nil
 }
@@ -351,11 +379,18 @@ func (o *OVSNet) Bridge(name string) *OVSBridge {
 	return o.bridges[name]
 }
 
-// RunningBridges returns how many bridges run.
-func (o *OVSNet) RunningBridges() int {
+// BridgesUsing returns how many running bridges have the controller
+// target among theirs.
+func (o *OVSNet) BridgesUsing(target string) int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return len(o.bridges)
+	k := 0
+	for _, b := range o.bridges {
+		if slices.Contains(b.Controllers, target) {
+			k++
+		}
+	}
+	return k
 }
 
 // Delete stops the daemons, removes the namespace (and with it every

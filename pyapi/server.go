@@ -272,6 +272,8 @@ func (s *Server) handle(ctx context.Context, op string, raw json.RawMessage) (an
 			return nil, err
 		}
 		return nil, n.DeleteLink(ctx, a.Node1, a.Node2, a.Intf1)
+	case "switchControllers":
+		return nil, s.switchControllers(ctx, raw)
 	case "setLink":
 		return s.setLink(raw)
 	case "linkStatus":
@@ -320,6 +322,28 @@ func (s *Server) delNode(ctx context.Context, raw json.RawMessage) error {
 		return fmt.Errorf("%w: deleting controller %s from a running network: hymn's controllers run until the network stops (net.stop())", errUnsupported, a.Name)
 	}
 	return n.DeleteNode(ctx, a.Name)
+}
+
+// switchControllers connects an OpenFlow switch to the named controllers
+// only (switch.start([c1])). A switch hymn runs without OpenFlow (a
+// Linux bridge under --switch lxbr) ignores them, as Mininet's
+// LinuxBridge.start does.
+func (s *Server) switchControllers(ctx context.Context, raw json.RawMessage) error {
+	var a struct {
+		Name        string
+		Controllers []string
+	}
+	if err := decode(raw, &a); err != nil {
+		return err
+	}
+	n, err := s.network("switchControllers")
+	if err != nil {
+		return err
+	}
+	if n.OVS() == nil || n.OVS().Bridge(a.Name) == nil {
+		return nil
+	}
+	return n.SetSwitchControllers(ctx, a.Name, a.Controllers)
 }
 
 // NodeSpec is a node of a build request.

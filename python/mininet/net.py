@@ -25,6 +25,9 @@ from mininet import _hymn
 
 VERSION = "2.3.0 (hymn)"
 
+# The environment that points Open vSwitch's tools at a database.
+OVS_ENV = ('OVS_RUNDIR', 'OVS_DBDIR', 'OVS_LOGDIR')
+
 
 def _unsupported(what, instead):
     raise NotImplementedError('%s is not supported by hymn: %s'
@@ -72,6 +75,7 @@ class Mininet(object):
         self.terms = []
         self.conn = None
         self.hymnRun = None
+        self._ovsEnvBefore = None  # os.environ's OVS_* before _pointOVSTools
         self.built = False  # Mininet's: build() ran
         self.deployed = False  # hymn built the network (on first need)
         self._constructing = False
@@ -442,6 +446,7 @@ class Mininet(object):
         for link in self.links:
             link.deployed = True
         self._absorb(res['nodes'])
+        self._pointOVSTools(res['nodes'])
         for link in self.links:
             if link.adoptsPair():
                 self._adoptIntf(link.intf1)
@@ -450,6 +455,27 @@ class Mininet(object):
             self._adoptIntf(intf)
         del _pendingAdopt[:]
         self._runEarly()
+
+    def _pointOVSTools(self, nodes):
+        """With OpenFlow switches, ovs-vsctl and ovs-ofctl run by the
+        script or its CLI's sh (os.system, quietRun) reach hymn's Open
+        vSwitch, where Mininet's would reach the system's."""
+        for info in nodes:
+            d = info.get('ovsDir')
+            if d and self._ovsEnvBefore is None:
+                self._ovsEnvBefore = {k: os.environ.get(k) for k in OVS_ENV}
+                for k in OVS_ENV:
+                    os.environ[k] = d
+                return
+
+    def _restoreOVSTools(self):
+        "After stop, the tools reach what they reached before."
+        before, self._ovsEnvBefore = self._ovsEnvBefore, None
+        for k, v in (before or {}).items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
     def _runEarly(self):
         for node in self.hosts + self.switches:
@@ -460,6 +486,7 @@ class Mininet(object):
     def _deployNode(self, node):
         res = self.conn.request('addNode', **self._nodeSpec(node))
         self._absorb([res])
+        self._pointOVSTools([res])
         self._runEarly()
 
     def _deployLink(self, link):
@@ -525,6 +552,7 @@ class Mininet(object):
         if self.stopped:
             return
         self.stopped = True
+        self._restoreOVSTools()
         info('*** Stopping %i controllers\n' % len(self.controllers))
         for controller in self.controllers:
             info(controller.name + ' ')

@@ -828,6 +828,14 @@ class OVSSwitch(Switch):
 
     def start(self, controllers):
         Switch.start(self, controllers)
+        # hymn connects every switch to every controller; a switch
+        # started with fewer (controllers2.py: s1.start([c1])) says which.
+        net = self.net
+        names = [c.name for c in controllers]
+        if net is not None and self.hymnKind == 'ovsk' and \
+                names != [c.name for c in net.controllers]:
+            net.conn.request('switchControllers', name=self.name,
+                             controllers=names)
         # Mininet asks OVS for its port numbers (ofport_request); hymn adds
         # ports in order, so only out-of-order numbers need asking.
         d = (self.hymn or {}).get('ovsDir')

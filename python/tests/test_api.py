@@ -416,6 +416,28 @@ class TestKinds(NetCase):
         self.assertEqual(net.pingAll(), 0)
         self.assertEqual([c.name for c in net.controllers], ['c0'])
 
+    def test_controller_per_switch(self):
+        "controllers2.py's mid-level start: each switch its own controller."
+        net = self.net(switch=OVSSwitch, controller=None, build=False)
+        c1 = net.addController('c1', controller=OVSController, port=6633)
+        c2 = net.addController('c2', controller=OVSController, port=6634)
+        s1, s2 = net.addSwitch('s1'), net.addSwitch('s2')
+        h1, h2 = net.addHost('h1'), net.addHost('h2')
+        for a, b in ((h1, s1), (h2, s2), (s1, s2)):
+            net.addLink(a, b)
+        net.build()
+        c1.start()
+        c2.start()
+        s1.start([c1])
+        s2.start([c2])
+        got = [quietRun('ovs-vsctl get-controller %s' % s).strip()
+               for s in ('s1', 's2')]
+        self.assertTrue(got[0].endswith('c1.sock'), got)
+        self.assertTrue(got[1].endswith('c2.sock'), got)
+        with captured():
+            net.waitConnected()
+        self.assertEqual(net.pingAll(), 0)
+
     def test_ovsbridge(self):
         net = self.net(topo=SingleSwitchTopo(2), switch=OVSBridge)
         net.start()
