@@ -110,6 +110,18 @@ func (n *Network) pingOnce(ctx context.Context, src, dst string, timeout time.Du
 
 // pingMatrix pings every ordered pair of the hosts, printing Mininet's
 // "h1 -> h2 X " rows in order while the pings run concurrently.
+// pingRowByRow says whether a matrix pings one source's row at a time
+// (its pings to every other host at once): behind OpenFlow controllers.
+// A reactive controller (Mininet's learning switch) learns where a host is
+// from the first packet it sees and installs flows from what it knows
+// then, for a minute. Rows in Mininet's order (h1 to all, then h2, ...)
+// teach it where h1 is before anyone pings h1; the whole matrix at once
+// can ask first and pin a flow to a port the host has left (mobility.py:
+// h2 -> h1 lost after a move, until the flow times out).
+func (n *Network) pingRowByRow() bool {
+	return n.isOpenFlow() && len(n.ControllerNames()) > 0
+}
+
 func (n *Network) pingMatrix(ctx context.Context, hosts []*topo.PlannedNode, timeout time.Duration, header bool) ([]PingResult, error) {
 	lg := n.log()
 	if header {
@@ -129,11 +141,19 @@ func (n *Network) pingMatrix(ctx context.Context, hosts []*topo.PlannedNode, tim
 	done := make([]chan struct{}, len(jobs))
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	rowByRow := n.pingRowByRow()
+	rowStart := make([]int, len(hosts)) // the first job of each source's row
+	for i := len(jobs) - 1; i >= 0; i-- {
+		rowStart[jobs[i].src] = i
+	}
 	sem := make(chan struct{}, n.opts.Workers)
 	for i := range jobs {
 		done[i] = make(chan struct{})
 		go func() {
 			defer close(done[i])
+			if rowByRow && jobs[i].src > 0 {
+				<-done[rowStart[jobs[i].src]-1] // the rows before this one
+			}
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			if ctx.Err() != nil {

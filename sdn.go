@@ -165,10 +165,15 @@ func (n *Network) bridgeOf(p *topo.PlannedNode) *nodes.OVSBridge {
 	return b
 }
 
-// SetSwitchControllers connects a running OpenFlow switch to the named
+// SetSwitchControllers connects a running OpenFlow switch to the given
 // controllers only, as Mininet's switch.start([c1]) does (controllers2.py
-// gives each switch its own controller); none leaves it without one. The
-// choice holds when the switch is stopped and started again.
+// gives each switch its own controller); none leaves it without one. An
+// entry names one of the network's controllers, or is the address one of
+// them listens on as tcp:IP:PORT (controllers.py's RemoteController for
+// c0's port): the switches' ovs-vswitchd runs in a namespace of its own,
+// whose loopback is not the machine's, so a switch reaches a controller
+// through the network's relay to it. The choice holds when the switch is
+// stopped and started again.
 func (n *Network) SetSwitchControllers(ctx context.Context, name string, controllers []string) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -183,7 +188,19 @@ func (n *Network) SetSwitchControllers(ctx context.Context, name string, control
 		return fmt.Errorf("switch %s is not a running OpenFlow switch (--switch ovsk)", name)
 	}
 	known := n.ControllerNames()
-	for _, c := range controllers {
+	controllers = slices.Clone(controllers)
+	for i, c := range controllers {
+		if addr, ok := strings.CutPrefix(c, "tcp:"); ok {
+			for _, nc := range n.sdn.controllers {
+				if nc.Addr() == addr {
+					controllers[i] = nc.Name()
+				}
+			}
+			if controllers[i] == c {
+				return fmt.Errorf("switch %s: no controller of the network listens on %s (add it to the network: net.addController, --controller remote,ip=...,port=...)", name, addr)
+			}
+			continue
+		}
 		if !slices.Contains(known, c) {
 			return fmt.Errorf("switch %s: %w: controller %s (the network has %s)", name, ErrUnknownNode, c, strings.Join(known, ", "))
 		}

@@ -400,4 +400,16 @@ func TestSwitchControllersPerSwitch(t *testing.T) {
 	if err := n.SetSwitchControllers(ctx, "h1", nil); err == nil {
 		t.Error("a host's controllers: no error")
 	}
+	// controllers.py: a RemoteController at c1's address means c1, reached
+	// through its relay (ovs-vswitchd's loopback is its namespace's own).
+	c1 := n.Controllers()[1]
+	if err := n.SetSwitchControllers(ctx, "s1", []string{"tcp:" + c1.Addr()}); err != nil {
+		t.Fatal(err)
+	}
+	if got := getController("s1"); got != targets["c1"] {
+		t.Errorf("s1 given tcp:%s: controller %q, want c1's %q", c1.Addr(), got, targets["c1"])
+	}
+	if err := n.SetSwitchControllers(ctx, "s1", []string{"tcp:127.0.0.1:1"}); err == nil || !strings.Contains(err.Error(), "127.0.0.1:1") {
+		t.Errorf("an address no controller of the network listens on: %v", err)
+	}
 }

@@ -168,7 +168,7 @@ class Mininet(object):
                          'add the NAT before start() (hymn sets up its '
                          'masquerading when it builds the network)')
         nat = self.addHost(name, cls=NAT, inNamespace=True,
-                           subnet=self.ipBase, **params)
+                           subnet=self.ipBase, hymnRootNAT=True, **params)
         if connect:
             if not isinstance(connect, Node):
                 connect = self.switches[0]

@@ -830,12 +830,16 @@ class OVSSwitch(Switch):
         Switch.start(self, controllers)
         # hymn connects every switch to every controller; a switch
         # started with fewer (controllers2.py: s1.start([c1])) says which.
+        # A controller the network does not run (a RemoteController made
+        # for this switch alone, controllers.py) goes as its target.
         net = self.net
-        names = [c.name for c in controllers]
-        if net is not None and self.hymnKind == 'ovsk' and \
-                names != [c.name for c in net.controllers]:
-            net.conn.request('switchControllers', name=self.name,
-                             controllers=names)
+        if net is not None and self.hymnKind == 'ovsk':
+            ours = [c.name for c in net.controllers]
+            want = [c.name if c.name in ours else
+                    'tcp:%s:%s' % (c.IP(), c.port) for c in controllers]
+            if want != ours:
+                net.conn.request('switchControllers', name=self.name,
+                                 controllers=want)
         # Mininet asks OVS for its port numbers (ofport_request); hymn adds
         # ports in order, so only out-of-order numbers need asking.
         d = (self.hymn or {}).get('ovsDir')
@@ -858,12 +862,16 @@ class OVSSwitch(Switch):
         return self.cmd('ovs-vsctl', *args)
 
     def attach(self, intf):
-        raise NotImplementedError('OVSSwitch.attach: links added with '
-                                  'net.addLink attach themselves')
+        """Make an interface in the switches' namespace a port of this
+        switch (links added with net.addLink attach themselves; this is
+        for scripts that move ports, as mobility.py does). hymn's view
+        of the wiring (net, links) keeps the link where it was built."""
+        self.vsctl('add-port', self, intf)
+        self.cmd('ip link set', intf, 'up')
 
     def detach(self, intf):
-        raise NotImplementedError('OVSSwitch.detach: use '
-                                  "net.configLinkStatus(a, b, 'down')")
+        "Take a port out of this switch; the interface stays."
+        self.vsctl('del-port', self, intf)
 
     @classmethod
     def batchStartup(cls, switches, run=None):
@@ -965,6 +973,11 @@ class Controller(Node):
         return self.ip
 
     def hymnSpecString(self):
+        # A port given by the script is kept (switches of a RemoteController
+        # made for that port reach it, controllers.py); Mininet's default
+        # 6653 is hymn's to place (the next free loopback address).
+        if self.hymnSpec and self.port not in (None, 6653):
+            return '%s,port=%d' % (self.hymnSpec, int(self.port))
         return self.hymnSpec
 
     def __repr__(self):

@@ -6,27 +6,55 @@ from mininet.log import info, warn
 
 
 class NAT(Node):
-    """Mininet's NAT node: hymn's NAT (masquerading the hosts' traffic
-    toward the machine's namespace), linked to a switch by addNAT."""
+    """Mininet's NAT node. Made by net.addNAT(), it is hymn's NAT: linked
+    to a switch and, by a second interface, to the machine's namespace,
+    where it masquerades the hosts' traffic. Placed in a topology as a node
+    of its own (natnet.py: addNode('nat1', cls=NAT, subnet=...)), it is a
+    router that forwards and masquerades what its subnet sends elsewhere,
+    with Mininet's iptables rules, in its own namespace."""
 
     kind = 'router'
 
     def __init__(self, name, subnet='10.0/8', localIntf=None, flush=False,
-                 **params):
+                 hymnRootNAT=False, **params):
         Node.__init__(self, name, **params)
         self.subnet = subnet
         self.localIntf = localIntf
         self.flush = flush
+        self.rootNAT = hymnRootNAT
 
     def hymnParams(self):
         out = Node.hymnParams(self)
-        for k in ('subnet', 'localIntf', 'flush', 'inetIntf'):
+        for k in ('subnet', 'localIntf', 'flush', 'inetIntf',
+                  'hymnRootNAT'):
             out.pop(k, None)
-        out['nat'] = '1'
+        if self.rootNAT:
+            out['nat'] = '1'
         return out
 
     def config(self, **params):
-        return Node.config(self, **params)
+        r = Node.config(self, **params)
+        if not self.rootNAT:
+            self.masquerade()
+        return r
+
+    def masquerade(self):
+        """Forward the local subnet's traffic and masquerade what leaves
+        it, dropping what enters the local side for the subnet itself."""
+        local = self.localIntf or self.defaultIntf()
+        if self.flush:
+            for line in ('sysctl -q net.ipv4.ip_forward=0', 'iptables -F',
+                         'iptables -t nat -F', 'iptables -P INPUT ACCEPT',
+                         'iptables -P OUTPUT ACCEPT',
+                         'iptables -P FORWARD DROP'):
+                self.cmd(line)
+        sub = self.subnet
+        self.cmd('iptables -I FORWARD -i %s -d %s -j DROP' % (local, sub))
+        self.cmd('iptables -A FORWARD -i %s -s %s -j ACCEPT' % (local, sub))
+        self.cmd('iptables -A FORWARD -o %s -d %s -j ACCEPT' % (local, sub))
+        self.cmd("iptables -t nat -A POSTROUTING -s %s '!' -d %s "
+                 '-j MASQUERADE' % (sub, sub))
+        self.cmd('sysctl -q net.ipv4.ip_forward=1')
 
     def setManualConfig(self, intf):
         pass
