@@ -17,11 +17,27 @@ import (
 func TestMeasurePlainLine(t *testing.T) {
 	testenv.Root(t)
 	n := startNet(t, mustTopo(t, "linear,3"), Options{})
-	rep, err := n.Measure(context.Background(), "h1", "h3", measure.Config{
-		Rates: []float64{10000, 50000}, Duration: time.Second, Drain: 200 * time.Millisecond,
-	})
-	if err != nil {
-		t.Fatal(err)
+	// A loaded machine may keep the sender from sending half of what it
+	// planned (14 733 of 50 000 once, beside stall-inject and a
+	// neighbour's test suite): such a report is measured again, at most
+	// three times. A generator that cannot send fails every time.
+	var rep *measure.Report
+	for attempt := 1; attempt <= 3; attempt++ {
+		var err error
+		rep, err = n.Measure(context.Background(), "h1", "h3", measure.Config{
+			Rates: []float64{10000, 50000}, Duration: time.Second, Drain: 200 * time.Millisecond,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		short := false
+		for _, r := range rep.Results {
+			short = short || r.Sent < r.Planned/2
+		}
+		if !short {
+			break
+		}
+		t.Logf("attempt %d: the sender sent less than half of a trial's packets: again", attempt)
 	}
 	if len(rep.Results) != 2 {
 		t.Fatalf("%d results, want 2", len(rep.Results))

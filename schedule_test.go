@@ -315,18 +315,30 @@ func TestTraceIperf(t *testing.T) {
 	// catches up in bursts.
 	n := pairNet(t, topo.Params{"a>b.trace": constant, "limit": "100"})
 	ctx := context.Background()
-	res, err := n.Iperf(ctx, "h1", "h2", 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tcp := res.ServerBps
+	// TCP below the bound is measured again, at most three runs: a loaded
+	// machine (beside stall-inject and a neighbour's test suite: 7.4 and
+	// 10.2 Mbit/s in 5 of 10 runs, UDP exact in the same runs) starves
+	// iperf3's sender, whose idle turns cost a trace its delivery
+	// opportunities, and a lost retransmission costs a timeout. Above the
+	// bound fails at once; a trace delivered slowly fails every run.
 	want := 12e6 * 1448 / 1500
-	t.Logf("TCP: %.3f Mbit/s (%.2f%% from 12 Mbit/s·1448/1500 = %.3f)", tcp/1e6, 100*(tcp-want)/want, want/1e6)
+	var tcp float64
+	for attempt := 1; attempt <= 3; attempt++ {
+		res, err := n.Iperf(ctx, "h1", "h2", 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tcp = res.ServerBps
+		t.Logf("TCP, run %d: %.3f Mbit/s (%.2f%% from 12 Mbit/s·1448/1500 = %.3f)", attempt, tcp/1e6, 100*(tcp-want)/want, want/1e6)
+		if tcp >= want*0.97 {
+			break
+		}
+	}
 	if math.Abs(tcp-want)/want > 0.03 {
 		t.Errorf("TCP %.3f Mbit/s, want %.3f ± 3%%", tcp/1e6, want/1e6)
 	}
 	n = pairNet(t, topo.Params{"a>b.trace": constant, "limit": "1000"})
-	res, err = n.IperfUDP(ctx, "15M", "h1", "h2", 10*time.Second)
+	res, err := n.IperfUDP(ctx, "15M", "h1", "h2", 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

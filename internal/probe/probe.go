@@ -52,7 +52,17 @@ type Result struct {
 	Delay            emulator.HistogramSummary
 	SendRate         float64 // achieved probes/s
 	MeanMs, JitterMs float64
+	// LongGaps are the gaps between two sends of the measured probes
+	// beyond LongGap past their interval, in order: times the machine
+	// kept the sender from sending (it catches up in a burst after),
+	// which a test of a token bucket must count, since tokens do not
+	// accrue past the bucket.
+	LongGaps []time.Duration
 }
+
+// LongGap is how late a send must be, beyond its interval, to be listed
+// in Result.LongGaps.
+const LongGap = 10 * time.Millisecond
 
 func (r Result) String() string {
 	bursts := ""
@@ -250,9 +260,11 @@ func Run(ctx context.Context, c Config) (Result, error) {
 	pkt := make([]byte, c.Size)
 	binary.LittleEndian.PutUint64(pkt, magic)
 	interval := float64(time.Second) / c.Rate
+	var gaps []time.Duration
 	sendLoop := func(seq uint64, d time.Duration) (uint64, error) {
 		start := monotonic()
 		var n uint64
+		var last int64
 		for i := 0; ; i++ {
 			if ctx.Err() != nil {
 				return n, ctx.Err()
@@ -267,6 +279,12 @@ func Run(ctx context.Context, c Config) (Result, error) {
 				// which is harmless because each probe carries its own
 				// send time.
 				time.Sleep(time.Duration(wait))
+			}
+			if now := monotonic(); seq < 1<<63 {
+				if gap := time.Duration(now - last); i > 0 && gap > time.Duration(interval)+LongGap {
+					gaps = append(gaps, gap)
+				}
+				last = now
 			}
 			binary.LittleEndian.PutUint64(pkt[8:], seq+uint64(i))
 			binary.LittleEndian.PutUint64(pkt[16:], uint64(realtime()))
@@ -308,7 +326,7 @@ func Run(ctx context.Context, c Config) (Result, error) {
 		return Result{}, rr.err
 	}
 	r := rr.res
-	r.Sent = sent
+	r.Sent, r.LongGaps = sent, gaps
 	if r.Received < sent {
 		r.Lost = sent - r.Received
 	}
