@@ -1,7 +1,8 @@
 // Command bundle builds the live view's page: it bundles ui/web/src (and
-// the npm packages ui/web/package-lock.json pins, installed with npm ci if
-// ui/web/node_modules is missing) into ui/assets/app.js and app.css with
-// esbuild's Go API. `go generate ./ui` runs it from the ui directory; the
+// the npm packages ui/web/package-lock.json pins, fetched from the npm
+// registry and checked against the lock's integrity when
+// ui/web/node_modules is missing: fetch.go, no Node.js needed) into
+// ui/assets/app.js and app.css with esbuild's Go API. `go generate ./ui` runs it from the ui directory; the
 // output is committed so that building hymn needs neither npm nor the
 // network, and ui's TestBundleCurrent checks it is current.
 package main
@@ -10,7 +11,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 
 	"github.com/evanw/esbuild/pkg/api"
@@ -28,10 +28,8 @@ func main() {
 
 func run(web, out string) error {
 	if _, err := os.Stat(filepath.Join(web, "node_modules")); err != nil {
-		cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund")
-		cmd.Dir, cmd.Stdout, cmd.Stderr = web, os.Stderr, os.Stderr
-		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("npm ci in %s: %w", web, err)
+		if err := fetch(web); err != nil {
+			return fmt.Errorf("installing the packages of %s/package-lock.json: %w", web, err)
 		}
 	}
 	res := api.Build(api.BuildOptions{
