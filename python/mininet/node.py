@@ -121,8 +121,11 @@ class Node(object):
         return self.hymn is not None and self.hymn.get('backend') == 'vm'
 
     def _shellArgv(self):
+        # The shell's name is hymn:NODE, not Mininet's mininet:NODE: mn -c
+        # (which Mininet's own tests run) kills every process whose command
+        # line holds "mininet:", machine-wide, other networks' too.
         bash = ['env', 'PS1=' + SENTINEL, 'bash', '--norc', '--noediting',
-                '-is', 'mininet:' + self.name]
+                '-is', 'hymn:' + self.name]
         if self.hymn is not None and self.hymn.get('ownNamespace'):
             return [_hymn.hymnBinary(), 'exec', '--run', self.net.hymnRun,
                     self.name, '--'] + bash
