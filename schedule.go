@@ -171,19 +171,22 @@ func (n *Network) StopLinkSchedule(node1, node2 string, dir Direction) error {
 	if err != nil {
 		return err
 	}
+	var errs []error
 	for i := range touch {
 		if touch[i] {
-			fw.SetSchedule(emulator.Direction(i), nil, time.Time{})
+			errs = append(errs, fw.SetSchedule(emulator.Direction(i), nil, time.Time{}))
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // StopAllSchedules removes every link's schedules.
-func (n *Network) StopAllSchedules() {
+func (n *Network) StopAllSchedules() error {
+	var errs []error
 	for _, ls := range n.LinkSchedules() {
-		n.StopLinkSchedule(ls.Node1, ls.Node2, BothDirections)
+		errs = append(errs, n.StopLinkSchedule(ls.Node1, ls.Node2, BothDirections))
 	}
+	return errors.Join(errs...)
 }
 
 func (n *Network) scheduleTarget(node1, node2 string, dir Direction, insert bool) (fw *emulator.Forwarder, touch [2]bool, err error) {

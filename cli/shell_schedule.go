@@ -42,7 +42,9 @@ func (s *shell) doSchedule(_ context.Context, args string) bool {
 	case f[0] == "stop":
 		switch len(f) {
 		case 1:
-			s.net.StopAllSchedules()
+			if err := s.net.StopAllSchedules(); err != nil {
+				s.outf("%v\n", err)
+			}
 		case 3:
 			if err := s.net.StopLinkSchedule(f[1], f[2], hymn.BothDirections); err != nil {
 				s.outf("%v\n", err)
