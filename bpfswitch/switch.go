@@ -71,7 +71,7 @@ func New(name string, ports int) (_ *Switch, err error) {
 	s := &Switch{name: name, fdb: -1, ports: -1, prog: -1}
 	defer func() {
 		if err != nil {
-			s.Close()
+			_ = s.Close() // best effort: err is what New reports
 		}
 	}()
 	if s.fdb, err = createMap(unix.BPF_MAP_TYPE_HASH, fdbKeySize, fdbValueSize, fdbEntries, unix.BPF_F_NO_PREALLOC, name+"_fdb"); err != nil {
@@ -94,7 +94,7 @@ func (s *Switch) load(bound int) (ports, prog int, err error) {
 		prog, err = loadProgram(insns, "hymn_sw_"+s.name)
 	}
 	if err != nil {
-		unix.Close(ports)
+		_ = unix.Close(ports) // a map's descriptor: closing cannot fail in a way that matters
 		return -1, -1, fmt.Errorf("switch %s: %w", s.name, err)
 	}
 	return ports, prog, nil
@@ -123,14 +123,18 @@ func (s *Switch) grow(h *netlink.Handle, bound int) error {
 		// Back to the old program wherever the new one went.
 		s.ports, s.prog, s.bound = oldPorts, oldProg, oldBound
 		for _, p := range s.list[:done] {
-			s.setFilter(h, p.Name, p.Ifindex)
+			if rerr := s.setFilter(h, p.Name, p.Ifindex); rerr != nil {
+				err = errors.Join(err, fmt.Errorf("restoring the old program: %w", rerr))
+			}
 		}
-		unix.Close(ports)
-		unix.Close(prog)
+		// BPF descriptors: a close cannot fail in a way that matters (a
+		// program still attached keeps its own reference).
+		_ = unix.Close(ports)
+		_ = unix.Close(prog)
 		return err
 	}
-	unix.Close(oldPorts)
-	unix.Close(oldProg)
+	_ = unix.Close(oldPorts)
+	_ = unix.Close(oldProg)
 	return nil
 }
 
@@ -345,7 +349,7 @@ func (s *Switch) Close() error {
 	s.closed = true
 	for _, fd := range []*int{&s.prog, &s.ports, &s.fdb} {
 		if *fd >= 0 {
-			unix.Close(*fd)
+			_ = unix.Close(*fd) // nothing to report: the kernel drops the object with its last reference
 			*fd = -1
 		}
 	}

@@ -75,7 +75,7 @@ func newLab(t *testing.T, hosts int) *lab {
 	t.Helper()
 	l := &lab{t: t, prefix: fmt.Sprintf("bpfswt%d-", os.Getpid())}
 	l.ip("netns", "add", l.prefix+"sw")
-	t.Cleanup(func() { exec.Command("ip", "netns", "del", l.prefix+"sw").Run() })
+	t.Cleanup(func() { l.delNetns(l.prefix + "sw") })
 	for i := 1; i <= hosts; i++ {
 		l.addHost(i)
 	}
@@ -83,7 +83,11 @@ func newLab(t *testing.T, hosts int) *lab {
 	if l.sw, err = netns.GetFromName(l.prefix + "sw"); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { l.sw.Close() })
+	t.Cleanup(func() {
+		if err := l.sw.Close(); err != nil {
+			t.Error(err)
+		}
+	})
 	if l.h, err = netlink.NewHandleAt(l.sw); err != nil {
 		t.Fatal(err)
 	}
@@ -98,12 +102,20 @@ func (l *lab) ip(args ...string) {
 	}
 }
 
+// delNetns deletes a namespace in a cleanup, failing the test (not
+// stopping it) if the namespace is left behind.
+func (l *lab) delNetns(name string) {
+	if out, err := exec.Command("ip", "netns", "del", name).CombinedOutput(); err != nil {
+		l.t.Errorf("ip netns del %s: %v: %s", name, err, out)
+	}
+}
+
 func (l *lab) host(i int) string { return l.prefix + "h" + strconv.Itoa(i) }
 
 func (l *lab) addHost(i int) {
 	h, sw := l.host(i), l.prefix+"sw"
 	l.ip("netns", "add", h)
-	l.t.Cleanup(func() { exec.Command("ip", "netns", "del", h).Run() })
+	l.t.Cleanup(func() { l.delNetns(h) })
 	// No IPv6: its router solicitations and reports are multicast, flooded
 	// to every host, and would blur the learning test's counts.
 	l.ip("netns", "exec", h, "sysctl", "-q", "-w", "net.ipv6.conf.default.disable_ipv6=1", "net.ipv6.conf.all.disable_ipv6=1")
@@ -172,7 +184,11 @@ func TestSwitchForwardsAndLearns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.Close() })
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+	})
 	for i := 1; i <= 3; i++ {
 		l.attach(s, i)
 	}
@@ -247,7 +263,11 @@ func TestSwitchGrows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.Close() })
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+	})
 	for i := 1; i <= 2; i++ {
 		l.attach(s, i)
 	}
