@@ -160,7 +160,7 @@ func Open(ifname string, o Options) (_ *Port, err error) {
 	p.bypass = txBypass(ifname, o.Offloads)
 	defer func() {
 		if err != nil {
-			p.Close()
+			_ = p.Close() // best effort: err is what the open reports
 		}
 	}()
 	if p.evFD, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC); err != nil {
@@ -580,6 +580,7 @@ func (p *Port) SendBatch(frames [][]byte) (int, error) {
 	queued := 0
 	var bytes, dropped uint64
 	kicked := false
+	var err error
 	for _, f := range frames {
 		if len(f) > p.frameSize-tpacket2HdrLen {
 			if p.offloads && p.sendBig(f) {
@@ -595,7 +596,9 @@ func (p *Port) SendBatch(frames [][]byte) (int, error) {
 			// The ring is full of frames the kernel has not taken yet:
 			// hand them over once, then give up on the rest rather than
 			// stall the transmit clock.
-			p.kick()
+			if kerr := p.kick(); kerr != nil {
+				err = kerr
+			}
 			kicked = true
 		}
 		st := atomic.LoadUint32(&h.Status)
@@ -626,9 +629,10 @@ func (p *Port) SendBatch(frames [][]byte) (int, error) {
 			bytes -= emulator.VnetHdrLen
 		}
 	}
-	var err error
 	if p.txPending > 0 {
-		err = p.kick()
+		if kerr := p.kick(); kerr != nil {
+			err = kerr
+		}
 	}
 	p.txFrames64.Add(uint64(queued))
 	p.txBytes.Add(bytes)
@@ -669,7 +673,9 @@ func (p *Port) sendBig(f []byte) bool {
 		return false
 	}
 	if p.txPending > 0 {
-		p.kick()
+		// An error here (the device gone) fails the sendto below as well,
+		// and the next batch's kick returns it.
+		_ = p.kick()
 	}
 	for {
 		_, _, e := unix.RawSyscall6(unix.SYS_SENDTO, uintptr(p.bigFD), uintptr(unsafe.Pointer(&f[0])), uintptr(len(f)),
@@ -719,7 +725,7 @@ func (p *Port) Wait(timeout time.Duration) error {
 	}
 	if p.pollFDs[1].Revents&unix.POLLIN != 0 {
 		var b [8]byte
-		unix.Read(p.evFD, b[:])
+		_, _ = unix.Read(p.evFD, b[:]) // draining the wake-up: EAGAIN only means another read took it
 	}
 	return nil
 }
@@ -727,7 +733,7 @@ func (p *Port) Wait(timeout time.Duration) error {
 // Interrupt implements emulator.Port.
 func (p *Port) Interrupt() {
 	one := [8]byte{1}
-	unix.Write(p.evFD, one[:])
+	_, _ = unix.Write(p.evFD, one[:]) // EAGAIN (the counter full) means a wake-up is pending anyway
 }
 
 // ifTxDropped reads the interface's tx_dropped counter (0 if unknown).

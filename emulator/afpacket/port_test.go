@@ -21,12 +21,20 @@ func vethPair(t *testing.T) (string, func(string) *Port) {
 	if err := netnsx.Create(name); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { netnsx.Delete(name) })
+	t.Cleanup(func() {
+		if err := netnsx.Delete(name); err != nil {
+			t.Error(err)
+		}
+	})
 	ns, err := netnsx.Open(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ns.Close() })
+	t.Cleanup(func() {
+		if err := ns.Close(); err != nil {
+			t.Error(err)
+		}
+	})
 	// No IPv6: its neighbour discovery would put frames of its own on
 	// the wire.
 	err = netnsx.Do(ns, func() error {
@@ -63,7 +71,11 @@ func vethPair(t *testing.T) (string, func(string) *Port) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { p.Close() })
+		t.Cleanup(func() {
+			if err := p.Close(); err != nil {
+				t.Error(err)
+			}
+		})
 		return p
 	}
 	return name, open
@@ -100,7 +112,9 @@ func recvAll(t *testing.T, p *Port, want int) ([][]byte, []int64) {
 			st = append(st, stamps[i])
 		}
 		if n == 0 {
-			p.Wait(10 * time.Millisecond)
+			if err := p.Wait(10 * time.Millisecond); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	return got, st
@@ -138,7 +152,9 @@ func TestPortBatches(t *testing.T) {
 	}
 	// A frame longer than the caller's buffer is dropped and counted.
 	big := testFrame(0, 1514, 0x88b5)
-	a.SendBatch([][]byte{big})
+	if _, err := a.SendBatch([][]byte{big}); err != nil {
+		t.Fatal(err)
+	}
 	small := [][]byte{make([]byte, 100)}
 	time.Sleep(20 * time.Millisecond)
 	if n, _ := b.RecvBatch(small, make([]int, 1), make([]int64, 1)); n != 0 || b.Stats().RxTruncated != 1 {
@@ -157,7 +173,9 @@ func TestPortVLAN(t *testing.T) {
 	f := testFrame(1, 100, 0x8100)
 	f[14], f[15] = 0x20, 0x2a // PCP 1, VID 42
 	f[16], f[17] = 0x88, 0xb5
-	a.SendBatch([][]byte{f})
+	if _, err := a.SendBatch([][]byte{f}); err != nil {
+		t.Fatal(err)
+	}
 	got, _ := recvAll(t, b, 1)
 	if len(got) != 1 || !bytes.Equal(got[0], f) {
 		t.Fatalf("VLAN frame: got %x\nwant %x", got, f)
@@ -169,7 +187,9 @@ func TestPortWaitWakes(t *testing.T) {
 	a, b := open("x0"), open("x1")
 	go func() {
 		time.Sleep(20 * time.Millisecond)
-		a.SendBatch([][]byte{testFrame(0, 60, 0x88b5)})
+		if _, err := a.SendBatch([][]byte{testFrame(0, 60, 0x88b5)}); err != nil {
+			t.Error(err)
+		}
 	}()
 	t0 := time.Now()
 	if err := b.Wait(2 * time.Second); err != nil {
@@ -180,8 +200,12 @@ func TestPortWaitWakes(t *testing.T) {
 	}
 	go func() { time.Sleep(10 * time.Millisecond); b.Interrupt() }()
 	t0 = time.Now()
-	b.RecvBatch([][]byte{make([]byte, 2048)}, make([]int, 1), make([]int64, 1))
-	b.Wait(2 * time.Second)
+	if _, err := b.RecvBatch([][]byte{make([]byte, 2048)}, make([]int, 1), make([]int64, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Wait(2 * time.Second); err != nil {
+		t.Fatal(err)
+	}
 	if d := time.Since(t0); d > time.Second {
 		t.Errorf("Interrupt did not end Wait (%v)", d)
 	}
