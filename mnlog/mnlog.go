@@ -61,7 +61,8 @@ func (g *Logger) Log(l Level, args ...any) {
 		parts[i] = fmt.Sprint(a)
 	}
 	g.mu.Lock()
-	io.WriteString(g.w, strings.Join(parts, " "))
+	// A log has nowhere to report its own failed writes (here or in Logf).
+	_, _ = io.WriteString(g.w, strings.Join(parts, " "))
 	g.mu.Unlock()
 }
 
@@ -69,7 +70,7 @@ func (g *Logger) Log(l Level, args ...any) {
 func (g *Logger) Logf(l Level, format string, args ...any) {
 	if g.Enabled(l) {
 		g.mu.Lock()
-		fmt.Fprintf(g.w, format, args...)
+		_, _ = fmt.Fprintf(g.w, format, args...)
 		g.mu.Unlock()
 	}
 }

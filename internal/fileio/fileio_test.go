@@ -13,7 +13,9 @@ import (
 func TestReadLimited(t *testing.T) {
 	dir := t.TempDir()
 	small := filepath.Join(dir, "small")
-	os.WriteFile(small, []byte("12345"), 0o600)
+	if err := os.WriteFile(small, []byte("12345"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if data, err := ReadLimited(small, 5); err != nil || string(data) != "12345" {
 		t.Errorf("at the limit: %q, %v", data, err)
 	}

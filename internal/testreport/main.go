@@ -38,6 +38,8 @@ const HardwarePrefix = "hardware this machine does not have"
 type testKey struct{ pkg, test string }
 
 type report struct {
+	// out is stdout: a failed write there has nowhere to be reported, so
+	// the writes to it ignore their errors.
 	out      io.Writer
 	outputs  map[testKey][]string
 	skips    map[string][]string // reason -> tests
@@ -51,7 +53,7 @@ func (r *report) handle(e event) {
 	key := testKey{e.Package, e.Test}
 	switch e.Action {
 	case "build-output":
-		fmt.Fprint(r.out, e.Output)
+		_, _ = fmt.Fprint(r.out, e.Output)
 	case "output":
 		if e.Test == "" {
 			// Package-level lines: the ok/FAIL summary, build errors, what
@@ -60,7 +62,7 @@ func (r *report) handle(e event) {
 			if line == "PASS\n" || strings.HasPrefix(line, "=== ") || strings.HasPrefix(line, "testing: warning: no tests") {
 				return
 			}
-			fmt.Fprint(r.out, line)
+			_, _ = fmt.Fprint(r.out, line)
 			return
 		}
 		r.outputs[key] = append(r.outputs[key], e.Output)
@@ -70,7 +72,7 @@ func (r *report) handle(e event) {
 		}
 		r.failed = append(r.failed, e.Package+"."+e.Test)
 		for _, l := range r.outputs[key] {
-			fmt.Fprint(r.out, l)
+			_, _ = fmt.Fprint(r.out, l)
 		}
 		delete(r.outputs, key)
 	case "skip":
@@ -117,11 +119,11 @@ func (r *report) summary(require bool) (forbidden []string) {
 		}
 		return reasons[i] < reasons[j]
 	})
-	fmt.Fprintf(r.out, "*** Skipped tests: %d\n", total)
+	_, _ = fmt.Fprintf(r.out, "*** Skipped tests: %d\n", total)
 	for _, reason := range reasons {
 		tests := r.skips[reason]
 		sort.Strings(tests)
-		fmt.Fprintf(r.out, "%4d  %s\n      (%s)\n", len(tests), reason, strings.Join(tests, ", "))
+		_, _ = fmt.Fprintf(r.out, "%4d  %s\n      (%s)\n", len(tests), reason, strings.Join(tests, ", "))
 		if require && !strings.HasPrefix(reason, HardwarePrefix) {
 			forbidden = append(forbidden, tests...)
 		}
@@ -140,7 +142,7 @@ func main() {
 		var e event
 		if len(line) == 0 || line[0] != '{' || json.Unmarshal(line, &e) != nil {
 			// Not test2json: pass it through (go vet, linker messages).
-			fmt.Fprintln(r.out, string(line))
+			_, _ = fmt.Fprintln(r.out, string(line))
 			continue
 		}
 		if e.Package == "" {
@@ -154,11 +156,11 @@ func main() {
 	}
 	forbidden := r.summary(*require)
 	if len(r.failed) > 0 {
-		fmt.Fprintf(r.out, "*** Failed tests: %d: %s\n", len(r.failed), strings.Join(r.failed, ", "))
+		_, _ = fmt.Fprintf(r.out, "*** Failed tests: %d: %s\n", len(r.failed), strings.Join(r.failed, ", "))
 		os.Exit(1)
 	}
 	if len(forbidden) > 0 {
-		fmt.Fprintf(r.out, "*** %d tests skipped under HYMN_REQUIRE=all for reasons CI's setup can fix: %s\n", len(forbidden), strings.Join(forbidden, ", "))
+		_, _ = fmt.Fprintf(r.out, "*** %d tests skipped under HYMN_REQUIRE=all for reasons CI's setup can fix: %s\n", len(forbidden), strings.Join(forbidden, ", "))
 		os.Exit(1)
 	}
 }
