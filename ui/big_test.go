@@ -3,6 +3,7 @@
 package ui_test
 
 import (
+	"syscall"
 	"testing"
 	"time"
 
@@ -52,4 +53,11 @@ func TestBrowserLinear1000(t *testing.T) {
 	t.Logf("linear,1000: first paint %.0f ms, graph complete %.0f ms after navigation start (%v until the test saw it; chromium's CPU meanwhile %v)", fp, complete, wall.Round(time.Millisecond), chromeCPU)
 	t.Logf("linear,1000: CPU of this process over %v: %.2f%% of a core without the page, %.2f%% with it (%d updates), difference %.2f%%",
 		window, pct(idle), pct(watched), ev1-ev0, pct(watched)-pct(idle))
+}
+
+// cpuTime is this process's user+system CPU time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru) // cannot fail for RUSAGE_SELF
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

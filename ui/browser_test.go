@@ -12,7 +12,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -375,11 +374,4 @@ func TestBrowserMeasureHistogram(t *testing.T) {
 	if resp.StatusCode != http.StatusForbidden {
 		t.Errorf("action on the read-only view: %d, want 403", resp.StatusCode)
 	}
-}
-
-// cpuTime is this process's user+system CPU time.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru) // cannot fail for RUSAGE_SELF
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
