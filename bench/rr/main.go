@@ -206,7 +206,9 @@ func (v *variant) start(ctx context.Context, hosts int) error {
 		return err
 	}
 	if err := n.Start(ctx); err != nil {
-		n.Stop()
+		// Start already removed what it built (this Stop is then a
+		// no-op); Start's error is the one to report.
+		_ = n.Stop()
 		return err
 	}
 	v.nw = n
@@ -229,7 +231,7 @@ func (v *variant) start(ctx context.Context, hosts int) error {
 func (v *variant) close() {
 	for _, c := range []*net.UDPConn{v.cli, v.srv} {
 		if c != nil {
-			c.Close()
+			_ = c.Close() // a UDP socket: closing it cannot lose data
 		}
 	}
 	if v.nw != nil {
@@ -262,7 +264,9 @@ func (v *variant) request(gap time.Duration, record bool) {
 		}
 		return
 	}
-	v.cli.SetReadDeadline(t0.Add(time.Second))
+	// SetReadDeadline fails only on a closed socket, and then the read
+	// below fails too and counts the request lost.
+	_ = v.cli.SetReadDeadline(t0.Add(time.Second))
 	for {
 		k, oobn, _, _, err := v.cli.ReadMsgUDP(buf, oob)
 		if err != nil {
