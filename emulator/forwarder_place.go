@@ -76,7 +76,7 @@ func (p *placement) open() bool {
 
 func (p *placement) close() {
 	if p.fd >= 0 {
-		unix.Close(p.fd)
+		_ = unix.Close(p.fd) // read-only /proc file
 		p.fd = -1
 	}
 }

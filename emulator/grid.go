@@ -447,7 +447,7 @@ func WriteGridReport(ctx context.Context, dir string, replications int, scale fl
 		o.Progress = func(done, total int) {
 			if pct := 100 * done / total; pct/10 != last/10 {
 				last = pct
-				fmt.Fprintf(progress, "grid: %d/%d runs (%d%%) after %v\n", done, total, pct, time.Since(start).Round(time.Second))
+				_, _ = fmt.Fprintf(progress, "grid: %d/%d runs (%d%%) after %v\n", done, total, pct, time.Since(start).Round(time.Second))
 			}
 		}
 	}
@@ -464,7 +464,7 @@ func WriteGridReport(ctx context.Context, dir string, replications int, scale fl
 			return err
 		}
 		if err := f(fh); err != nil {
-			fh.Close()
+			_ = fh.Close() // best effort: f's error is the one to report
 			return err
 		}
 		return fh.Close()
@@ -492,15 +492,16 @@ func WriteGridReport(ctx context.Context, dir string, replications int, scale fl
 		}
 	}
 	if summary != nil {
-		fmt.Fprintf(summary, "%-6s %-6s %-5s %10s %14s %14s %12s %10s %s\n", "Gbit/s", "σ ms", "t_h", "packets", "emu mean %", "emu jitter %", "extra µs", "theory µs", "pass")
+		// summary and progress are the terminal: nothing to do if a write fails.
+		_, _ = fmt.Fprintf(summary, "%-6s %-6s %-5s %10s %14s %14s %12s %10s %s\n", "Gbit/s", "σ ms", "t_h", "packets", "emu mean %", "emu jitter %", "extra µs", "theory µs", "pass")
 		for _, c := range cells {
-			fmt.Fprintf(summary, "%-6g %-6g %-5v %10d %6.3f ±%5.3f %6.3f ±%5.3f %7.1f ±%4.1f %10.1f %v\n",
+			_, _ = fmt.Fprintf(summary, "%-6g %-6g %-5v %10d %6.3f ±%5.3f %6.3f ±%5.3f %7.1f ±%4.1f %10.1f %v\n",
 				float64(c.Rate)/1e9, c.Jitter.Seconds()*1e3, c.HalfLife, c.Packets,
 				c.EmuMeanDevPct.Mean, c.EmuMeanDevPct.CI95, c.EmuJitDevPct.Mean, c.EmuJitDevPct.CI95,
 				c.ExtraDelayUs.Mean, c.ExtraDelayUs.CI95, c.TheoryExtraUs, c.Pass())
 		}
 		n, pass, passCI := GridSummary(cells, 21*time.Millisecond)
-		fmt.Fprintf(summary, "t_h = 21ms: %d/%d cells pass (point estimate), %d/%d with the whole 95%% CI inside the bounds; took %v\n",
+		_, _ = fmt.Fprintf(summary, "t_h = 21ms: %d/%d cells pass (point estimate), %d/%d with the whole 95%% CI inside the bounds; took %v\n",
 			pass, n, passCI, n, time.Since(start).Round(time.Second))
 	}
 	return nil

@@ -71,7 +71,7 @@ type PortStats struct {
 // the runtime's 10 ms preemption period.
 func ThreadSleep(d time.Duration) {
 	ts := unix.NsecToTimespec(int64(d))
-	unix.RawSyscall(unix.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&ts)), 0, 0)
+	_, _, _ = unix.RawSyscall(unix.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&ts)), 0, 0)
 }
 
 // RealTimeThread puts the calling goroutine's thread, which it locks and
@@ -88,7 +88,7 @@ func RealTimeThread(nice int) bool {
 		return true
 	}
 	if nice != 0 {
-		unix.Setpriority(unix.PRIO_PROCESS, 0, nice)
+		_ = unix.Setpriority(unix.PRIO_PROCESS, 0, nice) // without the privilege: only less punctual
 	}
 	return false
 }

@@ -63,7 +63,7 @@ func holdCPUWakeLatency() (release func()) {
 	if f == nil {
 		return func() {}
 	}
-	return func() { f.Close() }
+	return func() { _ = f.Close() } // closing drops the bound; nothing to do if it fails
 }
 
 // openWakeLatency opens the PM QoS device and writes the bound, 0 µs as
@@ -74,7 +74,7 @@ func openWakeLatency(path string) *os.File {
 		return nil
 	}
 	if _, err := f.Write(make([]byte, 4)); err != nil {
-		f.Close()
+		_ = f.Close()
 		return nil
 	}
 	return f
