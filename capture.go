@@ -197,15 +197,15 @@ func (n *Network) StartCapture(spec CaptureSpec) (*LinkCapture, error) {
 		for _, mk := range f.taps {
 			t, err := mk()
 			if err != nil {
-				lc.Stop()
-				return nil, err
+				_, serr := lc.Stop()
+				return nil, errors.Join(err, serr)
 			}
 			cfg.Taps = append(cfg.Taps, t)
 		}
 		c, err := capture.Start(cfg)
 		if err != nil {
-			lc.Stop()
-			return nil, err
+			_, serr := lc.Stop()
+			return nil, errors.Join(err, serr)
 		}
 		lc.caps = append(lc.caps, c)
 		lc.Files = append(lc.Files, f.name)

@@ -3,6 +3,7 @@ package hymn
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -41,7 +42,9 @@ func staleRun(t *testing.T) (run, ns string) {
 	t.Helper()
 	run = owner.NewRunID()
 	dead := exec.Command("true")
-	dead.Run()
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
 	data, _ := json.Marshal(owner.State{Run: run, PID: dead.Process.Pid, StartTime: 1})
 	if err := os.WriteFile(filepath.Join(owner.StateDir, run+".json"), data, 0o644); err != nil {
 		t.Fatal(err)
@@ -50,7 +53,11 @@ func staleRun(t *testing.T) (run, ns string) {
 	if err := netnsx.Create(ns); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { owner.RemoveRun(run) })
+	t.Cleanup(func() {
+		if _, _, err := owner.RemoveRun(run); err != nil {
+			t.Error(err)
+		}
+	})
 	return run, ns
 }
 
@@ -181,14 +188,22 @@ func TestCleanFindsOrphanedSRIOVStateAndNATSlots(t *testing.T) {
 	if err := netlink.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: name}, PeerName: peer}); err != nil {
 		t.Fatal(err)
 	}
-	l, _ := netlink.LinkByName(name)
-	netlink.LinkSetAlias(l, owner.LinkAlias(run))
+	l, err := netlink.LinkByName(name)
+	if err == nil {
+		err = netlink.LinkSetAlias(l, owner.LinkAlias(run))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
+		// hymn clean may have removed the link already (what the test
+		// checks); what is left goes here.
 		if l, err := netlink.LinkByName(name); err == nil {
-			netlink.LinkDel(l)
+			_ = netlink.LinkDel(l)
 		}
-		os.RemoveAll(dir)
-		owner.FreeNAT(run, slot)
+		if err := errors.Join(os.RemoveAll(dir), owner.FreeNAT(run, slot)); err != nil {
+			t.Error(err)
+		}
 	})
 
 	rep, err := Clean(context.Background(), CleanOptions{Runs: []string{run}})

@@ -244,7 +244,11 @@ func TestDPDKOpenFailureLeavesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { helper.Delete() })
+	t.Cleanup(func() {
+		if err := helper.Delete(); err != nil {
+			t.Error(err)
+		}
+	})
 	if _, err := links.CreateVeth(links.End{NS: helper, Name: "x0"}, links.End{NS: helper, Name: "x1"}); err != nil {
 		t.Fatal(err)
 	}
@@ -301,7 +305,7 @@ func TestDPDKHardwareWithoutVFIO(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = net.Start(context.Background())
-	net.Stop()
+	_ = net.Stop() // Start failed and removed what it made
 	if err == nil || !strings.Contains(err.Error(), "vfio") {
 		t.Fatalf("Start with the emulator's VFs unable to reach vfio-pci: %v", err)
 	}

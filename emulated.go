@@ -290,13 +290,15 @@ func (n *Network) insertEmulator(l *netLink, ab, ba emulator.Config) error {
 	}
 	macs := make([]net.HardwareAddr, 2)
 	for k, i := range []*topo.Intf{l.plan.Intf1, l.plan.Intf2} {
-		n.nodes[i.Node].Netlink(func(h *netlink.Handle) error {
+		if err := n.nodes[i.Node].Netlink(func(h *netlink.Handle) error {
 			link, err := h.LinkByName(i.Name)
 			if err == nil {
 				macs[k] = link.Attrs().HardwareAddr
 			}
 			return err
-		})
+		}); err != nil {
+			return fmt.Errorf("link %s: reading %s's MAC to keep it: %w", l.plan, i.Name, err)
+		}
 	}
 	if err := plain.delete(); err != nil {
 		return fmt.Errorf("link %s: %w", l.plan, err)

@@ -295,7 +295,11 @@ func windowStats(before, after emulator.HistogramSummary) (n uint64, meanMs, std
 func measureAccuracy(t *testing.T, params topo.Params, reorder bool) (problems []string) {
 	t.Helper()
 	n := pairNet(t, params)
-	defer n.Stop()
+	defer func() {
+		if err := n.Stop(); err != nil {
+			t.Error(err)
+		}
+	}()
 	fail := func(format string, a ...any) { problems = append(problems, fmt.Sprintf(format, a...)) }
 	ip, _ := n.IP("h2")
 	probeFor := func(d, warmup time.Duration) probe.Result {
@@ -514,7 +518,9 @@ func TestEmulatedGilbertElliott(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		n.Stop()
+		if err := n.Stop(); err != nil {
+			t.Fatal(err)
+		}
 		s := st.Forward.Emulator
 		t.Logf("attempt %d: probe: %v; emulator: received %d lost %d", attempt, res, s.Received, s.Lost)
 		N := float64(res.Sent)
@@ -838,7 +844,8 @@ func TestEmulatedJumboFrames(t *testing.T) {
 	bad, err := New(top, Options{})
 	if err == nil {
 		err = bad.Start(context.Background())
-		bad.Stop()
+		// Start failed and removed what it made: Stop has nothing to do.
+		_ = bad.Stop()
 	}
 	if err == nil || !strings.Contains(err.Error(), "max-frame") || !strings.Contains(err.Error(), "MTU 1500") {
 		t.Errorf("max_frame=9018 on an MTU 1500 link: %v", err)

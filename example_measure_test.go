@@ -25,7 +25,11 @@ func ExampleNetwork_Measure() {
 	if err := net.Start(ctx); err != nil {
 		log.Fatal(err)
 	}
-	defer net.Stop() // also ends the capture
+	defer func() {
+		if err := net.Stop(); err != nil { // also ends the capture
+			log.Print(err)
+		}
+	}()
 
 	// h1-h2-before.pcapng and h1-h2-after.pcapng: both sides of the emulator.
 	if _, err := net.StartCapture(hymn.CaptureSpec{Node1: "h1", Node2: "h2", Dir: hymn.Forward, File: "h1-h2.pcapng"}); err != nil {
@@ -47,12 +51,14 @@ func ExampleNetwork_Measure() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer f.Close()
 	var curves []measure.Curve
 	for _, r := range rep.Results {
 		curves = append(curves, measure.Curve{Label: measure.FormatRate(r.Rate) + "pps", Result: r})
 	}
 	if err := measure.PlotHDR(f, "h1 -> h2", curves); err != nil {
+		log.Fatal(err)
+	}
+	if err := f.Close(); err != nil { // a written file: its last write can fail here
 		log.Fatal(err)
 	}
 }

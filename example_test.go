@@ -27,7 +27,11 @@ func Example() {
 	if err := net.Start(ctx); err != nil {
 		log.Fatal(err) // the half-built network is already removed
 	}
-	defer net.Stop()
+	defer func() {
+		if err := net.Stop(); err != nil {
+			log.Print(err)
+		}
+	}()
 
 	loss, err := net.PingAll(ctx, 0)
 	if err != nil || loss > 0 {

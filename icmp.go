@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"net/netip"
 	"sync/atomic"
 	"time"
@@ -29,7 +30,7 @@ func nativePing(ctx context.Context, node *nodes.NsNode, dst netip.Addr, timeout
 	if err != nil {
 		return r, err
 	}
-	defer unix.Close(fd)
+	defer func() { _ = unix.Close(fd) }() // a read-only socket: nothing to flush
 
 	id := uint16(echoID.Add(1))
 	req := []byte{8, 0, 0, 0, byte(id >> 8), byte(id), 0, 1, 'h', 'y', 'm', 'n', 0, 0, 0, 0}
@@ -52,7 +53,9 @@ func nativePing(ctx context.Context, node *nodes.NsNode, dst netip.Addr, timeout
 		}
 		// Wake at least every 50 ms to notice a cancelled context.
 		tv := unix.NsecToTimeval(min(left, 50*time.Millisecond).Nanoseconds())
-		unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
+		if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
+			return r, fmt.Errorf("ping socket: SO_RCVTIMEO: %w", err)
+		}
 		n, from, err := unix.Recvfrom(fd, buf, 0)
 		if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
 			continue

@@ -82,8 +82,11 @@ func (n *Network) iperf(ctx context.Context, client, server string, seconds time
 		return IperfResult{}, fmt.Errorf("starting the iperf3 server on %s: %w", server, err)
 	}
 	srvPid := strings.TrimSpace(out)
-	// Gone already after its one test; this covers failures.
-	defer sn.Cmd(context.Background(), "kill "+srvPid+" 2>/dev/null; wait "+srvPid+" 2>/dev/null")
+	// Gone already after its one test; this covers failures, so its own
+	// error (no such process) says nothing.
+	defer func() {
+		_, _ = sn.Cmd(context.Background(), "kill "+srvPid+" 2>/dev/null; wait "+srvPid+" 2>/dev/null")
+	}()
 	if err := waitListening(ctx, sn, IperfPort, 5*time.Second); err != nil {
 		return IperfResult{}, fmt.Errorf("iperf3 server on %s: %w", server, err)
 	}

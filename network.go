@@ -196,7 +196,7 @@ func (n *Network) Build(ctx context.Context) (err error) {
 	n.claimed = true
 	defer func() {
 		if err != nil {
-			n.teardown(false)
+			err = errors.Join(err, n.teardown(false))
 		}
 	}()
 	lg := n.log()
@@ -366,7 +366,8 @@ func (n *Network) cpuLimit(p *topo.PlannedNode) *nodes.CPULimit {
 	}
 	var lim nodes.CPULimit
 	if v, ok := p.Params["cpu"]; ok {
-		fmt.Sscan(v, &lim.Fraction)
+		// checkNodeParams accepted it as a fraction before anything was built.
+		_, _ = fmt.Sscan(v, &lim.Fraction)
 	} else if n.opts.CPU == nil {
 		return nil
 	} else {

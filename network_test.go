@@ -254,7 +254,7 @@ func TestBuildFailureRollsBack(t *testing.T) {
 	}
 	err = net.Build(context.Background())
 	if err == nil {
-		net.Stop()
+		_ = net.Stop() // the test fails either way
 		t.Fatal("Build with an unreachable gateway succeeded")
 	}
 	if !strings.Contains(err.Error(), "h2") || !strings.Contains(err.Error(), "192.168.77.1") {
@@ -286,13 +286,21 @@ func TestCleanRemovesStaleRunsOnly(t *testing.T) {
 	}
 	// Make the owner a process that has exited.
 	dead := exec.Command("true")
-	dead.Run()
-	os.WriteFile(owner.StateDir+"/"+stale+".json",
-		[]byte(`{"run":"`+stale+`","pid":`+strconv.Itoa(dead.Process.Pid)+`,"start_time":1}`), 0o644)
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(owner.StateDir+"/"+stale+".json",
+		[]byte(`{"run":"`+stale+`","pid":`+strconv.Itoa(dead.Process.Pid)+`,"start_time":1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if err := netnsx.Create(ns); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { owner.RemoveRun(stale) })
+	t.Cleanup(func() {
+		if _, _, err := owner.RemoveRun(stale); err != nil {
+			t.Error(err)
+		}
+	})
 	sleeper := exec.Command("ip", "netns", "exec", ns, "sleep", "300")
 	sleeper.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := sleeper.Start(); err != nil {
@@ -317,7 +325,10 @@ func TestCleanRemovesStaleRunsOnly(t *testing.T) {
 		t.Errorf("Clean report %+v: want run %s with its process", rep, stale)
 	}
 	select {
-	case <-waitDone:
+	case err := <-waitDone:
+		if err == nil {
+			t.Error("the process inside the stale namespace exited by itself instead of being killed")
+		}
 	case <-time.After(3 * time.Second):
 		t.Error("the process inside the stale namespace was not killed")
 	}

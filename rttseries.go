@@ -40,7 +40,7 @@ func (n *Network) RTTSeries(ctx context.Context, node string, dst netip.Addr, co
 	if err != nil {
 		return nil, fmt.Errorf("rtt series from %s: %w", node, err)
 	}
-	defer unix.Close(fd)
+	defer func() { _ = unix.Close(fd) }() // a read-only socket: nothing to flush
 	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1); err != nil {
 		return nil, fmt.Errorf("rtt series from %s: SO_TIMESTAMPNS: %w", node, err)
 	}
@@ -80,7 +80,9 @@ func (n *Network) RTTSeries(ctx context.Context, node string, dst netip.Addr, co
 			wait = time.Until(end)
 		}
 		tv := unix.NsecToTimeval(max(wait, 100*time.Microsecond).Nanoseconds())
-		unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
+		if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
+			return nil, fmt.Errorf("rtt series from %s: SO_RCVTIMEO: %w", node, err)
+		}
 		k, oobn, _, from, err := unix.Recvmsg(fd, buf, oob, 0)
 		if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
 			continue

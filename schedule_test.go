@@ -415,11 +415,13 @@ func TestTraceOutage(t *testing.T) {
 func TestScheduleBadInput(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.csv")
-	os.WriteFile(bad, []byte("time,delay\n2s,1ms\n1s,1ms\n"), 0o644)
 	badTrace := filepath.Join(dir, "bad.trace")
-	os.WriteFile(badTrace, []byte("5\n3\n"), 0o644)
 	jitter := filepath.Join(dir, "jitter.csv")
-	os.WriteFile(jitter, []byte("time,jitter\n1s,1ms\n"), 0o644)
+	for name, body := range map[string]string{bad: "time,delay\n2s,1ms\n1s,1ms\n", badTrace: "5\n3\n", jitter: "time,jitter\n1s,1ms\n"} {
+		if err := os.WriteFile(name, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, c := range []struct {
 		params topo.Params
 		want   string

@@ -403,7 +403,9 @@ func sweepControllerRecords() {
 	entries, _ := os.ReadDir(nodes.ControllerRunDir)
 	for _, e := range entries {
 		if run, ok := owner.RunOfNamespace(e.Name()); ok && !owner.Alive(run) {
-			nodes.RemoveControllers(owner.Prefix + run + "-")
+			// A sweep of what dead runs left: what fails stays for the
+			// next sweep (hymn clean reports it).
+			_, _ = nodes.RemoveControllers(owner.Prefix + run + "-")
 		}
 	}
 }

@@ -68,10 +68,11 @@ func (s *vfBackend) allocatePairs(pl *topo.PlannedLink) ([]*sriov.Pair, error) {
 		}
 		p, err := s.alloc.Allocate(label)
 		if err != nil {
+			errs := []error{fmt.Errorf("%w: %w", ErrSRIOV, err)}
 			for _, q := range pairs {
-				s.alloc.Release(q)
+				errs = append(errs, s.alloc.Release(q))
 			}
-			return nil, fmt.Errorf("%w: %w", ErrSRIOV, err)
+			return nil, errors.Join(errs...)
 		}
 		pairs = append(pairs, p)
 	}

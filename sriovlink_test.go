@@ -302,7 +302,9 @@ func newFakeSRIOVHardware(t *testing.T, prefix, backend string) *fakeSRIOVHardwa
 	t.Cleanup(func() {
 		for i := 0; i < 2; i++ {
 			if l, err := netlink.LinkByName(h.vf("a", i)); err == nil {
-				netlink.LinkDel(l)
+				if err := netlink.LinkDel(l); err != nil {
+					t.Error(err)
+				}
 			}
 		}
 	})
@@ -315,7 +317,9 @@ func newFakeSRIOVHardware(t *testing.T, prefix, backend string) *fakeSRIOVHardwa
 	h.conf = sriov.NewMemConfigurator()
 	for _, pf := range []string{h.pfA, h.pfB} {
 		for i := 0; i < 2; i++ {
-			h.conf.SetVF(pf, i, sriov.VFState{SpoofChk: true, LinkState: sriov.LinkAuto})
+			if err := h.conf.SetVF(pf, i, sriov.VFState{SpoofChk: true, LinkState: sriov.LinkAuto}); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	var err error
@@ -334,7 +338,11 @@ func testSRIOVHardwarePath(t *testing.T, top *topo.Topo) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer net.Stop()
+	defer func() {
+		if err := net.Stop(); err != nil {
+			t.Error(err)
+		}
+	}()
 	if err := net.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
