@@ -195,8 +195,9 @@ func initEAL(cfg Config) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	if rc := C.rte_eal_init(C.int(len(args)), argv); rc < 0 {
-		os.RemoveAll(filepath.Join(RunDir, FilePrefix()))
-		os.RemoveAll(filepath.Join(RunDir, "rte")) // a failed parse creates it
+		// Best effort: the init's failure is the error to report.
+		_ = os.RemoveAll(filepath.Join(RunDir, FilePrefix()))
+		_ = os.RemoveAll(filepath.Join(RunDir, "rte")) // a failed parse creates it
 		return fmt.Errorf("DPDK EAL init (%v): %s", args[1:], C.GoString(C.rte_strerror(C.hymn_errno())))
 	}
 	name := C.CString("hymn_pool")
@@ -204,7 +205,7 @@ func initEAL(cfg Config) error {
 	pool = C.rte_pktmbuf_pool_create(name, 8191, 256, 0, C.RTE_MBUF_DEFAULT_BUF_SIZE, C.int(C.rte_socket_id()))
 	if pool == nil {
 		C.rte_eal_cleanup()
-		os.RemoveAll(filepath.Join(RunDir, FilePrefix()))
+		_ = os.RemoveAll(filepath.Join(RunDir, FilePrefix())) // best effort, as above
 		return fmt.Errorf("DPDK mbuf pool: %s", C.GoString(C.rte_strerror(C.hymn_errno())))
 	}
 	return nil
@@ -225,7 +226,7 @@ func Cleanup() error {
 		errs = append(errs, fmt.Errorf("rte_eal_cleanup: %d", int(rc)))
 	}
 	errs = append(errs, os.RemoveAll(filepath.Join(RunDir, FilePrefix())))
-	os.Remove(RunDir) // only if empty: other DPDK programs may use it
+	_ = os.Remove(RunDir) // only if empty: other DPDK programs may use it
 	return errors.Join(errs...)
 }
 
@@ -443,7 +444,7 @@ func OpenIn(ns netns.NsHandle, name string, o Options) (*Port, error) {
 	}
 	dup, err := unix.Dup(int(ns))
 	if err != nil {
-		p.Close()
+		_ = p.Close() // best effort: the dup's failure is the error to report
 		return nil, err
 	}
 	p.ns = netns.NsHandle(dup)
@@ -598,7 +599,7 @@ func (p *Port) Close() error {
 	var err error
 	if p.ns >= 0 {
 		err = netnsx.Do(p.ns, stop)
-		p.ns.Close()
+		_ = p.ns.Close() // our own dup of the namespace descriptor: nothing to report
 	} else {
 		err = stop()
 	}

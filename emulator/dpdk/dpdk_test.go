@@ -121,12 +121,20 @@ func TestRingLoopback(t *testing.T) {
 	if err := CreateVdev("net_ring0", ""); err != nil {
 		t.Fatal(err)
 	}
-	defer RemoveVdev("net_ring0")
+	defer func() {
+		if err := RemoveVdev("net_ring0"); err != nil {
+			t.Error(err)
+		}
+	}()
 	p, err := Open("net_ring0", Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.Close()
+	defer func() {
+		if err := p.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
 	var sent [][]byte
 	for i := 0; i < 50; i++ {
 		sent = append(sent, frame(i, 60+i*20))
@@ -151,7 +159,9 @@ func TestRingLoopback(t *testing.T) {
 	}
 	// A buffer too small for a frame: dropped and counted, as the
 	// emulator.Port contract says.
-	p.SendBatch([][]byte{frame(1, 1000)})
+	if _, err := p.SendBatch([][]byte{frame(1, 1000)}); err != nil {
+		t.Fatal(err)
+	}
 	small, l, s := bufs(1, 100)
 	time.Sleep(time.Millisecond)
 	if n, _ := p.RecvBatch(small, l, s); n != 0 || p.Stats().RxTruncated != 1 {
@@ -164,12 +174,20 @@ func TestNullDevice(t *testing.T) {
 	if err := CreateVdev("net_null0", "size=64"); err != nil {
 		t.Fatal(err)
 	}
-	defer RemoveVdev("net_null0")
+	defer func() {
+		if err := RemoveVdev("net_null0"); err != nil {
+			t.Error(err)
+		}
+	}()
 	p, err := Open("net_null0", Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.Close()
+	defer func() {
+		if err := p.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
 	got := recvAll(t, p, 32, time.Second)
 	if len(got) < 32 || len(got[0]) != 64 {
 		t.Fatalf("net_null gave %d frames", len(got))
@@ -221,18 +239,26 @@ func TestIdleLinkCPU(t *testing.T) {
 	defer func() {
 		fwd.Stop()
 		for _, p := range ports {
-			p.Close()
+			if err := p.Close(); err != nil {
+				t.Error(err)
+			}
 		}
+		// Wires are not vdevs: a wire's ethdev went with its port's
+		// Close, and RemoveVdev finds nothing (ENOENT).
 		for _, n := range []string{"net_ring_it1", "net_ring_ie1", "net_ring_ie2", "net_ring_it2"} {
-			RemoveVdev(n)
+			_ = RemoveVdev(n)
 		}
 	}()
 	time.Sleep(50 * time.Millisecond) // past DeepIdleAfter
 	processCPU := func(during func()) time.Duration {
 		var before, after syscall.Rusage
-		syscall.Getrusage(syscall.RUSAGE_SELF, &before)
+		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &before); err != nil {
+			t.Fatal(err)
+		}
 		during()
-		syscall.Getrusage(syscall.RUSAGE_SELF, &after)
+		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &after); err != nil {
+			t.Fatal(err)
+		}
 		return time.Duration(after.Utime.Nano() + after.Stime.Nano() - before.Utime.Nano() - before.Stime.Nano())
 	}
 	cpu := processCPU(func() { time.Sleep(time.Second) })
@@ -282,8 +308,10 @@ func TestForwarderOverWire(t *testing.T) {
 	defer func() {
 		fwd.Stop()
 		for n, p := range ports {
-			p.Close()
-			RemoveVdev(n)
+			if err := p.Close(); err != nil {
+				t.Error(err)
+			}
+			_ = RemoveVdev(n) // a wire, not a vdev: ENOENT (see TestIdleLinkCPU)
 		}
 	}()
 	const total = 2000
@@ -351,7 +379,9 @@ func BenchmarkRingIO(b *testing.B) {
 	start := time.Now()
 	frames := 0
 	for i := 0; i < b.N; i++ {
-		p.SendBatch(out)
+		if _, err := p.SendBatch(out); err != nil {
+			b.Fatal(err)
+		}
 		frames += func() int { n, _ := p.RecvBatch(in, l, s); return n }()
 	}
 	b.ReportMetric(float64(frames)/time.Since(start).Seconds()/1e6, "Mpps")
@@ -372,7 +402,11 @@ func TestAFPacketBetweenNamespaces(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer h.Delete()
+		defer func() {
+			if err := h.Delete(); err != nil {
+				t.Error(err)
+			}
+		}()
 		ns[n] = h
 	}
 	for _, v := range []struct{ ns, name, peer, ip string }{{"a", "a0", "d1", "10.78.0.1/24"}, {"b", "b0", "d2", "10.78.0.2/24"}} {
@@ -393,15 +427,24 @@ func TestAFPacketBetweenNamespaces(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	defer RemoveVdev("net_af_packet1")
-	defer RemoveVdev("net_af_packet0")
+	defer func() {
+		for _, n := range []string{"net_af_packet0", "net_af_packet1"} {
+			if err := RemoveVdev(n); err != nil {
+				t.Error(err)
+			}
+		}
+	}()
 	var ports []*Port
 	for _, n := range []string{"net_af_packet0", "net_af_packet1"} {
 		p, err := OpenIn(ns["dp"].NsHandle(), n, Options{IdleSleep: 20 * time.Microsecond})
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer p.Close()
+		defer func() {
+			if err := p.Close(); err != nil {
+				t.Error(err)
+			}
+		}()
 		ports = append(ports, p)
 	}
 	// start runs a fresh forwarder between the ports, d each way: each
@@ -536,7 +579,9 @@ func TestAFPacketBetweenNamespaces(t *testing.T) {
 	var min, avg float64
 	for _, line := range strings.Split(string(out), "\n") {
 		if strings.HasPrefix(line, "rtt") {
-			fmt.Sscanf(line[strings.Index(line, "=")+2:], "%f/%f", &min, &avg)
+			if _, err := fmt.Sscanf(line[strings.Index(line, "=")+2:], "%f/%f", &min, &avg); err != nil {
+				t.Fatalf("ping's summary %q: %v", line, err)
+			}
 		}
 	}
 	t.Logf("ping over DPDK af_packet, 5 ms each way: rtt min %.2f avg %.2f ms", min, avg)
@@ -550,8 +595,9 @@ func TestAFPacketBetweenNamespaces(t *testing.T) {
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer srv.Wait()
-	defer srv.Process.Kill()
+	// The server may have ended by itself after its one client; killed,
+	// Wait reports the signal: neither says anything about the test.
+	defer func() { _ = srv.Process.Kill(); _ = srv.Wait() }()
 	time.Sleep(300 * time.Millisecond)
 	out, err = exec.Command("ip", "netns", "exec", ns["a"].Name(), "iperf3", "-c", "10.78.0.2", "-t", "1", "-f", "m").CombinedOutput()
 	if err != nil {
@@ -673,7 +719,11 @@ func TestCompareWithAFPacket(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer h.Delete()
+		defer func() {
+			if err := h.Delete(); err != nil {
+				t.Error(err)
+			}
+		}()
 		ns[n] = h
 	}
 	for _, v := range [][3]string{{"a", "a0", "d1"}, {"b", "b0", "d2"}} {
@@ -685,12 +735,20 @@ func TestCompareWithAFPacket(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer send.Close()
+	defer func() {
+		if err := send.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
 	recv, err := afpacket.OpenIn(ns["b"].NsHandle(), "b0", afpacket.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer recv.Close()
+	defer func() {
+		if err := recv.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
 	const total = 300000
 	measure := func(a, b emulator.Port) float64 {
 		fwd, err := emulator.NewForwarder(a, b, emulator.ForwarderConfig{AtoB: emulator.DefaultConfig(), BtoA: emulator.DefaultConfig()})
@@ -712,7 +770,9 @@ func TestCompareWithAFPacket(t *testing.T) {
 				k, _ := send.SendBatch(out)
 				sent += k
 			}
-			recv.Wait(100 * time.Microsecond)
+			if err := recv.Wait(100 * time.Microsecond); err != nil {
+				t.Fatal(err)
+			}
 			n, _ := recv.RecvBatch(in, l, s)
 			for i := 0; i < n; i++ {
 				if f := in[i][:l[i]]; len(f) >= 14 && f[12] == 0x88 && f[13] == 0xb5 {
@@ -745,22 +805,34 @@ func TestCompareWithAFPacket(t *testing.T) {
 			idle = d
 		}
 	}
-	afp[0].Close()
-	afp[1].Close()
+	for _, p := range afp {
+		if err := p.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for i, iface := range []string{"d1", "d2"} {
 		if err := CreateVdevIn(ns["dp"].NsHandle(), fmt.Sprintf("net_af_packet%d", 10+i), "iface="+iface); err != nil {
 			t.Fatal(err)
 		}
 	}
-	defer RemoveVdev("net_af_packet11")
-	defer RemoveVdev("net_af_packet10")
+	defer func() {
+		for _, n := range []string{"net_af_packet10", "net_af_packet11"} {
+			if err := RemoveVdev(n); err != nil {
+				t.Error(err)
+			}
+		}
+	}()
 	var dp []*Port
 	for i := 0; i < 2; i++ {
 		p, err := OpenIn(ns["dp"].NsHandle(), fmt.Sprintf("net_af_packet%d", 10+i), Options{IdleSleep: idle})
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer p.Close()
+		defer func() {
+			if err := p.Close(); err != nil {
+				t.Error(err)
+			}
+		}()
 		dp = append(dp, p)
 	}
 	rateDPDK := measure(dp[0], dp[1])
