@@ -199,16 +199,7 @@ func TestOpenFlowDeleteLive(t *testing.T) {
 // NIC is unplugged), and a link added afterwards under the same name is
 // hot-plugged again and carries pings.
 func TestDeleteVMLinkLive(t *testing.T) {
-	testenv.Root(t)
-	testenv.Tools(t, "qemu-system-x86_64")
-	if testing.Short() {
-		t.Skip("boots a VM")
-	}
-	top := topo.New()
-	s1 := top.AddSwitch("s1")
-	top.AddLink(top.AddHost("h1", topo.Params{"backend": "vm", "memory": "256M"}), s1)
-	top.AddLink(top.AddHost("h2"), s1)
-	n := startNet(t, top, Options{})
+	n := startNet(t, vmAndNamespaceHost(t, nil), Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if err := n.DeleteLink(ctx, "h1", "s1", ""); err != nil {

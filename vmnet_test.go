@@ -11,10 +11,10 @@ import (
 	"github.com/hymn-net/hymn/vm"
 )
 
-// A mixed network: h1 is a VM, h2 a namespace, joined by a switch, the
-// VM's link emulated (2 ms each way). Ping, iperf, a shell command in the
-// guest and link down/up must behave as on namespaces only.
-func TestMixedVMAndNamespaceHosts(t *testing.T) {
+// vmAndNamespaceHost is s1 with h1, a VM whose link has params, and h2, a
+// namespace, once the checks a test that boots a VM needs have passed.
+func vmAndNamespaceHost(t *testing.T, params topo.Params) *topo.Topo {
+	t.Helper()
 	testenv.Root(t)
 	testenv.Tools(t, "qemu-system-x86_64")
 	if testing.Short() {
@@ -22,8 +22,16 @@ func TestMixedVMAndNamespaceHosts(t *testing.T) {
 	}
 	top := topo.New()
 	s1 := top.AddSwitch("s1")
-	top.AddLink(top.AddHost("h1", topo.Params{"backend": "vm", "memory": "256M"}), s1, topo.Params{"delay": "2ms"})
+	top.AddLink(top.AddHost("h1", topo.Params{"backend": "vm", "memory": "256M"}), s1, params)
 	top.AddLink(top.AddHost("h2"), s1)
+	return top
+}
+
+// A mixed network: h1 is a VM, h2 a namespace, joined by a switch, the
+// VM's link emulated (2 ms each way). Ping, iperf, a shell command in the
+// guest and link down/up must behave as on namespaces only.
+func TestMixedVMAndNamespaceHosts(t *testing.T) {
+	top := vmAndNamespaceHost(t, topo.Params{"delay": "2ms"})
 	net := startNet(t, top, Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
