@@ -36,7 +36,9 @@ func TestLoadProgram(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a valid program: %v", err)
 	}
-	unix.Close(fd)
+	if err := unix.Close(fd); err != nil {
+		t.Fatal(err)
+	}
 	// exit with r0 never written: the verifier says "R0 !read_ok".
 	_, err = LoadProgram(unix.BPF_PROG_TYPE_XDP, exit, "hymn_test_bad")
 	if err == nil || !strings.Contains(err.Error(), "hymn_test_bad") || !strings.Contains(err.Error(), "R0") {

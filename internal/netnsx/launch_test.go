@@ -39,12 +39,20 @@ func TestLaunchedChildOutlivesDiscardedThreads(t *testing.T) {
 	if err := owner.Claim(run); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { owner.Release(run) })
+	t.Cleanup(func() {
+		if err := owner.Release(run); err != nil {
+			t.Error(err)
+		}
+	})
 	named, err := netnsx.CreateNamed(owner.NamespaceName(run, "launch"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { named.Delete() })
+	t.Cleanup(func() {
+		if err := named.Delete(); err != nil {
+			t.Error(err)
+		}
+	})
 	for i := range 3 {
 		cmd := exec.Command("sleep", "60")
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -52,9 +60,9 @@ func TestLaunchedChildOutlivesDiscardedThreads(t *testing.T) {
 			t.Fatal(err)
 		}
 		exited := make(chan struct{})
-		go func() { cmd.Wait(); close(exited) }()
+		go func() { _ = cmd.Wait(); close(exited) }() // killed below: Wait reports the signal
 		t.Cleanup(func() {
-			cmd.Process.Kill()
+			_ = cmd.Process.Kill() // fails only if Wait has returned: then exited is closed
 			<-exited
 		})
 		var child, want unix.Stat_t

@@ -34,7 +34,7 @@ func CreateNamed(name string) (_ *Named, err error) {
 	n := &Named{name: name, ns: -1}
 	defer func() {
 		if err != nil {
-			n.Delete()
+			_ = n.Delete() // best effort: err is what CreateNamed reports
 		}
 	}()
 	if n.ns, err = Open(name); err != nil {
@@ -80,7 +80,7 @@ func (n *Named) Close() {
 		n.nl = nil
 	}
 	if n.ns >= 0 {
-		n.ns.Close()
+		_ = n.ns.Close() // a descriptor of our own: nothing to report (Close returns nothing)
 		n.ns = -1
 	}
 }

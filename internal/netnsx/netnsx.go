@@ -85,13 +85,13 @@ func Create(name string) error {
 	if err != nil {
 		return fmt.Errorf("creating namespace %s: %w", name, err)
 	}
-	f.Close()
+	_ = f.Close() // an empty file opened read-only, a mount point
 	err = onLockedThread(func() (bool, error) {
 		orig, err := netns.Get()
 		if err != nil {
 			return true, err
 		}
-		defer orig.Close()
+		defer func() { _ = orig.Close() }() // our own descriptor of the thread's namespace
 		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
 			return true, fmt.Errorf("unshare: %w", err)
 		}
@@ -102,7 +102,7 @@ func Create(name string) error {
 		return true, mountErr
 	})
 	if err != nil {
-		os.Remove(path)
+		_ = os.Remove(path) // best effort: err is the one to report
 		return fmt.Errorf("creating namespace %s: %w", name, err)
 	}
 	return nil
@@ -139,7 +139,7 @@ func Do(ns netns.NsHandle, fn func() error) error {
 		if err != nil {
 			return true, err
 		}
-		defer orig.Close()
+		defer func() { _ = orig.Close() }() // our own descriptor of the thread's namespace
 		if err := netns.Set(ns); err != nil {
 			return true, fmt.Errorf("entering namespace: %w", err)
 		}

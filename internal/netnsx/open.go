@@ -18,7 +18,7 @@ func OpenNamed(name string) (*Named, error) {
 	}
 	nl, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
 	if err != nil {
-		ns.Close()
+		_ = ns.Close() // best effort: the netlink error is the one to report
 		return nil, fmt.Errorf("%s: netlink: %w", name, err)
 	}
 	return &Named{name: name, ns: ns, nl: nl}, nil
