@@ -183,7 +183,7 @@ func removeDirs(base, prefix string) {
 	entries, _ := os.ReadDir(base)
 	for _, e := range entries {
 		if strings.HasPrefix(e.Name(), prefix) {
-			os.RemoveAll(filepath.Join(base, e.Name()))
+			_ = os.RemoveAll(filepath.Join(base, e.Name())) // best effort, like the listing: what stays, the next clean finds
 		}
 	}
 }

@@ -124,7 +124,7 @@ func CreateExclusive(path string, data []byte, perm os.FileMode) error {
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp)
+	defer func() { _ = os.Remove(tmp) }() // a leftover is swept by removeStaleTemps once we are gone
 	_, err = f.Write(data)
 	if err == nil {
 		err = f.Sync()
@@ -289,7 +289,7 @@ func removeStaleTemps(dir string) {
 			continue
 		}
 		if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
-			os.Remove(filepath.Join(dir, e.Name()))
+			_ = os.Remove(filepath.Join(dir, e.Name())) // best effort: another sweep may have taken it
 		}
 	}
 }

@@ -177,7 +177,11 @@ func TestAliveChecksPidAndStartTime(t *testing.T) {
 	if err := zombie.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer zombie.Wait()
+	defer func() {
+		if err := zombie.Wait(); err != nil {
+			t.Error(err)
+		}
+	}()
 	for i := 0; i < 200 && processState(zombie.Process.Pid) != "Z"; i++ {
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -214,7 +218,9 @@ func TestAliveChecksPidAndStartTime(t *testing.T) {
 		t.Error("a fresh empty record counts as dead")
 	}
 	old := time.Now().Add(-time.Hour)
-	os.Chtimes(statePath(run), old, old)
+	if err := os.Chtimes(statePath(run), old, old); err != nil {
+		t.Fatal(err)
+	}
 	if Alive(run) {
 		t.Error("an hour-old empty record counts as alive")
 	}
@@ -240,8 +246,12 @@ func TestRunsFindsEveryKindOfState(t *testing.T) {
 	if _, err := AllocNAT(nat); err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(filepath.Join(dir, "sriov.lock"), nil, 0o644)
-	os.WriteFile(filepath.Join(dir, ".tmp-1-x-"+NewRunID()+".json"), nil, 0o644)
+	if err := os.WriteFile(filepath.Join(dir, "sriov.lock"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".tmp-1-x-"+NewRunID()+".json"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	runs, err := Runs()
 	if err != nil {
 		t.Fatal(err)
@@ -265,11 +275,15 @@ func TestRunsFindsEveryKindOfState(t *testing.T) {
 func TestStaleTemporaryRecordsAreSwept(t *testing.T) {
 	dir := privateState(t)
 	dead := exec.Command("true")
-	dead.Run()
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
 	staleName := fmt.Sprintf(".tmp-%d-aaaa-%s.json", dead.Process.Pid, NewRunID())
 	liveName := fmt.Sprintf(".tmp-%d-bbbb-%s.json", os.Getpid(), NewRunID())
 	for _, n := range []string{staleName, liveName} {
-		os.WriteFile(filepath.Join(dir, n), nil, 0o644)
+		if err := os.WriteFile(filepath.Join(dir, n), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	SweepTemps()
 	if _, err := os.Stat(filepath.Join(dir, staleName)); err == nil {
@@ -376,7 +390,14 @@ func TestWaitExitNeverSignals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { long.Kill(); long.Wait() }()
+	defer func() {
+		if err := long.Kill(); err != nil {
+			t.Error(err)
+		}
+		if _, err := long.Wait(); err != nil {
+			t.Error(err)
+		}
+	}()
 	if err := WaitExit([]int{short.Pid}, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}

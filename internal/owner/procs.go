@@ -52,7 +52,9 @@ const KillTimeout = 15 * time.Second
 // KillAll sends SIGKILL to the pids and waits until they have exited (or
 // KillTimeout passes), so the namespaces they held can be freed.
 func KillAll(pids []int) {
-	Stop(pids, nil, 0, KillTimeout)
+	// Best effort: a process still running after KillTimeout keeps its
+	// namespace, which the next clean finds; callers that must know use Stop.
+	_, _ = Stop(pids, nil, 0, KillTimeout)
 }
 
 // StopIn stops every process in the namespaces with the given inodes:
@@ -113,14 +115,14 @@ func stop(pids []int, inodes map[uint64]bool, grace, timeout time.Duration, kill
 			continue // gone already
 		}
 		if inodes != nil && !inodes[netnsInode(pid)] {
-			unix.Close(fd)
+			_ = unix.Close(fd)
 			continue // not the process that was found (or it left the namespace)
 		}
 		procs = append(procs, proc{pid, fd})
 	}
 	defer func() {
 		for _, p := range procs {
-			unix.Close(p.fd)
+			_ = unix.Close(p.fd) // pidfds, here and above: nothing to report at close
 		}
 	}()
 	signal := func(sig unix.Signal) {
@@ -128,7 +130,7 @@ func stop(pids []int, inodes map[uint64]bool, grace, timeout time.Duration, kill
 			return
 		}
 		for _, p := range procs {
-			unix.PidfdSendSignal(p.fd, sig, nil, 0)
+			_ = unix.PidfdSendSignal(p.fd, sig, nil, 0) // ESRCH: it exited meanwhile; wait tells the rest
 		}
 	}
 	// wait polls the pidfds until all are readable (the process exited)
@@ -152,7 +154,7 @@ func stop(pids []int, inodes map[uint64]bool, grace, timeout time.Duration, kill
 				if fds[i].Revents&(unix.POLLIN|unix.POLLHUP|unix.POLLERR) != 0 {
 					// Reap our own children; others' are their parent's.
 					var info unix.Siginfo
-					unix.Waitid(unix.P_PIDFD, p.fd, &info, unix.WEXITED|unix.WNOHANG, nil)
+					_ = unix.Waitid(unix.P_PIDFD, p.fd, &info, unix.WEXITED|unix.WNOHANG, nil) // ECHILD: not ours
 					continue
 				}
 				still = append(still, p)
