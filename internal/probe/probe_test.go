@@ -29,11 +29,17 @@ func TestReadBufferBeyondRmemMax(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	defer func() {
+		if err := c.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
 	forceReadBuffer(c, want)
 	raw, _ := c.SyscallConn()
 	var got int
-	raw.Control(func(fd uintptr) { got, err = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF) })
+	if cerr := raw.Control(func(fd uintptr) { got, err = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF) }); cerr != nil {
+		t.Fatal(cerr)
+	}
 	if err != nil || got < 2*want {
 		t.Errorf("SO_RCVBUF %d (%v), want %d (rmem_max %d)", got, err, 2*want, rmemMax)
 	}

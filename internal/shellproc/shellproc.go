@@ -72,17 +72,19 @@ func Start(cmd *exec.Cmd, start func(*exec.Cmd) error) (*Shell, error) {
 	stdinW := os.NewFile(uintptr(fds[1]), "shell-stdin-writer")
 	outR, outW, err := os.Pipe()
 	if err != nil {
-		stdinR.Close()
-		stdinW.Close()
+		// Best effort on the error paths: err is the one to report.
+		_ = stdinR.Close()
+		_ = stdinW.Close()
 		return nil, err
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, outW, outW
 	err = start(cmd)
-	stdinR.Close()
-	outW.Close()
+	// The child's ends: it has its own copies now (or never will).
+	_ = stdinR.Close()
+	_ = outW.Close()
 	if err != nil {
-		stdinW.Close()
-		outR.Close()
+		_ = stdinW.Close()
+		_ = outR.Close()
 		return nil, err
 	}
 	s := &Shell{
@@ -93,13 +95,13 @@ func Start(cmd *exec.Cmd, start func(*exec.Cmd) error) (*Shell, error) {
 		closing: make(chan struct{}),
 	}
 	go s.readLoop(outR)
-	go func() { cmd.Wait(); close(s.exited) }()
+	go func() { _ = cmd.Wait(); close(s.exited) }() // that the shell ended matters, not how (Close kills it)
 	return s, nil
 }
 
 func (s *Shell) readLoop(r io.ReadCloser) {
 	defer close(s.chunks)
-	defer r.Close()
+	defer func() { _ = r.Close() }() // the read end
 	for {
 		buf := make([]byte, chunkSize)
 		n, err := r.Read(buf)
@@ -222,7 +224,7 @@ func (s *Shell) RunStream(ctx context.Context, line string, w io.Writer) (int, e
 		case <-killDeadline:
 			// The shell itself is stuck (a builtin loop, say): end it; the
 			// node starts a new one on the next command.
-			s.Close()
+			_ = s.Close() // it always returns nil
 			return -1, ctx.Err()
 		}
 	}
@@ -231,9 +233,11 @@ func (s *Shell) RunStream(ctx context.Context, line string, w io.Writer) (int, e
 // Close ends the shell and every process in its process group.
 func (s *Shell) Close() error {
 	s.closeMu.Do(func() { close(s.closing) })
-	s.stdin.Close()
+	// Nothing to report from either: EOF on stdin, then SIGKILL to the
+	// group (ESRCH if it has gone already).
+	_ = s.stdin.Close()
 	if s.cmd.Process != nil {
-		syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
 	}
 	select {
 	case <-s.exited:

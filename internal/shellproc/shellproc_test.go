@@ -29,7 +29,11 @@ func startBash(t *testing.T) *shellproc.Shell {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { sh.Close() })
+	t.Cleanup(func() {
+		if err := sh.Close(); err != nil {
+			t.Error(err)
+		}
+	})
 	return sh
 }
 
@@ -43,7 +47,11 @@ func startNodeShell(t *testing.T) *shellproc.Shell {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ns.Delete() })
+	t.Cleanup(func() {
+		if err := ns.Delete(); err != nil {
+			t.Error(err)
+		}
+	})
 	// As nodes.StartShell does (not imported: the nodes package depends on
 	// much that is unrelated to the framing).
 	cmd := exec.Command("bash", "--norc", "--noprofile", "-s", "hymn:h1")
@@ -53,7 +61,11 @@ func startNodeShell(t *testing.T) *shellproc.Shell {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { sh.Close() })
+	t.Cleanup(func() {
+		if err := sh.Close(); err != nil {
+			t.Error(err)
+		}
+	})
 	return sh
 }
 
@@ -291,7 +303,11 @@ func TestShellPOSIXShells(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { sh.Close() })
+			t.Cleanup(func() {
+				if err := sh.Close(); err != nil {
+					t.Error(err)
+				}
+			})
 			run(t, sh, "cd /usr; X=\"it's\"; sleep 30 &")
 			if out, status := run(t, sh, `pwd; echo "$X"; cat; (exit 4)`); out != "/usr\nit's\n" || status != 4 {
 				t.Errorf("state: %q status %d", out, status)
