@@ -107,8 +107,10 @@ func Start(cfg Config) (_ *Capture, err error) {
 		if err != nil {
 			c.closeTaps()
 			if c.file != nil {
-				c.file.Close()
-				os.Remove(cfg.File)
+				// Best effort after the error being returned: the
+				// half-made capture file is removed.
+				_ = c.file.Close()
+				_ = os.Remove(cfg.File)
 			}
 		}
 	}()
@@ -169,7 +171,9 @@ func openPacketSocket(t Tap) (int, error) {
 			return err
 		}
 		if unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 16<<20) != nil {
-			unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, 16<<20)
+			// Without CAP_NET_ADMIN: the capped buffer is still a
+			// working socket, so a refusal here is not an error.
+			_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, 16<<20)
 		}
 		tv := unix.NsecToTimeval(int64(50 * time.Millisecond))
 		return unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
@@ -181,7 +185,7 @@ func openPacketSocket(t Tap) (int, error) {
 		err = open()
 	}
 	if err != nil && fd >= 0 {
-		unix.Close(fd)
+		_ = unix.Close(fd) // the open error is the one reported
 	}
 	return fd, err
 }
@@ -195,7 +199,7 @@ func interfaceIndex(name string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer unix.Close(fd)
+	defer func() { _ = unix.Close(fd) }() // a query socket: nothing to flush
 	ifr, err := unix.NewIfreq(name)
 	if err != nil {
 		return 0, err
@@ -331,7 +335,7 @@ func (c *Capture) Stop() ([]Stats, error) {
 func (c *Capture) closeTaps() {
 	for _, t := range c.taps {
 		if t.fd >= 0 {
-			unix.Close(t.fd)
+			_ = unix.Close(t.fd) // a receive-only socket: nothing is lost
 			t.fd = -1
 		}
 	}

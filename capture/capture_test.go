@@ -23,7 +23,11 @@ func TestLoopbackLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ns.Delete() })
+	t.Cleanup(func() {
+		if err := ns.Delete(); err != nil {
+			t.Error(err)
+		}
+	})
 	in := func(fn func() error) error { return netnsx.Do(ns.NsHandle(), fn) }
 	f := filepath.Join(t.TempDir(), "lo.pcapng")
 	c, err := Start(Config{File: f, Limit: 10 * 1000, Taps: []Tap{{In: in, Interface: "lo", Direction: Outgoing}}})
@@ -42,12 +46,17 @@ func TestLoopbackLimit(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	defer sink.Close()
+	// Only a sink: nothing is read from it.
+	defer func() { _ = sink.Close() }()
 	payload := make([]byte, 958) // 1000 B frames: 14 + 20 + 8 + 958
 	for range 50 {
-		conn.Write(payload)
+		if _, err := conn.Write(payload); err != nil {
+			t.Fatal(err)
+		}
 	}
-	conn.Close()
+	if err := conn.Close(); err != nil {
+		t.Error(err)
+	}
 	time.Sleep(50 * time.Millisecond)
 	st, err := c.Stop()
 	if err != nil {
@@ -64,7 +73,7 @@ func TestLoopbackLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer fh.Close()
+	defer func() { _ = fh.Close() }() // read-only
 	r, err := pcapgo.NewNgReader(fh, pcapgo.DefaultNgReaderOptions)
 	if err != nil {
 		t.Fatal(err)
