@@ -433,11 +433,13 @@ func (a *Allocator) lockFile() (func(), error) {
 		return nil, fmt.Errorf("SR-IOV lock: %w", err)
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
-		f.Close()
+		_ = f.Close() // nothing written; the lock error is reported
 		return nil, fmt.Errorf("SR-IOV lock %s: %w", a.cfg.LockPath, err)
 	}
+	// Nothing is written to the lock file, and closing it drops the lock
+	// even if the unlock failed: neither result is news.
 	return func() {
-		unix.Flock(int(f.Fd()), unix.LOCK_UN)
-		f.Close()
+		_ = unix.Flock(int(f.Fd()), unix.LOCK_UN)
+		_ = f.Close()
 	}, nil
 }

@@ -81,8 +81,10 @@ func ReturnVF(ns links.Namespace, name string, home links.Namespace, netdev stri
 			return err
 		}
 		addrs, _ := h.AddrList(l, netlink.FAMILY_ALL)
+		// Best effort, as the listing above: an address left on a VF
+		// that is going home does not stop it from being used again.
 		for _, a := range addrs {
-			h.AddrDel(l, &a)
+			_ = h.AddrDel(l, &a)
 		}
 		if l.Attrs().Name != netdev {
 			if err := h.LinkSetName(l, netdev); err != nil {

@@ -108,7 +108,7 @@ func NewSimNIC(cfg SimConfig) (_ *SimNIC, err error) {
 	s.mem.OnSet = s.rebuild
 	defer func() {
 		if err != nil {
-			s.Close()
+			_ = s.Close() // best effort: the setup error is returned
 		}
 	}()
 	var fake []FakePF

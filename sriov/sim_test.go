@@ -41,7 +41,7 @@ func startCapture(t *testing.T, ns links.Namespace, ifname string) *capture {
 	c := &capture{vlans: map[int]int{}, stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(c.done)
-		defer p.Close()
+		defer func() { _ = p.Close() }() // a receive-only port: nothing is lost
 		bufs, lens := make([][]byte, 16), make([]int, 16)
 		for i := range bufs {
 			bufs[i] = make([]byte, 2048)
@@ -53,7 +53,9 @@ func startCapture(t *testing.T, ns links.Namespace, ifname string) *capture {
 				return
 			default:
 			}
-			p.Wait(20 * time.Millisecond)
+			// A poll's result is no news: RecvBatch finds what came
+			// (nothing from a port that failed), and c.stop ends the loop.
+			_ = p.Wait(20 * time.Millisecond)
 			n, _ := p.RecvBatch(bufs, lens, stamps)
 			c.mu.Lock()
 			for i := 0; i < n; i++ {
@@ -121,7 +123,11 @@ func TestSimVLANIsolation(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer h.Delete()
+		defer func() {
+			if err := h.Delete(); err != nil {
+				t.Error(err)
+			}
+		}()
 		nsList[n] = h
 	}
 	take := func(ns string, netdev, name, ip string) {
@@ -166,7 +172,9 @@ func TestSimVLANIsolation(t *testing.T) {
 	// The pair's VFs follow their settings: disabling b's VF cuts the wire.
 	st, _ := sim.GetVF(p402.Cable.B, p402.B.Index)
 	st.LinkState = LinkDisable
-	sim.SetVF(p402.Cable.B, p402.B.Index, st)
+	if err := sim.SetVF(p402.Cable.B, p402.B.Index, st); err != nil {
+		t.Fatal(err)
+	}
 	if err := ping(nsList["a"].Name(), "10.77.0.2"); err == nil {
 		t.Fatal("ping crossed a VF whose link state is disable")
 	}
@@ -203,7 +211,9 @@ func simPair(t *testing.T) (sim *SimNIC, p *Pair, a, b *links.HelperNS) {
 	var made []*links.HelperNS
 	t.Cleanup(func() {
 		for _, h := range made {
-			h.Delete()
+			if err := h.Delete(); err != nil {
+				t.Error(err)
+			}
 		}
 		if err := sim.Close(); err != nil {
 			t.Error(err)
@@ -246,7 +256,11 @@ func udpSocket(t *testing.T, ns links.Namespace, port int) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { unix.Close(fd) })
+	t.Cleanup(func() {
+		if err := unix.Close(fd); err != nil {
+			t.Error(err)
+		}
+	})
 	return fd
 }
 
@@ -260,7 +274,9 @@ func TestSimRecoversAfterOverload(t *testing.T) {
 	sim, _, a, b := simPair(t)
 	tx := udpSocket(t, a, 0)
 	rx := udpSocket(t, b, 7000)
-	unix.SetsockoptInt(rx, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 8<<20)
+	if err := unix.SetsockoptInt(rx, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 8<<20); err != nil {
+		t.Fatal(err)
+	}
 	to := &unix.SockaddrInet4{Port: 7000, Addr: [4]byte{10, 78, 0, 2}}
 	payload := make([]byte, 18)
 	// ARP first, so the flood is all UDP.
@@ -352,7 +368,11 @@ func TestSimSpoofAndTaggedDrops(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer send.Close()
+	defer func() {
+		if err := send.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
 	recv := startCapture(t, b, "b-eth0")
 	frame := func(src []byte, tagged bool) []byte {
 		f := append([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, src...)

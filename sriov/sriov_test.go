@@ -59,7 +59,9 @@ func TestDiscover(t *testing.T) {
 		t.Fatal("HasHardware is false on a tree with PFs")
 	}
 	empty := SysFS{Root: t.TempDir()}
-	os.MkdirAll(filepath.Join(empty.Root, "class", "net", "lo"), 0o755)
+	if err := os.MkdirAll(filepath.Join(empty.Root, "class", "net", "lo"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	if empty.HasHardware() {
 		t.Fatal("HasHardware on a tree without PFs")
 	}
@@ -132,8 +134,12 @@ func TestVLANRangeFull(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.Allocate("a")
-	a.Allocate("b")
+	if _, err := a.Allocate("a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Allocate("b"); err != nil {
+		t.Fatal(err)
+	}
 	_, err = a.Allocate("c")
 	if !errors.Is(err, ErrNoFreeVLAN) || !strings.Contains(err.Error(), "no free VLAN on cable enp33s0f0<->enp100s0f0: range 400-401 has 2 of 2 in use") {
 		t.Fatalf("VLAN range full: %v", err)
@@ -144,8 +150,12 @@ func TestRestoreOnRelease(t *testing.T) {
 	sys := fakeSys(t, 2)
 	conf := NewMemConfigurator()
 	orig := VFState{SpoofChk: true, Trust: false, LinkState: LinkAuto, QoS: 0}
-	conf.SetVF("enp33s0f0", 0, orig)
-	conf.SetVF("enp100s0f0", 0, VFState{SpoofChk: false, Trust: true, LinkState: LinkDisable})
+	if err := conf.SetVF("enp33s0f0", 0, orig); err != nil {
+		t.Fatal(err)
+	}
+	if err := conf.SetVF("enp100s0f0", 0, VFState{SpoofChk: false, Trust: true, LinkState: LinkDisable}); err != nil {
+		t.Fatal(err)
+	}
 	statePath := filepath.Join(t.TempDir(), "sriov.json")
 	a, err := NewAllocator(AllocatorConfig{Inventory: loopInventory(""), SysFS: sys, Conf: conf, StatePath: statePath, Run: "abc123"})
 	if err != nil {
@@ -187,7 +197,9 @@ func TestForeignVFsUntouched(t *testing.T) {
 		{"enp100s0f0", 3}: {VLAN: 401, LinkState: LinkEnable}, // another run's link
 	}
 	for k, st := range foreign {
-		conf.SetVF(k[0].(string), k[1].(int), st)
+		if err := conf.SetVF(k[0].(string), k[1].(int), st); err != nil {
+			t.Fatal(err)
+		}
 	}
 	a, err := NewAllocator(AllocatorConfig{Inventory: loopInventory("4-6,400-401"), SysFS: sys, Conf: conf})
 	if err != nil {
@@ -209,8 +221,12 @@ func TestForeignVFsUntouched(t *testing.T) {
 		}
 	}
 	// VLANs of foreign VFs are never reused: 5 is skipped.
-	a.Release(p)
-	conf.SetVF("enp33s0f0", 2, VFState{VLAN: 4})
+	if err := a.Release(p); err != nil {
+		t.Fatal(err)
+	}
+	if err := conf.SetVF("enp33s0f0", 2, VFState{VLAN: 4}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := a.Allocate("z"); err == nil {
 		t.Fatal("allocated although every pair is foreign")
 	}
@@ -219,7 +235,9 @@ func TestForeignVFsUntouched(t *testing.T) {
 func TestForeignVLANSkipped(t *testing.T) {
 	sys := fakeSys(t, 4)
 	conf := NewMemConfigurator()
-	conf.SetVF("enp100s0f0", 3, VFState{VLAN: 400})
+	if err := conf.SetVF("enp100s0f0", 3, VFState{VLAN: 400}); err != nil {
+		t.Fatal(err)
+	}
 	a, _ := NewAllocator(AllocatorConfig{Inventory: loopInventory("400-402"), SysFS: sys, Conf: conf})
 	var got []int
 	for i := 0; i < 2; i++ {
@@ -267,7 +285,9 @@ func TestBadInventory(t *testing.T) {
 		t.Fatalf("ParseCables = %v, %v", cs, err)
 	}
 	// A PF without VFs enabled is reported before anything is touched.
-	os.WriteFile(filepath.Join(sys.Root, "class/net/enp100s0f0/device/sriov_numvfs"), []byte("0"), 0o644)
+	if err := os.WriteFile(filepath.Join(sys.Root, "class/net/enp100s0f0/device/sriov_numvfs"), []byte("0"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := NewAllocator(AllocatorConfig{Inventory: loopInventory(""), SysFS: sys, Conf: NewMemConfigurator()}); err == nil || !strings.Contains(err.Error(), "enp100s0f0 has no VFs enabled") {
 		t.Fatalf("PF without VFs: %v", err)
 	}
@@ -279,7 +299,9 @@ func TestVFIO(t *testing.T) {
 	if !errors.Is(err, ErrVFIOUnavailable) || !strings.Contains(err.Error(), "vfio unavailable on this machine") {
 		t.Fatalf("BindVFIO without /dev/vfio: %v", err)
 	}
-	os.MkdirAll(filepath.Join(sys.DevRoot, "vfio"), 0o755)
+	if err := os.MkdirAll(filepath.Join(sys.DevRoot, "vfio"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	prev, err := sys.BindVFIO("0000:21:02.0")
 	if err != nil || prev != "iavf" {
 		t.Fatalf("BindVFIO = %q, %v", prev, err)
@@ -317,7 +339,9 @@ func TestParseVFSettings(t *testing.T) {
 func TestRestoreState(t *testing.T) {
 	conf := NewMemConfigurator()
 	mac, _ := net.ParseMAC("02:00:00:00:00:07")
-	conf.SetVF("p", 0, VFState{VLAN: 400})
+	if err := conf.SetVF("p", 0, VFState{VLAN: 400}); err != nil {
+		t.Fatal(err)
+	}
 	path := filepath.Join(t.TempDir(), "s.json")
 	st := &State{Run: "r", Pairs: []*Pair{{Cable: Cable{A: "p", B: "q"}, A: VF{Index: 0}, B: VF{Index: 0}, VLAN: 400,
 		OrigA: VFState{MAC: mac, SpoofChk: true}, OrigB: VFState{Trust: true}}}}
@@ -365,7 +389,9 @@ func TestVFIOPassthroughArgs(t *testing.T) {
 func TestRemoveRun(t *testing.T) {
 	dir := t.TempDir()
 	conf := NewMemConfigurator()
-	conf.SetVF("p", 2, VFState{VLAN: 401, Trust: true, LinkState: LinkEnable})
+	if err := conf.SetVF("p", 2, VFState{VLAN: 401, Trust: true, LinkState: LinkEnable}); err != nil {
+		t.Fatal(err)
+	}
 	st := &State{Run: "aa11bb", Pairs: []*Pair{{Cable: Cable{A: "p", B: "q"}, A: VF{Index: 2}, B: VF{Index: 2}, VLAN: 401,
 		OrigA: DefaultVFState(), OrigB: DefaultVFState()}}}
 	if err := WriteState(filepath.Join(RunDir(dir, "aa11bb"), "state.json"), st); err != nil {
@@ -391,7 +417,9 @@ func TestRemoveRun(t *testing.T) {
 func TestEnableVFsSafely(t *testing.T) {
 	sys := fakeSys(t, 4)
 	conf := NewMemConfigurator()
-	conf.SetVF("enp33s0f0", 2, VFState{VLAN: 9})
+	if err := conf.SetVF("enp33s0f0", 2, VFState{VLAN: 9}); err != nil {
+		t.Fatal(err)
+	}
 	err := sys.EnableVFsSafely(conf, "enp33s0f0", 8, false)
 	if !errors.Is(err, ErrVFsInUse) || !strings.Contains(err.Error(), "would destroy VFs 2") {
 		t.Fatalf("got %v", err)
