@@ -85,9 +85,12 @@ func TestServeAnswersBadRequests(t *testing.T) {
 
 func TestCapBuffer(t *testing.T) {
 	c := &capBuffer{max: 10}
-	c.Write([]byte("0123456"))
-	c.Write([]byte("789abc"))
-	c.Write([]byte("def"))
+	// A capBuffer takes every write whole, dropping what is over its max.
+	for _, w := range []string{"0123456", "789abc", "def"} {
+		if n, err := c.Write([]byte(w)); n != len(w) || err != nil {
+			t.Fatalf("Write(%q) = %d, %v", w, n, err)
+		}
+	}
 	if c.buf.String() != "0123456789" || c.dropped != 6 {
 		t.Fatalf("kept %q, dropped %d", c.buf.String(), c.dropped)
 	}
