@@ -100,7 +100,7 @@ type Result struct {
 
 // Run writes the trace to dir, builds h1 ─ h2 with it as the h1→h2 rate
 // (100-packet buffer), runs TCP for dur and samples every step.
-func Run(ctx context.Context, dir string, dur, step time.Duration, log *mnlog.Logger) (Result, error) {
+func Run(ctx context.Context, dir string, dur, step time.Duration, log *mnlog.Logger) (_ Result, err error) {
 	path := filepath.Join(dir, "cellular.trace")
 	if err := os.WriteFile(path, []byte(Trace()), 0o644); err != nil {
 		return Result{}, err
@@ -113,7 +113,13 @@ func Run(ctx context.Context, dir string, dur, step time.Duration, log *mnlog.Lo
 	if err != nil {
 		return Result{}, err
 	}
-	defer n.Stop()
+	defer func() {
+		// A network that did not come down leaves namespaces behind:
+		// that fails the run.
+		if serr := n.Stop(); serr != nil {
+			err = errors.Join(err, fmt.Errorf("stopping the network: %w", serr))
+		}
+	}()
 	if err := n.Start(ctx); err != nil {
 		return Result{}, err
 	}
@@ -188,7 +194,11 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	defer os.RemoveAll(dir)
+	defer func() {
+		if err := os.RemoveAll(dir); err != nil {
+			fmt.Fprintln(os.Stderr, "cellular:", err)
+		}
+	}()
 	res, err := Run(ctx, dir, *dur, *step, mnlog.New(os.Stderr, mnlog.Info))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "cellular:", err)

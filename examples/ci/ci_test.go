@@ -56,10 +56,16 @@ func TestServiceAcrossTheNetwork(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, "hello %s from h1", r.RemoteAddr)
+		_, _ = fmt.Fprintf(w, "hello %s from h1", r.RemoteAddr)
 	})}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
+	// Serve returns http.ErrServerClosed once the cleanup closes it; if it
+	// failed before, the request below fails.
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() {
+		if err := srv.Close(); err != nil {
+			t.Error(err)
+		}
+	})
 
 	// The client: requests made from inside h2.
 	h2, _ := network.NsNode("h2")
@@ -70,7 +76,7 @@ func TestServiceAcrossTheNetwork(t *testing.T) {
 		t.Fatal(err)
 	}
 	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	_ = resp.Body.Close() // read to the end already
 	h2ip, _ := network.IP("h2")
 	if want := "hello " + h2ip.String() + ":"; resp.StatusCode != 200 || !strings.HasPrefix(string(body), want) {
 		t.Fatalf("got %d %q, want 200 and a greeting to %s", resp.StatusCode, body, h2ip)

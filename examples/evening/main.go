@@ -12,6 +12,7 @@ package main
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"flag"
 	"fmt"
 	"math"
@@ -92,7 +93,7 @@ type Result struct {
 }
 
 // Run pings every interval for one compressed day and samples the loss.
-func Run(ctx context.Context, hour, interval time.Duration, log *mnlog.Logger) (Result, error) {
+func Run(ctx context.Context, hour, interval time.Duration, log *mnlog.Logger) (_ Result, err error) {
 	s, err := Schedule(hour)
 	if err != nil {
 		return Result{}, err
@@ -105,7 +106,13 @@ func Run(ctx context.Context, hour, interval time.Duration, log *mnlog.Logger) (
 	if err != nil {
 		return Result{}, err
 	}
-	defer n.Stop()
+	defer func() {
+		// A network that did not come down leaves namespaces behind:
+		// that fails the run.
+		if serr := n.Stop(); serr != nil {
+			err = errors.Join(err, fmt.Errorf("stopping the network: %w", serr))
+		}
+	}()
 	if err := n.Start(ctx); err != nil {
 		return Result{}, err
 	}

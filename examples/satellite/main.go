@@ -14,6 +14,7 @@ package main
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"flag"
 	"fmt"
 	"math"
@@ -80,7 +81,7 @@ type Result struct {
 }
 
 // Run builds the network, pings count times every interval and stops.
-func Run(ctx context.Context, scale float64, count int, interval time.Duration, log *mnlog.Logger) (Result, error) {
+func Run(ctx context.Context, scale float64, count int, interval time.Duration, log *mnlog.Logger) (_ Result, err error) {
 	t, s, err := Topology(scale)
 	if err != nil {
 		return Result{}, err
@@ -89,7 +90,13 @@ func Run(ctx context.Context, scale float64, count int, interval time.Duration, 
 	if err != nil {
 		return Result{}, err
 	}
-	defer n.Stop()
+	defer func() {
+		// A network that did not come down leaves namespaces behind:
+		// that fails the run.
+		if serr := n.Stop(); serr != nil {
+			err = errors.Join(err, fmt.Errorf("stopping the network: %w", serr))
+		}
+	}()
 	if err := n.Start(ctx); err != nil {
 		return Result{}, err
 	}

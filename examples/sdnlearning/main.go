@@ -26,7 +26,7 @@ import (
 
 // run builds the network, pings all pairs, dumps every switch's flows to
 // out and returns how many learned flows each switch holds.
-func run(ctx context.Context, spec string, out io.Writer) (map[string]int, error) {
+func run(ctx context.Context, spec string, out io.Writer) (_ map[string]int, err error) {
 	t, err := topo.FromSpecString(spec)
 	if err != nil {
 		return nil, err
@@ -37,7 +37,13 @@ func run(ctx context.Context, spec string, out io.Writer) (map[string]int, error
 	if err != nil {
 		return nil, err
 	}
-	defer net.Stop()
+	defer func() {
+		// A network that did not come down leaves namespaces behind:
+		// that fails the run.
+		if serr := net.Stop(); serr != nil {
+			err = errors.Join(err, fmt.Errorf("stopping the network: %w", serr))
+		}
+	}()
 	if err := net.Start(ctx); err != nil {
 		return nil, err
 	}
@@ -58,7 +64,7 @@ func run(ctx context.Context, spec string, out io.Writer) (map[string]int, error
 		if err != nil {
 			return nil, fmt.Errorf("dump-flows %s: %v: %s", s.Name, err, flows)
 		}
-		fmt.Fprintf(out, "*** %s %s\n%s", s.Name, strings.Repeat("-", 72), flows)
+		_, _ = fmt.Fprintf(out, "*** %s %s\n%s", s.Name, strings.Repeat("-", 72), flows)
 		// The controller's flows carry an idle timeout; the table-miss
 		// entry (to the controller) does not.
 		learned[s.Name] = strings.Count(flows, "idle_timeout=")

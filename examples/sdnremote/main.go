@@ -68,7 +68,9 @@ func (c *Controller) Serve(ln net.Listener) error {
 		c.wg.Add(1)
 		go func() {
 			defer c.wg.Done()
-			defer conn.Close()
+			// handle's error (logged) says what went wrong; the switch
+			// has gone or is being dropped either way.
+			defer func() { _ = conn.Close() }()
 			if err := c.handle(conn); err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 				log.Printf("switch %s: %v", conn.RemoteAddr(), err)
 			}
@@ -226,7 +228,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	go func() { <-ctx.Done(); ln.Close() }()
+	go func() { <-ctx.Done(); _ = ln.Close() }() // ends Serve, which then returns nil
 	c := &Controller{Blocked: pair}
 	log.Printf("listening on %s, dropping %s <-> %s", ln.Addr(), pair[0], pair[1])
 	if err := c.Serve(ln); err != nil {

@@ -45,7 +45,15 @@ func TestRemoteControllerDropsOnePair(t *testing.T) {
 	c := &Controller{Blocked: [2]netip.Addr{netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2")}}
 	done := make(chan error, 1)
 	go func() { done <- c.Serve(ln) }()
-	t.Cleanup(func() { ln.Close(); <-done })
+	t.Cleanup(func() {
+		if err := ln.Close(); err != nil {
+			t.Error(err)
+		}
+		// Serve returns nil once its listener is closed.
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
 
 	port := ln.Addr().(*net.TCPAddr).Port
 	tp, err := topo.FromSpecString("linear,3")
@@ -60,7 +68,11 @@ func TestRemoteControllerDropsOnePair(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	t.Cleanup(func() { net.Stop() })
+	t.Cleanup(func() {
+		if err := net.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
 	if err := net.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
