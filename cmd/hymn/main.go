@@ -27,7 +27,7 @@ func main() {
 	// long as the process, since it cannot start twice in one; it ends
 	// here, its runtime directory with it.
 	if err := hymn.CleanupDPDK(); err != nil {
-		os.Stderr.WriteString("hymn: DPDK cleanup: " + err.Error() + "\n")
+		_, _ = os.Stderr.WriteString("hymn: DPDK cleanup: " + err.Error() + "\n")
 		if code == 0 {
 			code = 1
 		}
