@@ -61,7 +61,9 @@ func TestFileControllers(t *testing.T) {
 	dir := t.TempDir()
 	write := func(body string) string {
 		p := filepath.Join(dir, "t.yaml")
-		os.WriteFile(p, []byte(body), 0o644)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
 		return p
 	}
 	base := "nodes: [h1, {name: s1, kind: switch}]\nlinks: [{endpoints: [h1, s1]}]\n"

@@ -49,8 +49,12 @@ func TestYAMLScheduleInline(t *testing.T) {
 
 func TestYAMLScheduleFilesAndDirections(t *testing.T) {
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "up.csv"), []byte("time,delay\n0,5\n1s,6\n"), 0o644)
-	os.WriteFile(filepath.Join(dir, "cell.trace"), []byte("1\n2\n"), 0o644)
+	if err := os.WriteFile(filepath.Join(dir, "up.csv"), []byte("time,delay\n0,5\n1s,6\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cell.trace"), []byte("1\n2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tp, err := loadSched(t, dir, `    a>b: {trace: cell.trace}
     schedule:
       a>b: up.csv
@@ -67,9 +71,15 @@ func TestYAMLScheduleFilesAndDirections(t *testing.T) {
 
 func TestYAMLScheduleErrors(t *testing.T) {
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "bad.csv"), []byte("time,delay\n2s,1ms\n1s,2ms\n"), 0o644)
-	os.WriteFile(filepath.Join(dir, "bad.trace"), []byte("1\n-3\n"), 0o644)
-	os.WriteFile(filepath.Join(dir, "empty.trace"), nil, 0o644)
+	if err := os.WriteFile(filepath.Join(dir, "bad.csv"), []byte("time,delay\n2s,1ms\n1s,2ms\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bad.trace"), []byte("1\n-3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "empty.trace"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct{ name, body, want string }{
 		{"unsorted", "    schedule:\n      - {at: 2s, params: {delay: 1ms}}\n      - {at: 1s, params: {delay: 2ms}}\n",
 			"topo.yaml:6:9: links[0].schedule: time 1s is not after"},
