@@ -36,7 +36,7 @@ func CreateHelperNS(name string) (*HelperNS, error) {
 		return nil
 	})
 	if err != nil {
-		named.Delete()
+		_ = named.Delete() // best effort: err is the one to report
 		return nil, fmt.Errorf("helper namespace %s: %w", name, err)
 	}
 	return &HelperNS{named}, nil
@@ -79,8 +79,9 @@ func CreateEmulated(helper *HelperNS, a, b End, portA, portB string, cfg emulato
 	l := &EmulatedLink{A: a, B: b, PortA: portA, PortB: portB, helper: helper}
 	defer func() {
 		if err != nil {
-			l.Stop()
-			l.Delete()
+			// Best effort: err is the one to report.
+			_ = l.Stop()
+			_ = l.Delete()
 		}
 	}()
 	pa := End{NS: helper, Name: portA, MTU: a.MTU}
@@ -125,7 +126,7 @@ var NoOffloads = os.Getenv("HYMN_EMU_OFFLOADS") == "off"
 
 func (l *EmulatedLink) closePorts() {
 	for _, p := range l.ports {
-		p.Close()
+		_ = p.Close() // the ports of a failed start, before a start without offloads
 	}
 	l.ports = nil
 }
@@ -143,7 +144,7 @@ func EmulateBetween(helper *HelperNS, portA, portB string, mtu int, cfg emulator
 		}
 	}
 	if err := l.start(mtu, cfg, false); err != nil {
-		l.Stop()
+		_ = l.Stop() // best effort: err is the one to report
 		return nil, err
 	}
 	return l, nil
@@ -260,7 +261,7 @@ func DisableOffloads(ns Namespace, name string) error {
 		if err != nil {
 			return err
 		}
-		defer unix.Close(fd)
+		defer func() { _ = unix.Close(fd) }() // an ioctl socket: nothing to report
 		for _, cmd := range []uint32{ethtoolSTXCSUM, ethtoolSSG, ethtoolSTSO, ethtoolSGSO, ethtoolSGRO} {
 			v := &ethtoolValue{cmd: cmd}
 			ifr := &ifreqPtr{data: unsafe.Pointer(v)}

@@ -39,7 +39,11 @@ func newOffloadNet(t *testing.T, offloads bool, cfg emulator.Config) *offloadNet
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { helper.Delete() })
+	t.Cleanup(func() {
+		if err := helper.Delete(); err != nil {
+			t.Error(err)
+		}
+	})
 	saved := NoOffloads
 	NoOffloads = !offloads
 	defer func() { NoOffloads = saved }()
@@ -50,7 +54,11 @@ func newOffloadNet(t *testing.T, offloads bool, cfg emulator.Config) *offloadNet
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { l.Stop() })
+	t.Cleanup(func() {
+		if err := l.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
 	o.link = l
 	if l.Offloads != offloads {
 		t.Fatalf("link offloads = %v, want %v", l.Offloads, offloads)
@@ -94,7 +102,11 @@ func dial(t *testing.T, ns *netnsx.Named, network, addr string) net.Conn {
 // per second the receiver read.
 func (o *offloadNet) tcpRate(t *testing.T, d time.Duration) float64 {
 	ln, _ := listen(t, o.b, "tcp", "10.201.0.2:0")
-	defer ln.Close()
+	defer func() {
+		if err := ln.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
 	got := make(chan int64, 1)
 	go func() {
 		c, err := ln.Accept()
@@ -102,20 +114,24 @@ func (o *offloadNet) tcpRate(t *testing.T, d time.Duration) float64 {
 			got <- 0
 			return
 		}
-		defer c.Close()
+		defer func() { _ = c.Close() }() // read to EOF; and the test may have ended by now
 		n, _ := io.Copy(io.Discard, c)
 		got <- n
 	}()
 	c := dial(t, o.a, "tcp", ln.Addr().String())
 	buf := make([]byte, 256<<10)
 	start := time.Now()
-	c.SetWriteDeadline(start.Add(d))
+	if err := c.SetWriteDeadline(start.Add(d)); err != nil {
+		t.Fatal(err)
+	}
 	for time.Since(start) < d {
 		if _, err := c.Write(buf); err != nil {
 			break
 		}
 	}
-	c.Close()
+	if err := c.Close(); err != nil {
+		t.Error(err)
+	}
 	n := <-got
 	return float64(n) / time.Since(start).Seconds()
 }
@@ -183,7 +199,11 @@ func TestEmulatedOffloadsData(t *testing.T) {
 
 	// TCP: 64 MiB of pseudo-random bytes, hashed on both sides.
 	ln, _ := listen(t, o.b, "tcp", "10.201.0.2:0")
-	defer ln.Close()
+	defer func() {
+		if err := ln.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
 	type result struct {
 		sum [32]byte
 		n   int64
@@ -195,7 +215,7 @@ func TestEmulatedOffloadsData(t *testing.T) {
 			got <- result{}
 			return
 		}
-		defer c.Close()
+		defer func() { _ = c.Close() }() // read to EOF; and the test may have ended by now
 		h := sha256.New()
 		n, _ := io.Copy(h, c)
 		var r result
@@ -209,13 +229,15 @@ func TestEmulatedOffloadsData(t *testing.T) {
 	const total = 64 << 20
 	buf := make([]byte, 1<<20)
 	for sent := 0; sent < total; sent += len(buf) {
-		rng.Read(buf)
+		_, _ = rng.Read(buf) // ChaCha8's Read never fails
 		h.Write(buf)
 		if _, err := c.Write(buf); err != nil {
 			t.Fatal(err)
 		}
 	}
-	c.Close()
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
 	select {
 	case r := <-got:
 		if r.n != total || !bytes.Equal(r.sum[:], h.Sum(nil)) {
@@ -227,9 +249,17 @@ func TestEmulatedOffloadsData(t *testing.T) {
 
 	// UDP: datagrams of many sizes, each filled from its sequence number.
 	_, pc := listen(t, o.b, "udp", "10.201.0.2:0")
-	defer pc.Close()
+	defer func() {
+		if err := pc.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
 	u := dial(t, o.a, "udp", pc.LocalAddr().String())
-	defer u.Close()
+	defer func() {
+		if err := u.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
 	sizes := []int{1, 18, 100, 1000, 1472, 1473, 3000, 8000, 20000, 65507}
 	const rounds = 20
 	var wg sync.WaitGroup
@@ -239,7 +269,7 @@ func TestEmulatedOffloadsData(t *testing.T) {
 		defer wg.Done()
 		rb := make([]byte, 70000)
 		for {
-			pc.SetReadDeadline(time.Now().Add(2 * time.Second))
+			_ = pc.SetReadDeadline(time.Now().Add(2 * time.Second)) // fails only once closed, which ReadFrom reports
 			n, _, err := pc.ReadFrom(rb)
 			if err != nil {
 				return

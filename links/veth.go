@@ -68,7 +68,7 @@ func CreateVeth(a, b End) (*Veth, error) {
 			index = v.Attrs().Index // 0 if LinkAdd could not learn it: then as for B
 		}
 		if err := configure(e, index); err != nil {
-			pair.Delete()
+			_ = pair.Delete() // best effort: err is the one to report
 			return nil, fmt.Errorf("veth %s<->%s: %w", a.Name, b.Name, err)
 		}
 	}
@@ -200,7 +200,9 @@ func Status(ns Namespace, name string) string {
 // IsUp reports whether the interface is administratively up.
 func IsUp(ns Namespace, name string) bool {
 	up := false
-	ns.Netlink(func(h *netlink.Handle) error {
+	// A namespace or interface that is not there (or a closed handle) is
+	// not up: the error says no more than up's false.
+	_ = ns.Netlink(func(h *netlink.Handle) error {
 		link, err := h.LinkByName(name)
 		if err == nil {
 			up = link.Attrs().Flags&net.FlagUp != 0

@@ -31,7 +31,7 @@ func RedirectXDP(ns Namespace, from, to string) error {
 			return err
 		}
 		// The attachment holds its own reference to the program.
-		defer unix.Close(fd)
+		defer func() { _ = unix.Close(fd) }()
 		return netlink.LinkSetXdpFdWithFlags(src, fd, xdpFlagsSKBMode)
 	})
 	if err != nil {

@@ -18,7 +18,11 @@ func testNamespace(t *testing.T, name string) *netnsx.Named {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { n.Delete() })
+	t.Cleanup(func() {
+		if err := n.Delete(); err != nil {
+			t.Error(err)
+		}
+	})
 	return n
 }
 
