@@ -52,7 +52,7 @@ func newCgroup(name string, lim CPULimit, ncpu int) (*cgroup, error) {
 		return nil
 	}
 	quota := strconv.Itoa(int(lim.Fraction * cfsPeriodUs * float64(ncpu)))
-	fail := func(err error) (*cgroup, error) { cg.remove(); return nil, err }
+	fail := func(err error) (*cgroup, error) { _ = cg.remove(); return nil, err } // best effort: err is the one to report
 	if cgroupV2() {
 		dir := filepath.Join(cgroupRoot, name)
 		// The controllers must be enabled for children of the root.

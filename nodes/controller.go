@@ -127,7 +127,7 @@ func StartController(ctx context.Context, cfg ControllerConfig) (_ *Controller, 
 	c := &Controller{cfg: cfg}
 	defer func() {
 		if err != nil {
-			c.Stop()
+			_ = c.Stop() // best effort: err is the one to report
 		}
 	}()
 	switch kind {
@@ -312,7 +312,7 @@ func (c *Controller) startProcess(command, ip string, port int, suffix string) (
 		if err != nil {
 			return nil, err
 		}
-		defer log.Close()
+		defer func() { _ = log.Close() }() // the daemon writes through its own copy; this one is never written
 		cmd.Stdout, cmd.Stderr = log, log
 	}
 	d, err := startDaemon(-1, cmd)
@@ -421,10 +421,12 @@ func (c *Controller) Stop() error {
 		for _, r := range records {
 			c.cfg.Logf("*** %s: rm %s.{pid,log,ctl}\n", c.cfg.Name, filepath.Join(ControllerRunDir, r))
 			for _, ext := range []string{".pid", ".log", ".ctl"} {
-				os.Remove(filepath.Join(ControllerRunDir, r+ext))
+				// Best effort (a .ctl the controller never made is not
+				// there): what stays, hymn clean's RemoveControllers removes.
+				_ = os.Remove(filepath.Join(ControllerRunDir, r+ext))
 			}
 		}
-		os.Remove(ControllerRunDir) // only if empty
+		_ = os.Remove(ControllerRunDir) // only if empty
 	}
 	return nil
 }
@@ -442,6 +444,7 @@ func RemoveControllers(prefix string) (int, error) {
 		return 0, err
 	}
 	killed := 0
+	var errs []error
 	for _, e := range entries {
 		if !strings.HasPrefix(e.Name(), prefix) {
 			continue
@@ -452,15 +455,17 @@ func RemoveControllers(prefix string) (int, error) {
 			var st uint64
 			if data, err := os.ReadFile(path); err == nil {
 				if _, err := fmt.Sscan(string(data), &pid, &st); err == nil && pid > 0 && startTime(pid) == st {
-					syscall.Kill(pid, syscall.SIGKILL)
+					_ = syscall.Kill(pid, syscall.SIGKILL) // ESRCH: it died meanwhile, as wanted
 					killed++
 				}
 			}
 		}
-		os.Remove(path)
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
 	}
-	os.Remove(ControllerRunDir)
-	return killed, nil
+	_ = os.Remove(ControllerRunDir) // only if empty: other runs' records may be there
+	return killed, errors.Join(errs...)
 }
 
 func startTime(pid int) uint64 {
@@ -477,7 +482,7 @@ func listening(addr string) bool {
 	if err != nil {
 		return false
 	}
-	c.Close()
+	_ = c.Close() // a probe connection
 	return true
 }
 
@@ -506,7 +511,7 @@ type relay struct {
 }
 
 func newRelay(name, path string, targets []string, grow func() (string, error), logf func(string, ...any)) (*relay, error) {
-	os.Remove(path)
+	_ = os.Remove(path) // a stale socket, if any: Listen reports what matters
 	ln, err := net.Listen("unix", path)
 	if err != nil {
 		return nil, fmt.Errorf("relay socket: %w", err)
@@ -522,7 +527,7 @@ func (r *relay) track(c net.Conn, add bool) bool {
 	defer r.mu.Unlock()
 	if add {
 		if r.closed {
-			c.Close()
+			_ = c.Close() // refused: the relay is closing
 			return false
 		}
 		r.conns[c] = true
@@ -542,7 +547,9 @@ func (r *relay) serve() {
 		r.wg.Add(1)
 		go func() {
 			defer r.wg.Done()
-			defer in.Close()
+			// Closing an end of a relayed connection only ends it, and the
+			// copies end when either side does: nothing to report.
+			defer func() { _ = in.Close() }()
 			if !r.track(in, true) {
 				return
 			}
@@ -555,14 +562,14 @@ func (r *relay) serve() {
 				return // the switch retries, as it would against a controller that is down
 			}
 			r.logf("*** %s: switch connected (tcp %s -> %s)\n", r.name, out.LocalAddr(), target)
-			defer out.Close()
+			defer func() { _ = out.Close() }()
 			if !r.track(out, true) {
 				return
 			}
 			defer r.track(out, false)
 			done := make(chan struct{}, 2)
 			go func() { r.switchToController(in, out); done <- struct{}{} }()
-			go func() { io.Copy(in, out); done <- struct{}{} }()
+			go func() { _, _ = io.Copy(in, out); done <- struct{}{} }()
 			<-done
 		}()
 	}
@@ -606,11 +613,11 @@ func (r *relay) pick() (int, string) {
 }
 
 func (r *relay) close() {
-	r.ln.Close()
+	_ = r.ln.Close() // nothing to report: close only ends the relay
 	r.mu.Lock()
 	r.closed = true
 	for c := range r.conns {
-		c.Close()
+		_ = c.Close()
 	}
 	r.mu.Unlock()
 	r.wg.Wait()

@@ -80,7 +80,7 @@ func New(cfg Config) (_ *NsNode, err error) {
 	n := &NsNode{Named: named, name: cfg.Name, kind: cfg.Kind}
 	defer func() {
 		if err != nil {
-			n.Delete()
+			_ = n.Delete() // best effort: err is the one to report
 		}
 	}()
 	if cfg.CPU != nil {
@@ -167,7 +167,7 @@ func (n *NsNode) getShell() (*Shell, error) {
 			return nil, fmt.Errorf("node %s: starting its shell: %w", n.name, err)
 		}
 		if err := n.cg.join(sh.Pid()); err != nil {
-			sh.Close()
+			_ = sh.Close() // best effort: err is the one to report
 			return nil, fmt.Errorf("node %s: %w", n.name, err)
 		}
 		n.shell = sh
@@ -208,8 +208,9 @@ func (n *NsNode) Start(cmd *exec.Cmd) error {
 		return err
 	}
 	if err := n.cg.join(cmd.Process.Pid); err != nil {
-		cmd.Process.Kill()
-		cmd.Wait()
+		// Best effort: the join's error is the one to report.
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
 		return err
 	}
 	return nil
@@ -243,7 +244,7 @@ func (n *NsNode) StopShell() {
 	n.shell = nil
 	n.shellMu.Unlock()
 	if sh != nil {
-		sh.Close()
+		_ = sh.Close() // nothing to report (a shell's Close returns nil)
 	}
 }
 
@@ -260,25 +261,26 @@ func (n *NsNode) Close() error {
 	sh := n.shell
 	n.shell = nil
 	n.shellMu.Unlock()
+	var errs []error
 	if sh != nil {
-		sh.Close()
+		errs = append(errs, sh.Close())
 	}
 	if n.bpf != nil {
-		n.bpf.Close()
+		errs = append(errs, n.bpf.Close())
 	}
 	n.Named.Close()
-	return nil
+	return errors.Join(errs...)
 }
 
 // Delete closes the node and removes its namespace and cgroup. The
 // processes inside must be gone already.
 func (n *NsNode) Delete() error {
-	n.Close()
+	closeErr := n.Close()
 	if n.ovsNet != nil {
-		return nil // the namespace is shared: OVSNet.Delete removes it
+		return closeErr // the namespace is shared: OVSNet.Delete removes it
 	}
 	n.ovs.stop()
-	return errors.Join(n.cg.remove(), n.Named.Delete())
+	return errors.Join(closeErr, n.cg.remove(), n.Named.Delete())
 }
 
 // Listen opens a listening socket inside the node's namespace, so a Go test

@@ -109,7 +109,7 @@ func waitForSocket(path string, limit time.Duration) error {
 	for {
 		c, err := net.DialTimeout("unix", path, time.Second)
 		if err == nil {
-			c.Close()
+			_ = c.Close() // a probe connection
 			return nil
 		}
 		if time.Now().After(deadline) {
@@ -135,9 +135,10 @@ func (o *ovsSwitch) stop() {
 		return
 	}
 	for _, p := range o.procs {
-		p.Process.Kill()
-		p.Wait()
+		// Best effort, like stop itself: killed, Wait reports the signal.
+		_ = p.Process.Kill()
+		_ = p.Wait()
 	}
-	os.RemoveAll(o.dir)
-	os.Remove(OVSRunDir) // only if no other switch uses it
+	_ = os.RemoveAll(o.dir)  // what stays, hymn clean removes (owner's removeDirs)
+	_ = os.Remove(OVSRunDir) // only if no other switch uses it
 }

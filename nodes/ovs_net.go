@@ -2,6 +2,7 @@ package nodes
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -67,7 +68,7 @@ func NewOVSNet(namespace, dir string, logf func(string, ...any)) (_ *OVSNet, err
 	}
 	defer func() {
 		if err != nil {
-			o.Delete()
+			_ = o.Delete() // best effort: err is the one to report
 		}
 	}()
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -409,8 +410,8 @@ func (o *OVSNet) Delete() error {
 		o.logf("*** rm -rf %s\n", o.dir)
 		err = o.named.Delete()
 	}
-	os.RemoveAll(o.dir)
-	os.Remove(filepath.Dir(o.dir)) // only if no other network uses it
+	err = errors.Join(err, os.RemoveAll(o.dir))
+	_ = os.Remove(filepath.Dir(o.dir)) // only if no other network uses it
 	return err
 }
 
@@ -459,7 +460,7 @@ func startDaemon(ns netns.NsHandle, cmd *exec.Cmd) (*daemon, error) {
 			return
 		}
 		started <- nil
-		cmd.Wait()
+		_ = cmd.Wait() // that it ended matters (done), not how: stop kills it
 		close(d.done)
 	}()
 	if err := <-started; err != nil {
@@ -470,13 +471,13 @@ func startDaemon(ns netns.NsHandle, cmd *exec.Cmd) (*daemon, error) {
 
 // stop kills the daemon and waits (bounded) for it.
 func (d *daemon) stop() {
-	d.cmd.Process.Signal(syscall.SIGTERM)
+	_ = d.cmd.Process.Signal(syscall.SIGTERM) // it may have ended already: done says so
 	select {
 	case <-d.done:
 		return
 	case <-time.After(500 * time.Millisecond):
 	}
-	d.cmd.Process.Kill()
+	_ = d.cmd.Process.Kill()
 	select {
 	case <-d.done:
 	case <-time.After(5 * time.Second):

@@ -53,7 +53,11 @@ func TestRelaySpreadsSwitches(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer ln.Close()
+		defer func() {
+			if err := ln.Close(); err != nil {
+				t.Error(err)
+			}
+		}()
 		addr := ln.Addr().String()
 		targets = append(targets, addr)
 		go func() {
@@ -63,7 +67,7 @@ func TestRelaySpreadsSwitches(t *testing.T) {
 					return
 				}
 				accepted <- addr
-				go io.Copy(io.Discard, c)
+				go func() { _, _ = io.Copy(io.Discard, c) }() // until the relay closes it
 			}
 		}()
 	}
@@ -79,8 +83,15 @@ func TestRelaySpreadsSwitches(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer c.Close()
-		c.Write([]byte{1, 6, 0, 8, 0, 0, 0, 1}) // an OpenFlow 1.0 features reply
+		defer func() {
+			if err := c.Close(); err != nil {
+				t.Error(err)
+			}
+		}()
+		// An OpenFlow 1.0 features reply.
+		if _, err := c.Write([]byte{1, 6, 0, 8, 0, 0, 0, 1}); err != nil {
+			t.Fatal(err)
+		}
 		select {
 		case a := <-accepted:
 			seen[a]++
@@ -110,7 +121,11 @@ func TestRelayGrowsWhenFull(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { ln.Close() })
+		t.Cleanup(func() {
+			if err := ln.Close(); err != nil {
+				t.Error(err)
+			}
+		})
 		addr := ln.Addr().String()
 		go func() {
 			for {
@@ -121,7 +136,7 @@ func TestRelayGrowsWhenFull(t *testing.T) {
 				mu.Lock()
 				accepted[addr]++
 				mu.Unlock()
-				go io.Copy(io.Discard, c)
+				go func() { _, _ = io.Copy(io.Discard, c) }() // until the relay closes it
 			}
 		}()
 		return addr
@@ -147,7 +162,11 @@ func TestRelayGrowsWhenFull(t *testing.T) {
 			t.Error(err)
 			return
 		}
-		t.Cleanup(func() { c.Close() })
+		t.Cleanup(func() {
+			if err := c.Close(); err != nil {
+				t.Error(err)
+			}
+		})
 	}
 	waitFor := func(n int) {
 		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
