@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hymn-net/hymn/internal/testenv"
 	"github.com/vishvananda/netlink"
@@ -136,6 +137,24 @@ func (l *lab) attach(s *Switch, i int) {
 	}
 	if err != nil {
 		l.t.Fatal(err)
+	}
+	// The carrier comes up when the kernel's link watcher gets to it,
+	// which a loaded machine delays by a second and more: a ping before
+	// that is lost (fresh-root run: "h1 cannot ping h3" right after the
+	// attach). hymn's links wait for it the same way (links.WaitOperUp).
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		link, err := l.h.LinkByName("p" + strconv.Itoa(i))
+		if err != nil {
+			l.t.Fatal(err)
+		}
+		if link.Attrs().OperState == netlink.OperUp {
+			return
+		}
+		if time.Now().After(deadline) {
+			l.t.Fatalf("p%d is not operationally up 10 s after it was set up: %v", i, link.Attrs().OperState)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
