@@ -68,6 +68,14 @@ type linkCounters struct {
 // links' entries unset.
 func (p readPlan) read(nw *hymn.Network, socks map[string]*linkSock, out []linkCounters) {
 	byName := map[string]ifStats{}
+	// A socket holds its namespace alive: a node deleted from the
+	// running network (net.delHost) gives its socket up here.
+	for name, s := range socks {
+		if _, err := nw.Node(name); err != nil {
+			s.close()
+			delete(socks, name)
+		}
+	}
 	for _, name := range p.nodes {
 		node, err := nw.Node(name)
 		if err != nil {
