@@ -168,9 +168,11 @@ func (n *Network) DeleteNode(ctx context.Context, name string) error {
 			errs = append(errs, n.deleteLink(ctx, l))
 		}
 	}
-	if p.IsSwitch() && n.OVS() != nil && n.sdn.ovs.Bridge(name) != nil {
-		errs = append(errs, n.sdn.ovs.StopBridge(ctx, name))
-		n.sdn.ovs.Forget(name)
+	if p.IsSwitch() && n.OVS() != nil {
+		if n.sdn.ovs.Bridge(name) != nil {
+			errs = append(errs, n.sdn.ovs.StopBridge(ctx, name))
+		}
+		n.sdn.ovs.Forget(name) // a stopped switch keeps its ports for its restart
 	}
 	errs = append(errs, node.Delete())
 	delete(n.nodes, name)
