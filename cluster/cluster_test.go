@@ -107,7 +107,9 @@ func TestLocalCluster(t *testing.T) {
 	stopped := false
 	t.Cleanup(func() {
 		if !stopped {
-			c.Stop(context.Background())
+			if err := c.Stop(context.Background()); err != nil {
+				t.Error(err)
+			}
 		}
 		assertLocalGone(t, l, c)
 	})
@@ -214,7 +216,7 @@ func TestWorkerProtocolBadInput(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- RunWorker(context.Background(), WorkerOptions{Spec: specs[0], Underlay: ms[0], Address: addrs[0]}, inR, outW)
-		outW.Close()
+		_ = outW.Close() // an io.PipeWriter's Close never fails
 	}()
 	dec := json.NewDecoder(outR)
 	next := func() Event {
@@ -245,20 +247,26 @@ func TestWorkerProtocolBadInput(t *testing.T) {
 		{`{"cmd":"relink","id":14,"peer":-1,"address":"10.0.0.1"}`, "worker -1 does not exist"},
 		{`{"cmd":"relink","id":15,"peer":0,"address":"10.0.0.1"}`, "cannot relink to itself"},
 	} {
-		fmt.Fprintln(inW, tc.line)
+		if _, err := fmt.Fprintln(inW, tc.line); err != nil {
+			t.Fatal(err)
+		}
 		e := next()
 		if e.Event != "error" || e.Fatal || !strings.Contains(e.Error, tc.want) {
 			t.Errorf("%s: got %+v, want a non-fatal error saying %q", tc.line, e, tc.want)
 		}
 	}
 	// Still serving: an exec works.
-	fmt.Fprintln(inW, `{"cmd":"exec","id":9,"node":"h1","argv":["echo","hi"]}`)
+	if _, err := fmt.Fprintln(inW, `{"cmd":"exec","id":9,"node":"h1","argv":["echo","hi"]}`); err != nil {
+		t.Fatal(err)
+	}
 	if e := next(); e.Event != "exec" || e.ID != 9 || e.Stdout != "hi\n" {
 		t.Errorf("exec after bad input: %+v", e)
 	}
 	// A link command whose peer count is wrong is fatal: the part cannot
 	// be wired; it tears down.
-	fmt.Fprintln(inW, `{"cmd":"link","id":10,"peers":["10.0.0.1","10.0.0.2"]}`)
+	if _, err := fmt.Fprintln(inW, `{"cmd":"link","id":10,"peers":["10.0.0.1","10.0.0.2"]}`); err != nil {
+		t.Fatal(err)
+	}
 	if e := next(); e.Event != "error" || !e.Fatal || !strings.Contains(e.Error, "2 peer addresses for 1 workers") {
 		t.Errorf("bad link: %+v", e)
 	}
@@ -268,7 +276,7 @@ func TestWorkerProtocolBadInput(t *testing.T) {
 	if err := <-done; err == nil {
 		t.Error("RunWorker returned no error after a fatal one")
 	}
-	inW.Close()
+	_ = inW.Close() // an io.PipeWriter's Close never fails
 	hymntest.AssertRunGone(t, ready.Run)
 }
 
@@ -287,7 +295,8 @@ func TestWorkerInputEnds(t *testing.T) {
 		fatal bool
 	}{
 		{"eof", func(io.Writer) {}, false},
-		{"long line", func(w io.Writer) { w.Write([]byte(strings.Repeat("x", MaxLine+10))) }, true},
+		// The worker stops reading part-way: the write's result is no news.
+		{"long line", func(w io.Writer) { _, _ = w.Write([]byte(strings.Repeat("x", MaxLine+10))) }, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			inR, inW := io.Pipe()
@@ -295,13 +304,13 @@ func TestWorkerInputEnds(t *testing.T) {
 			done := make(chan error, 1)
 			go func() {
 				done <- RunWorker(context.Background(), WorkerOptions{Spec: specs[0], Underlay: ms[0], Address: addrs[0]}, inR, outW)
-				outW.Close()
+				_ = outW.Close() // an io.PipeWriter's Close never fails
 			}()
 			dec := json.NewDecoder(outR)
 			var events []Event
 			go func() {
 				tc.input(inW)
-				inW.Close()
+				_ = inW.Close()
 			}()
 			for {
 				var e Event
@@ -474,7 +483,9 @@ func TestWorkerKill9Cleaned(t *testing.T) {
 	if left, _ := owner.Namespaces(run); !slices.Contains(left, owner.NamespaceName(run, "@vx")) {
 		t.Fatalf("no helper namespace for the emulated cut link: %v", left)
 	}
-	p.cmd.Process.Kill()
+	if err := p.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
 	<-p.done
 	rep, err := hymn.Clean(ctx, hymn.CleanOptions{Runs: []string{run}})
 	if err != nil {
@@ -523,7 +534,11 @@ func startTwo(ctx context.Context, t *testing.T, topology, file string) (*Local,
 	}
 	runs := []string{c.Ready[0].Run, c.Ready[1].Run}
 	t.Cleanup(func() {
-		c.Stop(context.Background())
+		// The tests kill workers, whose exits Stop reports: logged, and
+		// what is left behind is checked below.
+		if err := c.Stop(context.Background()); err != nil {
+			t.Logf("stop: %v", err)
+		}
 		assertLocalGone(t, l, c)
 		for _, run := range runs {
 			hymntest.AssertRunGone(t, run)
@@ -580,7 +595,9 @@ func TestReplaceWorker(t *testing.T) {
 			pingAll(ctx, t, c)
 
 			p := l.procs[1]
-			p.cmd.Process.Kill()
+			if err := p.cmd.Process.Kill(); err != nil {
+				t.Fatal(err)
+			}
 			<-p.done
 			rep, err := hymn.Clean(ctx, hymn.CleanOptions{Runs: []string{runs[1]}})
 			if err != nil {

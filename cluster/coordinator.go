@@ -86,13 +86,15 @@ func Start(ctx context.Context, tr Transport, topology, file, ipbase string, aut
 	n := opts.Partition.Parts
 	specs, res, err := NewSpec(topology, file, ipbase, autoMAC, n, opts.Partition)
 	if err != nil {
-		tr.Close()
+		// The transport's close is best effort beside the error returned
+		// (here and below).
+		_ = tr.Close()
 		return nil, err
 	}
 	for _, s := range specs {
 		s.Port, s.VNIBase = opts.Port, opts.VNIBase
 		if _, err := s.Resolve(); err != nil {
-			tr.Close()
+			_ = tr.Close()
 			return nil, err
 		}
 	}
@@ -102,7 +104,7 @@ func Start(ctx context.Context, tr Transport, topology, file, ipbase string, aut
 	defer func() {
 		if err != nil {
 			sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			c.Stop(sctx)
+			_ = c.Stop(sctx) // best-effort teardown: the start error is the news
 			cancel()
 		}
 	}()
@@ -206,7 +208,7 @@ func (c *Cluster) Replace(ctx context.Context, i int) (err error) {
 		// to tear down first. Its exit status is no news: it is being
 		// replaced.
 		sctx, scancel := context.WithTimeout(rctx, 30*time.Second)
-		old.Stop(sctx)
+		_ = old.Stop(sctx)
 		scancel()
 	}
 	conn, err := c.tr.Launch(rctx, c.Specs[i])
@@ -223,7 +225,7 @@ func (c *Cluster) Replace(ctx context.Context, i int) (err error) {
 	defer func() {
 		if err != nil && conn != nil {
 			sctx, scancel := context.WithTimeout(context.Background(), 30*time.Second)
-			conn.Stop(sctx)
+			_ = conn.Stop(sctx) // best effort: the relink error is returned
 			scancel()
 		}
 	}()

@@ -184,7 +184,9 @@ func (l *Local) Launch(ctx context.Context, spec *Spec) (Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer specFile.Close()
+	// The child holds its own copy of the memfd; closing ours cannot
+	// lose data (a memfd write has no deferred error).
+	defer func() { _ = specFile.Close() }()
 	if len(l.Command) == 0 {
 		return nil, fmt.Errorf("starting worker %d: no worker command", i)
 	}
@@ -282,7 +284,9 @@ func (c *localConn) read(stdout io.Reader) {
 		}
 		c.events <- e
 	}
-	io.Copy(io.Discard, stdout)
+	// Draining so the worker never blocks on a full pipe; a read error
+	// here means the pipe is gone, and Wait reports the exit.
+	_, _ = io.Copy(io.Discard, stdout)
 	c.waitErr = c.cmd.Wait()
 	close(c.events)
 	close(c.done)
@@ -300,7 +304,9 @@ func (c *localConn) Events() <-chan Event { return c.events }
 // Stop closes the worker's stdin (it tears down and exits), sends SIGTERM
 // if it is still running after a moment, and SIGKILL when ctx ends.
 func (c *localConn) Stop(ctx context.Context) error {
-	c.once.Do(func() { c.stdin.Close() })
+	// The close is the stop request; an error means the pipe is already
+	// gone (the worker exited), which the wait below reports.
+	c.once.Do(func() { _ = c.stdin.Close() })
 	// Drain events so the reader can reach Wait.
 	go func() {
 		for range c.events {
@@ -310,14 +316,14 @@ func (c *localConn) Stop(ctx context.Context) error {
 	case <-c.done:
 		return c.exitErr()
 	case <-time.After(c.grace):
-		c.cmd.Process.Signal(syscall.SIGTERM)
+		_ = c.cmd.Process.Signal(syscall.SIGTERM) // it may have exited meanwhile
 	case <-ctx.Done():
 	}
 	select {
 	case <-c.done:
 		return c.exitErr()
 	case <-ctx.Done():
-		c.cmd.Process.Kill()
+		_ = c.cmd.Process.Kill() // it may have exited meanwhile
 		<-c.done
 		return fmt.Errorf("worker %d killed: it did not stop in time", c.worker)
 	}
@@ -372,7 +378,7 @@ func memFile(name string, data []byte) (*os.File, error) {
 	}
 	f := os.NewFile(uintptr(fd), name)
 	if _, err := f.Write(data); err != nil {
-		f.Close()
+		_ = f.Close() // the write error is the one reported
 		return nil, err
 	}
 	return f, nil

@@ -104,7 +104,7 @@ func (p *Part) Link(ctx context.Context, peers []netip.Addr) (err error) {
 	}
 	defer func() {
 		if err != nil {
-			p.unlinkLocked()
+			_ = p.unlinkLocked() // best effort: the link error is returned
 		}
 	}()
 	// Check every underlay first: a bad MTU should fail before any
@@ -307,7 +307,7 @@ func (p *Part) createSide(c CutLink, v VXLANEnd, again bool) (*cutSide, error) {
 			return nil, err
 		}
 		if err := attach(); err != nil {
-			DeleteIn(v.End.NS, v.End.Name)
+			_ = DeleteIn(v.End.NS, v.End.Name) // best effort: the attach error is returned
 			return nil, err
 		}
 		return side, nil

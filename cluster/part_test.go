@@ -32,7 +32,11 @@ func machines(t *testing.T, n, mtu int) ([]*netnsx.Named, []netip.Addr) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { hub.Delete() })
+	t.Cleanup(func() {
+		if err := hub.Delete(); err != nil {
+			t.Error(err)
+		}
+	})
 	if err := hub.Netlink(func(h *netlink.Handle) error {
 		br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "br0", MTU: mtu}}
 		if err := h.LinkAdd(br); err != nil {
@@ -49,7 +53,11 @@ func machines(t *testing.T, n, mtu int) ([]*netnsx.Named, []netip.Addr) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { m.Delete() })
+		t.Cleanup(func() {
+			if err := m.Delete(); err != nil {
+				t.Error(err)
+			}
+		})
 		a := netip.MustParseAddr(fmt.Sprintf("10.250.%s.%d", tag, i+1))
 		if _, err := links.CreateVeth(links.End{NS: m, Name: "eth0", IP: netip.PrefixFrom(a, 24), MTU: mtu},
 			links.End{NS: hub, Name: fmt.Sprintf("m%d", i), MTU: mtu}); err != nil {
@@ -116,7 +124,7 @@ func startParts(t *testing.T, specs []*Spec, ms []*netnsx.Named, addrs []netip.A
 // loopback and underlay (a VXLAN device left in the underlay).
 func leftovers(t *testing.T, m *netnsx.Named, what string) {
 	t.Helper()
-	m.Netlink(func(h *netlink.Handle) error {
+	if err := m.Netlink(func(h *netlink.Handle) error {
 		ls, err := h.LinkList()
 		if err != nil {
 			t.Errorf("%s: %v", what, err)
@@ -128,7 +136,9 @@ func leftovers(t *testing.T, m *netnsx.Named, what string) {
 			}
 		}
 		return nil
-	})
+	}); err != nil {
+		t.Errorf("%s: %v", what, err)
+	}
 }
 
 func cmd(t *testing.T, p *Part, node, line string) string {

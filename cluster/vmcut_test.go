@@ -59,7 +59,9 @@ func TestVMCutLink(t *testing.T) {
 	check("built")
 
 	p := l.procs[1]
-	p.cmd.Process.Kill()
+	if err := p.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
 	<-p.done
 	if _, err := hymn.Clean(ctx, hymn.CleanOptions{Runs: []string{runs[1]}}); err != nil {
 		t.Fatal(err)

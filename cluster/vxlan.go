@@ -107,8 +107,10 @@ func CreateVXLAN(v VXLANEnd) error {
 			err = h.LinkSetNsFd(l, int(v.End.NS.NsHandle()))
 		}
 		if err != nil {
+			// The deletes in this function are best effort beside the
+			// error returned.
 			if l != nil {
-				h.LinkDel(l)
+				_ = h.LinkDel(l)
 			}
 			return fmt.Errorf("moving VXLAN %s into the node's namespace: %w", tmp, err)
 		}
@@ -123,11 +125,11 @@ func CreateVXLAN(v VXLANEnd) error {
 			return err
 		}
 		if err := h.LinkSetName(l, v.End.Name); err != nil {
-			h.LinkDel(l)
+			_ = h.LinkDel(l)
 			return fmt.Errorf("renaming VXLAN %s to %s: %w", tmp, v.End.Name, err)
 		}
 		fail := func(what string, err error) error {
-			h.LinkDel(l)
+			_ = h.LinkDel(l)
 			return fmt.Errorf("VXLAN %s: %s: %w", v.End.Name, what, err)
 		}
 		if v.End.MAC != nil {
@@ -149,7 +151,7 @@ func CreateVXLAN(v VXLANEnd) error {
 	if err != nil {
 		// The device may still be in the node's namespace under its
 		// temporary name; DeleteIn finds either name.
-		DeleteIn(v.End.NS, tmp)
+		_ = DeleteIn(v.End.NS, tmp)
 		return err
 	}
 	return nil
@@ -217,7 +219,7 @@ func createEmulatedVXLAN(helper *links.HelperNS, idx int, v VXLANEnd, send, pass
 	e := &emulatedVXLAN{}
 	defer func() {
 		if err != nil {
-			e.delete(helper, portB)
+			_ = e.delete(helper, portB) // best effort: the create error is returned
 		}
 	}()
 	mtu := v.innerMTU()

@@ -43,6 +43,8 @@ type WorkerOptions struct {
 // "error" event before the teardown and returned. Nothing is left behind
 // in any case.
 func RunWorker(ctx context.Context, opts WorkerOptions, in io.Reader, out io.Writer) (err error) {
+	// Events to the coordinator are not checked: a failed write means it
+	// is gone, which the end of in (EOF) reports and answers by a teardown.
 	w := &lineWriter{w: out}
 	r, err := opts.Spec.Resolve()
 	if err != nil {
@@ -50,7 +52,7 @@ func RunWorker(ctx context.Context, opts WorkerOptions, in io.Reader, out io.Wri
 	}
 	me := opts.Spec.Worker
 	fatal := func(err error) error {
-		w.write(Event{Event: "error", Worker: me, Error: err.Error(), Fatal: true})
+		_ = w.write(Event{Event: "error", Worker: me, Error: err.Error(), Fatal: true})
 		return err
 	}
 	underlay := opts.Underlay
@@ -82,7 +84,7 @@ func RunWorker(ctx context.Context, opts WorkerOptions, in io.Reader, out io.Wri
 		if serr := part.Stop(); serr != nil {
 			err = errors.Join(err, fatal(fmt.Errorf("teardown: %w", serr)))
 		}
-		w.write(Event{Event: "stopped", Worker: me, Millis: time.Since(t).Milliseconds()})
+		_ = w.write(Event{Event: "stopped", Worker: me, Millis: time.Since(t).Milliseconds()})
 	}()
 	var names []string
 	for _, pn := range r.LocalNodes() {
@@ -90,7 +92,7 @@ func RunWorker(ctx context.Context, opts WorkerOptions, in io.Reader, out io.Wri
 	}
 	ready := Event{Event: "ready", Worker: me, Address: addr.String(), Run: part.Net.RunID(), Nodes: names,
 		Links: len(part.Net.Plan().Links), Millis: t1.Sub(t0).Milliseconds()}
-	w.write(ready)
+	_ = w.write(ready)
 
 	cmds := make(chan Command)
 	readErr := make(chan error, 1)
@@ -104,7 +106,7 @@ func RunWorker(ctx context.Context, opts WorkerOptions, in io.Reader, out io.Wri
 				return
 			}
 			if err != nil {
-				w.write(Event{Event: "error", Worker: me, Error: err.Error()})
+				_ = w.write(Event{Event: "error", Worker: me, Error: err.Error()})
 				continue
 			}
 			select {
@@ -130,7 +132,7 @@ func RunWorker(ctx context.Context, opts WorkerOptions, in io.Reader, out io.Wri
 			case "ready":
 				// Said again for a coordinator that attached late (a
 				// pod's attach stream starts with no earlier output).
-				w.write(ready)
+				_ = w.write(ready)
 				continue
 			}
 			if err := serve(ctx, part, me, c, w); err != nil {
@@ -144,7 +146,7 @@ func RunWorker(ctx context.Context, opts WorkerOptions, in io.Reader, out io.Wri
 // (its cut links could not be made) is returned; mistakes in a command are
 // reported as non-fatal errors.
 func serve(ctx context.Context, part *Part, me int, c Command, w *lineWriter) error {
-	reply := func(e Event) { e.ID, e.Worker = c.ID, me; w.write(e) }
+	reply := func(e Event) { e.ID, e.Worker = c.ID, me; _ = w.write(e) }
 	bad := func(format string, a ...any) { reply(Event{Event: "error", Error: fmt.Sprintf(format, a...)}) }
 	switch c.Cmd {
 	case "link":
