@@ -16,13 +16,16 @@ func startLocalAgent(t *testing.T) *Agent {
 	t.Helper()
 	host, guest := net.Pipe()
 	srv := agent.NewServer()
-	done := make(chan struct{})
-	go func() { srv.Serve(guest, guest); close(done) }()
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(guest, guest) }()
 	a := NewAgent(host)
 	t.Cleanup(func() {
-		a.Close()
-		guest.Close()
-		<-done
+		// A net.Pipe end's Close never fails; the server ends at the EOF.
+		_ = a.Close()
+		_ = guest.Close()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
 		srv.Close()
 	})
 	return a
@@ -49,7 +52,9 @@ func TestAgentShellPersists(t *testing.T) {
 	if !strings.Contains(out, "Running") {
 		t.Fatalf("background job lost: jobs gives %q", out)
 	}
-	a.Shell(ctx, "kill %1")
+	if _, _, err := a.Shell(ctx, "kill %1"); err != nil {
+		t.Error(err)
+	}
 }
 
 func TestAgentShellCancel(t *testing.T) {
@@ -108,11 +113,13 @@ func TestAgentFiles(t *testing.T) {
 func TestAgentGone(t *testing.T) {
 	host, guest := net.Pipe()
 	a := NewAgent(host)
-	guest.Close()
+	_ = guest.Close() // a net.Pipe end's Close never fails
 	if _, err := a.Ping(context.Background()); err == nil {
 		t.Fatal("ping over a closed connection succeeded")
 	}
-	a.Close()
+	if err := a.Close(); err != nil {
+		t.Error(err)
+	}
 }
 
 func TestAgentShellStream(t *testing.T) {

@@ -131,7 +131,9 @@ func (a *Agent) call(ctx context.Context, req agent.Request, onChunk func([]byte
 		return resp, nil
 	case <-ctx.Done():
 	}
-	a.send(&agent.Request{Op: agent.OpCancel, Target: req.ID})
+	// A cancel that cannot be sent means the agent is gone, which closes
+	// ch: the wait below ends at once.
+	_ = a.send(&agent.Request{Op: agent.OpCancel, Target: req.ID})
 	select {
 	case resp, ok := <-ch:
 		if ok {
@@ -197,11 +199,14 @@ func (a *Agent) Shell(ctx context.Context, line string) (string, int, error) {
 // ShellStream runs a line in the persistent shell like Shell, writing the
 // output to w as the guest produces it, and returns the exit status.
 func (a *Agent) ShellStream(ctx context.Context, line string, w io.Writer) (int, error) {
-	resp, err := a.call(ctx, agent.Request{Op: agent.OpShell, Line: line, Stream: true}, func(b []byte) { w.Write(b) })
+	// The output goes to the caller's writer (a terminal) as it comes; a
+	// failed write there does not change what the line did in the guest,
+	// whose status is the result.
+	resp, err := a.call(ctx, agent.Request{Op: agent.OpShell, Line: line, Stream: true}, func(b []byte) { _, _ = w.Write(b) })
 	if resp == nil {
 		return -1, err
 	}
-	w.Write(resp.Stdout)
+	_, _ = w.Write(resp.Stdout)
 	if err == nil {
 		err = respErr("shell", resp)
 	}

@@ -128,7 +128,9 @@ func TestBootSlotsCancelWhileWaiting(t *testing.T) {
 func TestBootSlotsGrantRacesCancel(t *testing.T) {
 	for i := range 200 {
 		s := &bootSlots{limit: 1}
-		s.acquire(context.Background(), nil)
+		if err := s.acquire(context.Background(), nil); err != nil {
+			t.Fatal(err)
+		}
 		cctx, cancel := context.WithCancel(context.Background())
 		var wg sync.WaitGroup
 		wg.Add(1)
@@ -155,7 +157,9 @@ func TestBootSlotsGrantRacesCancel(t *testing.T) {
 
 func TestBootSlotsSetLimit(t *testing.T) {
 	s := &bootSlots{limit: 1}
-	s.acquire(context.Background(), nil)
+	if err := s.acquire(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
 	got, _ := startWaiters(t, s, context.Background(), "h2", "h3", "h4")
 	s.setLimit(3) // two more free slots: the first two waiters get them
 	two := map[string]bool{}
@@ -333,9 +337,12 @@ func TestSchedstatDelaysRealContention(t *testing.T) {
 	}
 	var hogs []*exec.Cmd
 	t.Cleanup(func() {
+		// Killed, so Wait reports the signal: its error is no news.
 		for _, h := range hogs {
-			h.Process.Kill()
-			h.Wait()
+			if err := h.Process.Kill(); err != nil {
+				t.Error(err)
+			}
+			_ = h.Wait()
 		}
 	})
 	for range 2 {

@@ -270,8 +270,12 @@ func TestRunDirPrivate(t *testing.T) {
 		t.Errorf("an existing run directory was reused")
 	}
 	open := filepath.Join(base, "open")
-	os.Mkdir(open, 0o777)
-	os.Chmod(open, 0o777)
+	if err := os.Mkdir(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(open, 0o777); err != nil { // past the umask
+		t.Fatal(err)
+	}
 	if err := makeRunDir(filepath.Join(open, "x")); err == nil || !strings.Contains(err.Error(), "writable by group or others") {
 		t.Errorf("run directory in a world-writable parent: %v", err)
 	}
@@ -281,7 +285,9 @@ func TestRunDirPrivate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.Close()
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
 	if st, err := os.Stat(sock); err != nil || st.Mode().Perm() != 0o600 {
 		t.Errorf("socket mode %v %v", st.Mode().Perm(), err)
 	}

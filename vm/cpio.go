@@ -94,7 +94,7 @@ func writeCpioFile(path string, fn func(c *cpioWriter)) error {
 	c := newCpioWriter(f)
 	fn(c)
 	if err := c.Close(); err != nil {
-		f.Close()
+		_ = f.Close() // the write error is the one reported
 		return err
 	}
 	return f.Close()

@@ -28,12 +28,20 @@ func ExampleNew() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer h1.Delete()
+	defer func() {
+		if err := h1.Delete(); err != nil {
+			log.Print(err)
+		}
+	}()
 	h2, err := nodes.New(nodes.Config{Name: "h2", Kind: topo.KindHost, Namespace: owner.NamespaceName(run, "h2")})
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer h2.Delete()
+	defer func() {
+		if err := h2.Delete(); err != nil {
+			log.Print(err)
+		}
+	}()
 	if _, err := links.CreateVeth(links.End{NS: h1, Name: "h1-eth0"}, links.End{NS: h2, Name: "h2-eth0", IP: netip.MustParsePrefix("10.0.0.2/8")}); err != nil {
 		log.Fatal(err)
 	}

@@ -142,9 +142,10 @@ func BuildImageWith(ctx context.Context, cacheDir string, opts ImageOptions) (*I
 		}
 	}
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\n%s\n%s\n", imageFormat, release, strings.Join(applets, " "))
+	// A hash's Write never returns an error.
+	_, _ = fmt.Fprintf(h, "%s\n%s\n%s\n", imageFormat, release, strings.Join(applets, " "))
 	for _, p := range append([]string{kernel, busybox, agentPath}, mods...) {
-		fmt.Fprintf(h, "%s %d\n", filepath.Base(p), len(inputs[p]))
+		_, _ = fmt.Fprintf(h, "%s %d\n", filepath.Base(p), len(inputs[p]))
 		h.Write(inputs[p])
 	}
 	key := hex.EncodeToString(h.Sum(nil))[:20]
@@ -165,12 +166,15 @@ func BuildImageWith(ctx context.Context, cacheDir string, opts ImageOptions) (*I
 		// Moved aside first, so a rename of the new image cannot fail
 		// on it, then removed.
 		img.Rebuilt = verr.Error()
+		// The removals are best effort: what stays in the way makes
+		// the rename fail, which is reported, and a leftover .bad-
+		// directory only takes space until the next rebuild.
 		aside := filepath.Join(cacheDir, ".bad-"+key)
-		os.RemoveAll(aside)
+		_ = os.RemoveAll(aside)
 		if err := os.Rename(dir, aside); err != nil {
 			return nil, fmt.Errorf("boot image: discarding %s (%v): %w", dir, verr, err)
 		}
-		os.RemoveAll(aside)
+		_ = os.RemoveAll(aside)
 	}
 	// Built in a temporary directory and renamed into place, so concurrent
 	// builders (VMs booting in parallel) never see half an image.
@@ -178,7 +182,9 @@ func BuildImageWith(ctx context.Context, cacheDir string, opts ImageOptions) (*I
 	if err != nil {
 		return nil, fmt.Errorf("boot image: %w", err)
 	}
-	defer os.RemoveAll(tmp)
+	// Gone after the rename into place; otherwise a best-effort cleanup
+	// beside the error returned.
+	defer func() { _ = os.RemoveAll(tmp) }()
 	if err := os.WriteFile(filepath.Join(tmp, "vmlinuz"), inputs[kernel], 0o644); err != nil {
 		return nil, fmt.Errorf("boot image: %w", err)
 	}
@@ -265,8 +271,10 @@ func pruneCache(cacheDir, current string) {
 		}
 	}
 	sort.Slice(old, func(i, j int) bool { return old[i].mod.After(old[j].mod) })
+	// Best effort, as the listing above: an image that cannot be removed
+	// is only space, tried again on the next build.
 	for i := imagesKept; i < len(old); i++ {
-		os.RemoveAll(filepath.Join(cacheDir, old[i].name))
+		_ = os.RemoveAll(filepath.Join(cacheDir, old[i].name))
 	}
 }
 
@@ -317,7 +325,7 @@ func hasPVHNote(data []byte) bool {
 	if err != nil {
 		return false
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // an in-memory reader: nothing to close
 	for _, p := range f.Progs {
 		if p.Type != elf.PT_NOTE {
 			continue
@@ -368,7 +376,7 @@ func findKernel(kernel, modRoot string) (path, release string, err error) {
 		rel := strings.TrimPrefix(filepath.Base(c), "vmlinuz-")
 		if fileExists(filepath.Join(modRoot, rel, "modules.dep")) {
 			if f, err := os.Open(c); err == nil {
-				f.Close()
+				_ = f.Close() // only opened to see that it is readable
 				return c, rel, nil
 			}
 		}
@@ -384,7 +392,7 @@ func moduleOrder(modDir string, want []string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("boot image: %w", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	deps := map[string][]string{} // module name -> [path, deps...]
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<16), 1<<20)
@@ -448,7 +456,7 @@ func checkStatic(path string) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_INTERP {
 			return errors.New("is dynamically linked")
@@ -526,12 +534,12 @@ func buildAgentFromSource(ctx context.Context, cacheDir string) (string, error) 
 		return "", err
 	}
 	tmp := f.Name()
-	f.Close()
+	_ = f.Close() // empty: only its name is used, as go build's output
 	cmd := exec.CommandContext(ctx, goTool, "build", "-trimpath", "-ldflags=-s -w", "-o", tmp, "./vm/agent/cmd/hymn-agent")
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if msg, err := cmd.CombinedOutput(); err != nil {
-		os.Remove(tmp)
+		_ = os.Remove(tmp) // best effort: the build error is returned
 		return "", fmt.Errorf("boot image: building hymn-agent: %w\n%s", err, msg)
 	}
 	if err := os.Rename(tmp, out); err != nil {
@@ -545,7 +553,9 @@ func newerSources(dir, extra string, than time.Time) bool {
 	if st, err := os.Stat(extra); err == nil && st.ModTime().After(than) {
 		return true
 	}
-	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	// A walk error only ends the walk: what was seen decides, and a source
+	// tree that cannot be read fails the go build that follows anyway.
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || newer {
 			return err
 		}
@@ -595,13 +605,14 @@ func writeManifest(dir string) error {
 	if err != nil {
 		return err
 	}
+	// The cleanups on failure are best effort beside the error returned.
 	if _, err := f.Write(append(data, '\n')); err != nil {
-		f.Close()
-		os.Remove(f.Name())
+		_ = f.Close()
+		_ = os.Remove(f.Name())
 		return err
 	}
 	if err := errors.Join(f.Chmod(0o644), f.Sync(), f.Close()); err != nil {
-		os.Remove(f.Name())
+		_ = os.Remove(f.Name())
 		return err
 	}
 	return os.Rename(f.Name(), filepath.Join(dir, manifestName))
@@ -631,7 +642,7 @@ func verifyImage(dir string) error {
 			}
 		}
 		if err != nil {
-			f.Close()
+			_ = f.Close() // read-only; the check's error is reported
 			return nil, err
 		}
 		return f, nil
@@ -640,8 +651,10 @@ func verifyImage(dir string) error {
 	if err != nil {
 		return fmt.Errorf("cached image %s: %w", dir, err)
 	}
+	// The files checked here are only read: their Close has nothing to
+	// report.
 	data, err := io.ReadAll(io.LimitReader(f, 64<<10))
-	f.Close()
+	_ = f.Close()
 	if err != nil {
 		return fmt.Errorf("cached image %s: %w", dir, err)
 	}
@@ -668,7 +681,7 @@ func verifyImage(dir string) error {
 		}
 		h := sha256.New()
 		_, err = io.Copy(h, f)
-		f.Close()
+		_ = f.Close()
 		if err != nil {
 			return fmt.Errorf("cached image %s: %w", dir, err)
 		}
@@ -684,7 +697,7 @@ func hashFile(path string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only
 	h := sha256.New()
 	if _, err := io.Copy(h, f); err != nil {
 		return "", err

@@ -86,11 +86,16 @@ func TestBuildImageCached(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			f.Write([]byte("evil"))
+			if _, err := f.Write([]byte("evil")); err != nil {
+				_ = f.Close()
+				return err
+			}
 			return f.Close()
 		}},
 		{"kernel replaced by a symlink", func() error {
-			os.Remove(img.Kernel)
+			if err := os.Remove(img.Kernel); err != nil {
+				return err
+			}
 			return os.Symlink("/etc/passwd", img.Kernel)
 		}},
 		{"manifest removed", func() error { return os.Remove(filepath.Join(filepath.Dir(img.Initrd), manifestName)) }},
@@ -116,17 +121,25 @@ func TestBuildImageCached(t *testing.T) {
 
 	// A cache directory others may write, or that someone else owns, is
 	// refused outright.
-	os.Chmod(dir, 0o777)
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := BuildImage(ctx, dir); err == nil || !strings.Contains(err.Error(), "writable by group or others") {
 		t.Errorf("world-writable cache: %v", err)
 	}
-	os.Chmod(dir, 0o700)
+	if err := os.Chmod(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	if os.Geteuid() == 0 {
-		os.Chown(dir, 65534, 65534)
+		if err := os.Chown(dir, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
 		if _, err := BuildImage(ctx, dir); err == nil || !strings.Contains(err.Error(), "owned by uid 65534") {
 			t.Errorf("cache owned by nobody: %v", err)
 		}
-		os.Chown(dir, 0, 0)
+		if err := os.Chown(dir, 0, 0); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
@@ -146,7 +159,9 @@ func TestModuleOrder(t *testing.T) {
 	dep := "kernel/drivers/net/virtio_net.ko: kernel/drivers/net/net_failover.ko kernel/net/core/failover.ko\n" +
 		"kernel/drivers/net/net_failover.ko: kernel/net/core/failover.ko\n" +
 		"kernel/net/core/failover.ko:\n"
-	os.WriteFile(dir+"/modules.dep", []byte(dep), 0o644)
+	if err := os.WriteFile(dir+"/modules.dep", []byte(dep), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	got, err := moduleOrder(dir, []string{"virtio_net", "virtio_pci"})
 	if err != nil {
 		t.Fatal(err)
@@ -164,11 +179,17 @@ func TestPruneCache(t *testing.T) {
 	dir := t.TempDir()
 	names := []string{"aaaaaaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbbbbbb", "cccccccccccccccccccc", "dddddddddddddddddddd"}
 	for i, n := range names {
-		os.Mkdir(dir+"/"+n, 0o755)
+		if err := os.Mkdir(dir+"/"+n, 0o755); err != nil {
+			t.Fatal(err)
+		}
 		ts := time.Now().Add(time.Duration(i) * time.Minute)
-		os.Chtimes(dir+"/"+n, ts, ts)
+		if err := os.Chtimes(dir+"/"+n, ts, ts); err != nil {
+			t.Fatal(err)
+		}
 	}
-	os.Mkdir(dir+"/agent", 0o755)
+	if err := os.Mkdir(dir+"/agent", 0o755); err != nil {
+		t.Fatal(err)
+	}
 	pruneCache(dir, "aaaaaaaaaaaaaaaaaaaa")
 	var left []string
 	entries, _ := os.ReadDir(dir)

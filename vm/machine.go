@@ -44,7 +44,7 @@ func startMachine(ctx context.Context, r *resolved, ns netns.NsHandle, kernel, i
 	files, err := qemuFiles(r, p, kernel, initrd)
 	defer func() {
 		for _, f := range files {
-			f.Close() // QEMU has its copies
+			_ = f.Close() // QEMU has its copies: nothing is lost
 		}
 	}()
 	if err != nil {
@@ -70,7 +70,9 @@ func startMachine(ctx context.Context, r *resolved, ns netns.NsHandle, kernel, i
 	if err := netnsx.Launch(ns, cmd.Start); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", r.QEMU, err)
 	}
-	go func() { cmd.Wait(); close(m.exited) }()
+	// Wait's error is the exit status, which exitError reads from
+	// ProcessState once m.exited is closed.
+	go func() { _ = cmd.Wait(); close(m.exited) }()
 	defer func() {
 		if err != nil {
 			m.kill()
@@ -128,7 +130,9 @@ func listenFile(path string) (*os.File, error) {
 		return nil, err
 	}
 	l.SetUnlinkOnClose(false)
-	defer l.Close()
+	// Closing hymn's copy (QEMU gets the dup from File) cannot lose
+	// anything: nothing was accepted on it.
+	defer func() { _ = l.Close() }()
 	if err := os.Chmod(path, 0o600); err != nil {
 		return nil, err
 	}
@@ -206,7 +210,7 @@ func (m *machine) connectQMP(ctx context.Context) error {
 					m.monMu.Unlock()
 					return nil
 				}
-				mon.Disconnect()
+				_ = mon.Disconnect() // a failed connection: the try is repeated
 			}
 			if clock.expired(time.Now()) {
 				return fmt.Errorf("connecting to QMP: %w", err)
@@ -230,6 +234,13 @@ func (m *machine) connectQMP(ctx context.Context) error {
 func (m *machine) qmpHandshake(ctx context.Context, mon *qmp.SocketMonitor, clock qmpClock) error {
 	done := make(chan error, 1)
 	go func() { done <- mon.Connect() }()
+	// abort closes the monitor, which ends that Connect, and waits for it.
+	// Connect's error is then only the closed connection's: the reason
+	// returned below is the news.
+	abort := func() error {
+		_ = mon.Disconnect()
+		return <-done
+	}
 	tick := time.NewTicker(bootTick)
 	defer tick.Stop()
 	for {
@@ -237,17 +248,14 @@ func (m *machine) qmpHandshake(ctx context.Context, mon *qmp.SocketMonitor, cloc
 		case err := <-done:
 			return err
 		case <-ctx.Done():
-			mon.Disconnect()
-			<-done
+			_ = abort()
 			return ctx.Err()
 		case <-m.exited:
-			mon.Disconnect()
-			<-done
+			_ = abort()
 			return m.exitError()
 		case now := <-tick.C:
 			if clock.expired(now) {
-				mon.Disconnect()
-				<-done
+				_ = abort()
 				return fmt.Errorf("QEMU accepted the QMP connection but sent no greeting within %v of its time", qmpTimeout)
 			}
 		}
@@ -286,7 +294,9 @@ func (m *machine) qmpRun(ctx context.Context, execute string, args any) (json.Ra
 		var resp struct {
 			Return json.RawMessage `json:"return"`
 		}
-		json.Unmarshal(res.out, &resp)
+		if err := json.Unmarshal(res.out, &resp); err != nil {
+			return nil, fmt.Errorf("QMP %s: reading the answer: %w", execute, err)
+		}
 		return resp.Return, nil
 	case <-ctx.Done():
 		return nil, fmt.Errorf("QMP %s: %w", execute, ctx.Err())
@@ -340,7 +350,7 @@ func (m *machine) stop(a *Agent, grace time.Duration) {
 	}
 	if m.running() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		m.qmpRun(ctx, "quit", nil)
+		_, _ = m.qmpRun(ctx, "quit", nil) // best effort: SIGKILL follows
 		cancel()
 		m.wait(2 * time.Second)
 	}
@@ -350,13 +360,14 @@ func (m *machine) stop(a *Agent, grace time.Duration) {
 // kill ends QEMU at once and waits for it.
 func (m *machine) kill() {
 	if m.running() {
-		syscall.Kill(-m.cmd.Process.Pid, syscall.SIGKILL)
-		m.cmd.Process.Kill()
+		// Either may find QEMU gone already (it can exit at any time).
+		_ = syscall.Kill(-m.cmd.Process.Pid, syscall.SIGKILL)
+		_ = m.cmd.Process.Kill()
 		m.wait(5 * time.Second)
 	}
 	m.monMu.Lock()
 	if m.mon != nil {
-		m.mon.Disconnect()
+		_ = m.mon.Disconnect() // QEMU is dead: the socket has nothing to say
 		m.mon = nil
 	}
 	m.monMu.Unlock()

@@ -91,12 +91,13 @@ func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n := &Node{Named: named, cfg: r, intfs: map[string]*guestIntf{}}
 	defer func() {
 		if err != nil {
-			n.Delete()
+			_ = n.Delete() // best effort: the start error is returned
 		}
 	}()
 	// The helper namespace only switches frames between the link ends and
-	// the taps: no IPv6 autoconfiguration chatter from its bridges.
-	netnsx.Do(n.NsHandle(), func() error {
+	// the taps: no IPv6 autoconfiguration chatter from its bridges. Only
+	// quieter, so best effort (a kernel without IPv6 has no such file).
+	_ = netnsx.Do(n.NsHandle(), func() error {
 		return os.WriteFile("/proc/sys/net/ipv6/conf/default/disable_ipv6", []byte("1"), 0o644)
 	})
 	if err := makeRunDir(r.RunDir); err != nil {
@@ -193,7 +194,8 @@ func (n *Node) waitAgent(ctx context.Context, start time.Time) (time.Duration, e
 				n.agent, n.release = a, rel
 				return finish(nil)
 			}
-			a.Close()
+			_ = a.Close() // a connection that did not answer: tried again
+
 		}
 		select {
 		case <-bctx.Done():
@@ -407,8 +409,9 @@ func (n *Node) AttachIntf(ctx context.Context, name string, mac net.HardwareAddr
 	undo := func() {
 		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		n.m.qmpRun(cctx, "device_del", map[string]any{"id": gi.devID})
-		n.m.qmpRun(cctx, "netdev_del", map[string]any{"id": gi.netdev})
+		// Best effort beside the error returned.
+		_, _ = n.m.qmpRun(cctx, "device_del", map[string]any{"id": gi.devID})
+		_, _ = n.m.qmpRun(cctx, "netdev_del", map[string]any{"id": gi.netdev})
 		n.removeBridge(gi)
 	}
 	dev := map[string]any{"driver": "virtio-net-pci", "id": gi.devID, "netdev": gi.netdev, "mac": mac.String()}
@@ -446,7 +449,7 @@ func (n *Node) newTap(name string, mtu int) (netlink.Link, error) {
 	}
 	if mtu > 0 {
 		if err := netlink.LinkSetMTU(tap, mtu); err != nil {
-			netlink.LinkDel(tap)
+			_ = netlink.LinkDel(tap) // best effort: the MTU error is returned
 			return nil, fmt.Errorf("MTU %d on %s: %w", mtu, name, err)
 		}
 	}
@@ -511,7 +514,7 @@ func (n *Node) AttachDevice(ctx context.Context, name string, dev map[string]any
 		return fmt.Errorf("vm %s: attaching %s: %w", n.cfg.Name, name, err)
 	}
 	if err := a.ConfigureIntf(ctx, mac, name, 0, ip); err != nil {
-		n.DetachDevice(context.Background(), id)
+		_ = n.DetachDevice(context.Background(), id) // best effort: the configure error is returned
 		return fmt.Errorf("vm %s: attaching %s: %w", n.cfg.Name, name, err)
 	}
 	return nil
@@ -581,11 +584,13 @@ func (n *Node) RejoinIntf(name string) error {
 
 // removeBridge removes an interface's bridge and tap (hymn made the tap
 // persistent, so it outlives QEMU's netdev).
+// It is a cleanup beside another error or a detach: best effort, and
+// whatever stays goes with the helper namespace.
 func (n *Node) removeBridge(gi *guestIntf) {
-	n.Netlink(func(h *netlink.Handle) error {
+	_ = n.Netlink(func(h *netlink.Handle) error {
 		for _, name := range []string{gi.tap, gi.bridge} {
 			if l, err := h.LinkByName(name); err == nil {
-				h.LinkDel(l)
+				_ = h.LinkDel(l)
 			}
 		}
 		return nil
@@ -646,20 +651,22 @@ func (n *Node) Close() error {
 		releaseQEMUUser(n.cfg.uid)
 	}
 	if n.agent != nil {
-		n.agent.Close()
+		_ = n.agent.Close() // QEMU is gone: the connection has nothing left to lose
 	}
 	n.Named.Close()
 	var err error
 	if n.cfg.RunDir != "" && n.ownRunDir {
 		err = os.RemoveAll(n.cfg.RunDir)
-		os.Remove(RunBase) // only succeeds once no other VM uses it
+		_ = os.Remove(RunBase) // only succeeds once no other VM uses it
 	}
 	return err
 }
 
 // Halt shuts the guest down cleanly (Close) before the network sweeps the
-// helper namespace's processes.
-func (n *Node) Halt() { n.Close() }
+// helper namespace's processes. Halt has no error to return (hymn's node
+// interface): Close's only one is a run directory left behind, which
+// `hymn clean` removes (RemoveRunDirs).
+func (n *Node) Halt() { _ = n.Close() }
 
 // Delete closes the node and removes its helper namespace (and with it
 // every bridge and link end in it; the taps went with QEMU).

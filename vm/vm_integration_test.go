@@ -99,7 +99,10 @@ func TestMain(m *testing.M) {
 			code = 1
 		}
 	}
-	owner.Release(sharedRun)
+	if err := owner.Release(sharedRun); err != nil {
+		fmt.Fprintln(os.Stderr, "releasing the shared run:", err)
+		code = 1
+	}
 	os.Exit(code)
 }
 
@@ -141,7 +144,9 @@ func TestVMBootAndCmd(t *testing.T) {
 	if !strings.HasPrefix(out, "/tmp\n7\n") || !strings.Contains(out, "Running") {
 		t.Fatalf("shell state did not persist: %q", out)
 	}
-	n.Cmd(ctx, "kill %1; cd /")
+	if _, err := n.Cmd(ctx, "kill %1; cd /"); err != nil {
+		t.Error(err)
+	}
 	out, _ = n.Cmd(ctx, "hostname")
 	if strings.TrimSpace(out) != "vm1" {
 		t.Errorf("hostname = %q, want vm1", out)
@@ -181,7 +186,9 @@ func TestVMLink(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() {
-		peer.Delete()
+		if err := peer.Delete(); err != nil {
+			t.Error(err)
+		}
 		if _, err := os.Stat(netnsx.Path(peer.Namespace())); err == nil {
 			t.Errorf("peer namespace left behind")
 		}
@@ -306,19 +313,24 @@ func TestVMKill9(t *testing.T) {
 	if err := child.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// A safety net for a test that failed part-way: the test itself kills
+	// the child and removes the run, checking each, so here all of it is
+	// best effort (the child is usually gone already).
 	defer func() {
-		child.Process.Kill()
-		child.Wait()
-		owner.RemoveRun(run)
-		RemoveRunDirs(owner.Prefix + run + "-")
+		_ = child.Process.Kill()
+		_ = child.Wait()
+		_, _, _ = owner.RemoveRun(run)
+		_ = RemoveRunDirs(owner.Prefix + run + "-")
 	}()
 	line, _ := bufio.NewReader(out).ReadString('\n')
 	var qemuPid int
 	if _, err := fmt.Sscanf(line, "READY %d", &qemuPid); err != nil {
 		t.Fatalf("child: %q", line)
 	}
-	child.Process.Signal(syscall.SIGKILL)
-	child.Wait()
+	if err := child.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = child.Wait() // killed: its error is the signal
 	deadline := time.Now().Add(5 * time.Second)
 	for syscall.Kill(qemuPid, 0) == nil && !isZombie(qemuPid) {
 		if time.Now().After(deadline) {
@@ -409,7 +421,11 @@ func TestVMQ35(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer peer.Delete()
+	defer func() {
+		if err := peer.Delete(); err != nil {
+			t.Error(err)
+		}
+	}()
 	for i := 0; i < 2; i++ {
 		name := fmt.Sprintf("q1-eth%d", i)
 		if _, err := links.CreateVeth(links.End{NS: n, Name: name}, links.End{NS: peer, Name: fmt.Sprintf("p2-eth%d", i), IP: netip.MustParsePrefix(fmt.Sprintf("10.78.%d.2/24", i))}); err != nil {
@@ -441,7 +457,11 @@ func TestVMPairViaSwitch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer sw.Delete()
+	defer func() {
+		if err := sw.Delete(); err != nil {
+			t.Error(err)
+		}
+	}()
 	vms := make([]*Node, 2)
 	errs := make([]error, 2)
 	var wg sync.WaitGroup
@@ -500,7 +520,9 @@ func TestVMBootFailureLeavesNothing(t *testing.T) {
 	run := owner.NewRunID()
 	ns := owner.NamespaceName(run, "bad")
 	bogus := t.TempDir() + "/vmlinuz"
-	os.WriteFile(bogus, []byte("not a kernel"), 0o644)
+	if err := os.WriteFile(bogus, []byte("not a kernel"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	_, err := New(context.Background(), Config{Name: "bad", Namespace: ns, Kernel: bogus, BootTimeout: 20 * time.Second})
 	if err == nil {
 		t.Fatal("a bogus kernel booted")
@@ -574,7 +596,11 @@ func claimRun(t *testing.T) string {
 	if err := owner.Claim(run); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { owner.Release(run) })
+	t.Cleanup(func() {
+		if err := owner.Release(run); err != nil {
+			t.Error(err)
+		}
+	})
 	return run
 }
 
@@ -614,7 +640,9 @@ func TestVMAttachDevice(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	n.m.qmpRun(ctx, "netdev_del", map[string]any{"id": "devnet"})
+	if _, err := n.m.qmpRun(ctx, "netdev_del", map[string]any{"id": "devnet"}); err != nil {
+		t.Error(err)
+	}
 	n.removeBridge(&guestIntf{tap: "devtap", bridge: "devtap"})
 }
 
@@ -627,10 +655,18 @@ func hostFSProbe(t *testing.T) (dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	os.Chmod(dir, 0o755)
+	t.Cleanup(func() {
+		if err := os.RemoveAll(dir); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	src := filepath.Join(dir, "hello.c")
-	os.WriteFile(src, []byte("#include <stdio.h>\nint main(void) { puts(\"hello from the host\"); return 0; }\n"), 0o644)
+	if err := os.WriteFile(src, []byte("#include <stdio.h>\nint main(void) { puts(\"hello from the host\"); return 0; }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if out, err := exec.Command("gcc", "-O2", "-o", filepath.Join(dir, "hello"), src).CombinedOutput(); err != nil {
 		t.Fatalf("gcc: %v\n%s", err, out)
 	}
@@ -642,7 +678,7 @@ func hostFSProbe(t *testing.T) (dir string) {
 	for _, p := range f.Progs {
 		dynamic = dynamic || p.Type == elf.PT_INTERP
 	}
-	f.Close()
+	_ = f.Close() // read-only
 	if !dynamic {
 		t.Fatal("hello is not dynamically linked")
 	}
@@ -715,7 +751,9 @@ func TestVMShareHostRoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() {
-		n.Delete()
+		if err := n.Delete(); err != nil {
+			t.Error(err)
+		}
 		if left := leftovers(n); left != "" {
 			t.Errorf("left behind: %s", left)
 		}
