@@ -218,10 +218,22 @@ func TestOpenErrors(t *testing.T) {
 // doing nothing but 1 ms sleeps, measured just before: at most 1.5 times
 // that and 10 ms (the forwarder also polls its rings and checks its
 // queue on each wake-up).
+// wireNamer gives a test run its own ring wire names: DPDK keeps a ring's
+// name for the life of the process, so a second run of a test in one
+// process (go test -count=10, as scripts/flake-check.sh runs them) could
+// not make its wire again ("Invalid argument").
+func wireNamer() func(string) string {
+	k := wireRuns.Add(1)
+	return func(name string) string { return fmt.Sprintf("%s_%d", name, k) }
+}
+
+var wireRuns atomic.Int64
+
 func TestIdleLinkCPU(t *testing.T) {
 	needEAL(t)
+	nm := wireNamer()
 	var ports []*Port
-	for _, w := range [][2]string{{"net_ring_it1", "net_ring_ie1"}, {"net_ring_ie2", "net_ring_it2"}} {
+	for _, w := range [][2]string{{nm("net_ring_it1"), nm("net_ring_ie1")}, {nm("net_ring_ie2"), nm("net_ring_it2")}} {
 		if err := CreateWire(w[0], w[1]); err != nil {
 			t.Fatal(err)
 		}
@@ -245,7 +257,7 @@ func TestIdleLinkCPU(t *testing.T) {
 		}
 		// Wires are not vdevs: a wire's ethdev went with its port's
 		// Close, and RemoveVdev finds nothing (ENOENT).
-		for _, n := range []string{"net_ring_it1", "net_ring_ie1", "net_ring_ie2", "net_ring_it2"} {
+		for _, n := range []string{nm("net_ring_it1"), nm("net_ring_ie1"), nm("net_ring_ie2"), nm("net_ring_it2")} {
 			_ = RemoveVdev(n)
 		}
 	}()
@@ -285,13 +297,14 @@ func TestIdleLinkCPU(t *testing.T) {
 
 func TestForwarderOverWire(t *testing.T) {
 	needEAL(t)
-	for _, w := range [][2]string{{"net_ring_t1", "net_ring_e1"}, {"net_ring_e2", "net_ring_t2"}} {
+	nm := wireNamer()
+	for _, w := range [][2]string{{nm("net_ring_t1"), nm("net_ring_e1")}, {nm("net_ring_e2"), nm("net_ring_t2")}} {
 		if err := CreateWire(w[0], w[1]); err != nil {
 			t.Fatal(err)
 		}
 	}
 	ports := map[string]*Port{}
-	for _, n := range []string{"net_ring_t1", "net_ring_e1", "net_ring_e2", "net_ring_t2"} {
+	for _, n := range []string{nm("net_ring_t1"), nm("net_ring_e1"), nm("net_ring_e2"), nm("net_ring_t2")} {
 		p, err := Open(n, Options{IdleSleep: 20 * time.Microsecond})
 		if err != nil {
 			t.Fatal(err)
@@ -300,7 +313,7 @@ func TestForwarderOverWire(t *testing.T) {
 	}
 	cfg := emulator.DefaultConfig()
 	cfg.Delay = 2 * time.Millisecond
-	fwd, err := emulator.NewForwarder(ports["net_ring_e1"], ports["net_ring_e2"], emulator.ForwarderConfig{AtoB: cfg, BtoA: emulator.DefaultConfig()})
+	fwd, err := emulator.NewForwarder(ports[nm("net_ring_e1")], ports[nm("net_ring_e2")], emulator.ForwarderConfig{AtoB: cfg, BtoA: emulator.DefaultConfig()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,12 +335,12 @@ func TestForwarderOverWire(t *testing.T) {
 	// The receiver reads while the sender sends: the far ring holds 1024
 	// frames, fewer than the test sends.
 	received := make(chan [][]byte, 1)
-	go func() { received <- drain(ports["net_ring_t2"], total, 5*time.Second) }()
+	go func() { received <- drain(ports[nm("net_ring_t2")], total, 5*time.Second) }()
 	// Paced at 32 frames per 100 µs, so the 2 ms delay never holds more
 	// than about 640 frames: one release burst fits the far ring.
 	for len(frames) > 0 {
 		k := min(len(frames), 32)
-		n, _ := ports["net_ring_t1"].SendBatch(frames[:k])
+		n, _ := ports[nm("net_ring_t1")].SendBatch(frames[:k])
 		frames = frames[n:]
 		time.Sleep(100 * time.Microsecond)
 	}
