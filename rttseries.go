@@ -8,7 +8,7 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/hymn-net/hymn/internal/probe"
+	"github.com/hymn-net/hymn/measure"
 	"golang.org/x/sys/unix"
 )
 
@@ -106,7 +106,7 @@ func (n *Network) RTTSeries(ctx context.Context, node string, dst netip.Addr, co
 		if s >= count || sent[s] == 0 || rtts[s] != 0 {
 			continue
 		}
-		rx := probe.KernelStamp(oob[:oobn])
+		rx := measure.KernelStamp(oob[:oobn])
 		if rx == 0 {
 			rx = time.Now().UnixNano()
 		}

@@ -39,7 +39,7 @@ import (
 	"time"
 
 	"github.com/hymn-net/hymn"
-	"github.com/hymn-net/hymn/internal/probe"
+	"github.com/hymn-net/hymn/measure"
 	"github.com/hymn-net/hymn/sriov"
 	"github.com/hymn-net/hymn/topo"
 	"golang.org/x/sys/unix"
@@ -224,7 +224,7 @@ func (v *variant) start(ctx context.Context, hosts int) error {
 		return err
 	}
 	v.to = &net.UDPAddr{IP: net.IP(ip.AsSlice()), Port: v.srv.LocalAddr().(*net.UDPAddr).Port}
-	go probe.Echo(v.srv)
+	go measure.Echo(v.srv)
 	return nil
 }
 
@@ -248,7 +248,7 @@ func listen(n *hymn.Network, node string) (*net.UDPConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return probe.ListenStamped(nd.NsHandle(), netip.AddrPort{})
+	return measure.ListenStamped(nd.NsHandle(), netip.AddrPort{})
 }
 
 // request sends one request and waits up to a second for its reply.
@@ -279,7 +279,7 @@ func (v *variant) request(gap time.Duration, record bool) {
 			continue // a late reply to an earlier request
 		}
 		app := time.Since(t0)
-		rx := probe.KernelStamp(oob[:oobn])
+		rx := measure.KernelStamp(oob[:oobn])
 		if rx == 0 {
 			rx = time.Now().UnixNano()
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/hymn-net/hymn/emulator"
 	"github.com/hymn-net/hymn/internal/netnsx"
+	"github.com/hymn-net/hymn/measure"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
@@ -90,58 +91,6 @@ func realtime() int64 {
 	return ts.Nano()
 }
 
-// KernelStamp extracts the SO_TIMESTAMPNS receive time (ns on the
-// CLOCK_REALTIME clock) from a datagram's control messages, or 0.
-func KernelStamp(oob []byte) int64 {
-	msgs, err := unix.ParseSocketControlMessage(oob)
-	if err != nil {
-		return 0
-	}
-	for _, m := range msgs {
-		if m.Header.Level == unix.SOL_SOCKET && m.Header.Type == unix.SO_TIMESTAMPNS && len(m.Data) >= 16 {
-			sec := int64(binary.NativeEndian.Uint64(m.Data))
-			nsec := int64(binary.NativeEndian.Uint64(m.Data[8:]))
-			return sec*1e9 + nsec
-		}
-	}
-	return 0
-}
-
-// ListenStamped opens a UDP socket on addr (port 0: any) in namespace ns
-// (-1: the caller's) with kernel receive timestamps (SO_TIMESTAMPNS) on;
-// read them with ReadMsgUDP and KernelStamp.
-func ListenStamped(ns netns.NsHandle, addr netip.AddrPort) (*net.UDPConn, error) {
-	var c *net.UDPConn
-	err := inNS(ns, func() error {
-		network := "udp4"
-		if addr.Addr().Is6() {
-			network = "udp6"
-		}
-		var err error
-		if c, err = net.ListenUDP(network, net.UDPAddrFromAddrPort(addr)); err != nil {
-			return err
-		}
-		raw, err := c.SyscallConn()
-		if err != nil {
-			return err
-		}
-		var serr error
-		if err := raw.Control(func(fd uintptr) {
-			serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1)
-		}); err != nil {
-			return err
-		}
-		return serr
-	})
-	if err != nil {
-		if c != nil {
-			_ = c.Close() // best effort: err is the one to report
-		}
-		return nil, err
-	}
-	return c, nil
-}
-
 func inNS(ns netns.NsHandle, fn func() error) error {
 	if ns < 0 {
 		return fn()
@@ -169,7 +118,7 @@ func Run(ctx context.Context, c Config) (Result, error) {
 	if c.Dst.Port() == 0 {
 		c.Dst = netip.AddrPortFrom(c.Dst.Addr(), 9999)
 	}
-	rx, err := ListenStamped(c.Receiver, c.Dst)
+	rx, err := measure.ListenStamped(c.Receiver, c.Dst)
 	if err != nil {
 		return Result{}, fmt.Errorf("probe receiver on %s: %w", c.Dst, err)
 	}
@@ -218,7 +167,7 @@ func Run(ctx context.Context, c Config) (Result, error) {
 			}
 			_ = rx.SetReadDeadline(time.Now().Add(50 * time.Millisecond)) // fails only on a closed socket, which the read reports
 			n, oobn, _, _, err := rx.ReadMsgUDP(buf, oob)
-			now := KernelStamp(oob[:oobn])
+			now := measure.KernelStamp(oob[:oobn])
 			if now == 0 {
 				now = realtime()
 			}
@@ -337,30 +286,6 @@ func Run(ctx context.Context, c Config) (Result, error) {
 	}
 	r.SendRate = float64(sent) / (float64(elapsed) / 1e9)
 	return r, nil
-}
-
-// Echo is a request/response responder: it sends every datagram of at
-// least 16 bytes that c receives back to its sender with, in bytes 8..16
-// (big-endian ns), how long it held it (its kernel receive stamp to the
-// reply), so the client can take that out of its round-trip time. It
-// returns when c is closed.
-func Echo(c *net.UDPConn) {
-	buf, oob := make([]byte, 64), make([]byte, 128)
-	for {
-		k, oobn, _, from, err := c.ReadMsgUDP(buf, oob)
-		if err != nil {
-			return
-		}
-		if k < 16 {
-			continue
-		}
-		rx := KernelStamp(oob[:oobn])
-		if rx == 0 {
-			rx = time.Now().UnixNano()
-		}
-		binary.BigEndian.PutUint64(buf[8:], uint64(time.Now().UnixNano()-rx))
-		_, _ = c.WriteToUDP(buf[:k], from) // a reply lost here is lost like one on the wire: the client counts it
-	}
 }
 
 // forceReadBuffer sets a socket's receive buffer beyond net.core.rmem_max

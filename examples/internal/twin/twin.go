@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/hymn-net/hymn"
-	"github.com/hymn-net/hymn/internal/probe"
+	"github.com/hymn-net/hymn/measure"
 )
 
 // Echo is one ping reply.
@@ -215,7 +215,7 @@ func UDPEcho(ctx context.Context, n *hymn.Network, src, dst string, count int, i
 		return nil, err
 	}
 	listen := func(node hymn.Node) (*net.UDPConn, error) {
-		return probe.ListenStamped(node.NsHandle(), netip.AddrPort{})
+		return measure.ListenStamped(node.NsHandle(), netip.AddrPort{})
 	}
 	server, err := listen(dn)
 	if err != nil {
@@ -228,7 +228,7 @@ func UDPEcho(ctx context.Context, n *hymn.Network, src, dst string, count int, i
 		return nil, err
 	}
 	defer func() { _ = client.Close() }()
-	go probe.Echo(server) // sends every datagram back with its hold time
+	go measure.Echo(server) // sends every datagram back with its hold time
 	to := &net.UDPAddr{IP: net.IP(ip.AsSlice()), Port: server.LocalAddr().(*net.UDPAddr).Port}
 	// Send times twice: on the monotonic clock since zero (where the
 	// schedule's time runs) and on the wall clock, for the RTT against
@@ -247,7 +247,7 @@ func UDPEcho(ctx context.Context, n *hymn.Network, src, dst string, count int, i
 			if err != nil {
 				return
 			}
-			rx := probe.KernelStamp(oob[:oobn])
+			rx := measure.KernelStamp(oob[:oobn])
 			if rx == 0 {
 				rx = time.Now().UnixNano()
 			}
