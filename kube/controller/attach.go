@@ -7,11 +7,11 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/remotecommand"
+	"k8s.io/streaming/pkg/httpstream"
 )
 
 // NewAttacher returns an AttachFunc that attaches to the pod's worker
@@ -43,7 +43,7 @@ func NewAttacher(cfg *rest.Config, log logr.Logger) (AttachFunc, error) {
 				err = io.EOF
 			}
 			outW.CloseWithError(err)
-			inR.Close()
+			_ = inR.Close() // an io.Pipe end's Close never fails
 			cancel()
 		}()
 		return inW, &cancelReader{PipeReader: outR, cancel: cancel}, nil
@@ -80,6 +80,9 @@ func StreamExecutor(cfg *rest.Config, u *url.URL) (remotecommand.Executor, error
 	if err != nil {
 		return nil, err
 	}
+	// k8s.io/streaming's httpstream, as kubectl attach: client-go's
+	// WebSocket transport returns that package's UpgradeFailureError, which
+	// the deprecated copy in apimachinery does not recognise (no fallback).
 	return remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
 		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
 	})
