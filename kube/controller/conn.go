@@ -172,8 +172,10 @@ func (c *streamConn) Stop(ctx context.Context) error {
 	// A failed send means the stream has ended already; the wait below
 	// then returns at once.
 	_ = c.Send(cluster.Command{Cmd: "stop"})
+	// Closing stdin is part of the request; an error means the stream is
+	// gone already, which the wait below sees too.
 	c.wmu.Lock()
-	c.stdin.Close()
+	_ = c.stdin.Close()
 	c.wmu.Unlock()
 	for {
 		select {
@@ -191,10 +193,12 @@ func (c *streamConn) Stop(ctx context.Context) error {
 }
 
 func (c *streamConn) close() {
+	// Ends the stream: best effort, there is nothing left to read or
+	// write on it.
 	c.once.Do(func() {
 		c.wmu.Lock()
-		c.stdin.Close()
+		_ = c.stdin.Close()
 		c.wmu.Unlock()
-		c.stdout.Close()
+		_ = c.stdout.Close()
 	})
 }

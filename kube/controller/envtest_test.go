@@ -157,8 +157,17 @@ func TestTopologyLifecycle(t *testing.T) {
 			t.Fatalf("pod %s's part: worker %d of %d, topology %q, %d nodes assigned", p.Name, spec.Worker, spec.Workers, spec.Topology, len(spec.Assign))
 		}
 	}
-	// kubectl get topologies shows the columns.
-	out, errOut, err := h.env.ControlPlane.KubeCtl().Run("get", "topologies", "-n", h.ns)
+	// kubectl get topologies shows the columns (as an admin user of its
+	// own: the control plane's default user is deprecated).
+	admin, err := h.env.AddUser(envtest.User{Name: "kubectl", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubectl, err := admin.Kubectl()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, err := kubectl.Run("get", "topologies", "-n", h.ns)
 	if err != nil {
 		b, _ := io.ReadAll(errOut)
 		t.Fatalf("kubectl get topologies: %v: %s", err, b)

@@ -764,7 +764,9 @@ func (r *Reconciler) stopSession(key types.NamespacedName, timeout time.Duration
 	<-s.done
 	if s.cl != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		s.cl.Stop(ctx)
+		// Best effort: the pods go with the Topology (owner references)
+		// or its failure whatever the workers answer.
+		_ = s.cl.Stop(ctx)
 		cancel()
 	}
 }

@@ -66,10 +66,10 @@ func Execute(ctx context.Context, args []string, stdin *os.File, stdout, stderr 
 	msg := err.Error()
 	if errors.Is(err, ErrUsage) {
 		msg = strings.TrimPrefix(msg, ErrUsage.Error()+": ")
-		fmt.Fprintf(stderr, "hymn-kube: %s\n", msg)
+		_, _ = fmt.Fprintf(stderr, "hymn-kube: %s\n", msg)
 		return 2
 	}
-	fmt.Fprintf(stderr, "hymn-kube: %s\n", msg)
+	_, _ = fmt.Fprintf(stderr, "hymn-kube: %s\n", msg)
 	return 1
 }
 
@@ -291,14 +291,16 @@ func newInstall(g *globals, stdout io.Writer) *cobra.Command {
 		Args:  args(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if print {
-				fmt.Fprintf(stdout, "%s---\n%s", config.CRD, config.RBAC)
-				return nil
+				// The manifests are the output (piped to kubectl apply): a
+				// failed write is an error, not a silent success.
+				_, err := fmt.Fprintf(stdout, "%s---\n%s", config.CRD, config.RBAC)
+				return err
 			}
 			c, cfg, err := g.client()
 			if err != nil {
 				return err
 			}
-			return apiErr(cfg, config.Install(cmd.Context(), c, time.Minute, func(f string, a ...any) { fmt.Fprintf(stdout, f, a...) }))
+			return apiErr(cfg, config.Install(cmd.Context(), c, time.Minute, func(f string, a ...any) { _, _ = fmt.Fprintf(stdout, f, a...) }))
 		},
 	}
 	cmd.Flags().BoolVar(&print, "print", false, "print the manifests instead (for kubectl apply -f -)")
@@ -328,20 +330,21 @@ func newList(g *globals, stdout io.Writer) *cobra.Command {
 				a, b := l.Items[i], l.Items[j]
 				return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
 			})
+			// A tabwriter buffers: a write error comes back from Flush.
 			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 			if all {
-				fmt.Fprint(tw, "NAMESPACE\t")
+				_, _ = fmt.Fprint(tw, "NAMESPACE\t")
 			}
-			fmt.Fprintln(tw, "NAME\tPHASE\tWORKERS\tNODES\tLINKS\tAGE\tMESSAGE")
+			_, _ = fmt.Fprintln(tw, "NAME\tPHASE\tWORKERS\tNODES\tLINKS\tAGE\tMESSAGE")
 			for _, t := range l.Items {
 				if all {
-					fmt.Fprintf(tw, "%s\t", t.Namespace)
+					_, _ = fmt.Fprintf(tw, "%s\t", t.Namespace)
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\n", t.Name, orDash(string(t.Status.Phase)), t.WorkerCount(),
+				_, _ = fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\n", t.Name, orDash(string(t.Status.Phase)), t.WorkerCount(),
 					t.Status.NodesReady, t.Status.LinksUp, duration.HumanDuration(time.Since(t.CreationTimestamp.Time)), clipLine(t.Status.Message, 80))
 			}
 			if len(l.Items) == 0 {
-				fmt.Fprintln(tw, "(none)")
+				_, _ = fmt.Fprintln(tw, "(none)")
 			}
 			return tw.Flush()
 		},
@@ -392,7 +395,7 @@ func newDelete(g *globals, stdout io.Writer) *cobra.Command {
 					return err
 				}
 			}
-			fmt.Fprintf(stdout, "*** Topology %s deleted\n", name)
+			_, _ = fmt.Fprintf(stdout, "*** Topology %s deleted\n", name)
 			return nil
 		},
 	}

@@ -31,10 +31,16 @@ func runIn(ctx context.Context, input []string, args ...string) (int, string, st
 		if err != nil {
 			panic(err)
 		}
-		defer os.Remove(f.Name())
-		defer f.Close()
-		f.WriteString(strings.Join(input, "\n") + "\n")
-		f.Seek(0, 0)
+		// Closing and removing the temporary file are best effort: it is
+		// only read, once the write below succeeded.
+		defer func() { _ = os.Remove(f.Name()) }()
+		defer func() { _ = f.Close() }()
+		if _, err := f.WriteString(strings.Join(input, "\n") + "\n"); err != nil {
+			panic(err)
+		}
+		if _, err := f.Seek(0, 0); err != nil {
+			panic(err)
+		}
 		stdin = f
 	}
 	var out, errb bytes.Buffer
@@ -46,7 +52,9 @@ func runIn(ctx context.Context, input []string, args ...string) (int, string, st
 func TestUsageErrors(t *testing.T) {
 	dir := t.TempDir()
 	empty := filepath.Join(dir, "empty.yaml")
-	os.WriteFile(empty, []byte("\n  \n"), 0o644)
+	if err := os.WriteFile(empty, []byte("\n  \n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		args []string
 		want string
@@ -95,7 +103,9 @@ func TestUsageErrors(t *testing.T) {
 	}
 	// A kubeconfig that is not one.
 	bad := filepath.Join(dir, "bad")
-	os.WriteFile(bad, []byte("{not yaml: ["), 0o644)
+	if err := os.WriteFile(bad, []byte("{not yaml: ["), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	code, _, errs = run(t.Context(), "list", "--kubeconfig", bad)
 	if code != 2 || !strings.Contains(errs, "kubeconfig") {
 		t.Errorf("bad kubeconfig: exit %d, %q", code, errs)
@@ -105,13 +115,15 @@ func TestUsageErrors(t *testing.T) {
 // An API server nobody listens at: exit 1, saying so.
 func TestUnreachableCluster(t *testing.T) {
 	kc := filepath.Join(t.TempDir(), "kubeconfig")
-	os.WriteFile(kc, []byte(`apiVersion: v1
+	if err := os.WriteFile(kc, []byte(`apiVersion: v1
 kind: Config
 clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
 users: [{name: u, user: {token: x}}]
 contexts: [{name: c, context: {cluster: c, user: u}}]
 current-context: c
-`), 0o600)
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, args := range [][]string{{"list"}, {"delete", "x"}, {"run", "--topo", "linear,2"}, {"install"}, {"controller"}} {
 		code, _, errs := run(t.Context(), append(args, "--kubeconfig", kc, "--request-timeout", "5s")...)
 		if code != 1 || !strings.Contains(errs, "cannot reach the API server at https://127.0.0.1:1") {
@@ -212,7 +224,9 @@ func TestAgainstAPIServer(t *testing.T) {
 	}
 	// A topology file.
 	f := filepath.Join(t.TempDir(), "two.yaml")
-	os.WriteFile(f, []byte("nodes: [{name: h1}, {name: h2}, {name: s1, kind: switch}]\nlinks: [{endpoints: [h1, s1]}, {endpoints: [h2, s1]}]\n"), 0o644)
+	if err := os.WriteFile(f, []byte("nodes: [{name: h1}, {name: h2}, {name: s1, kind: switch}]\nlinks: [{endpoints: [h1, s1]}, {endpoints: [h2, s1]}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	code, out, errs = run(t.Context(), "run", "--kubeconfig", kc, f, "--workers", "1", "--test", "none")
 	if code != 0 || !strings.Contains(out, "*** Running: 3 nodes on 1 workers, 0 cut links up") {
 		t.Errorf("file run: exit %d, %q %q", code, out, errs)

@@ -83,17 +83,17 @@ the namespace.`,
 			if what == "" {
 				what = a[0]
 			}
-			fmt.Fprintf(stdout, "*** Created topology %s/%s: %s over %d workers\n", t.Namespace, t.Name, what, t.WorkerCount())
+			_, _ = fmt.Fprintf(stdout, "*** Created topology %s/%s: %s over %d workers\n", t.Namespace, t.Name, what, t.WorkerCount())
 			defer func() {
-				fmt.Fprintf(stdout, "*** Removing topology %s\n", t.Name)
+				_, _ = fmt.Fprintf(stdout, "*** Removing topology %s\n", t.Name)
 				ctx, cancel := context.WithTimeout(context.Background(), f.stopWait+10*time.Second)
 				defer cancel()
 				if err := c.Delete(ctx, t); err != nil && !strings.Contains(err.Error(), "not found") {
-					fmt.Fprintf(stdout, "*** Could not delete topology %s: %v\n", t.Name, apiErr(cfg, err))
+					_, _ = fmt.Fprintf(stdout, "*** Could not delete topology %s: %v\n", t.Name, apiErr(cfg, err))
 					return
 				}
 				if err := waitGone(ctx, c, t, f.stopWait); err != nil {
-					fmt.Fprintf(stdout, "*** %v\n", err)
+					_, _ = fmt.Fprintf(stdout, "*** %v\n", err)
 				}
 			}()
 			final, err := follow(cmd.Context(), c, t, f.timeout, stdout)
@@ -105,7 +105,7 @@ the namespace.`,
 				return fmt.Errorf("topology %s failed: %s", t.Name, final.Status.Message)
 			}
 			if f.hold {
-				fmt.Fprintf(stdout, "*** Running; interrupt (Ctrl-C) to remove it\n")
+				_, _ = fmt.Fprintf(stdout, "*** Running; interrupt (Ctrl-C) to remove it\n")
 				<-cmd.Context().Done()
 				return nil
 			}
@@ -222,7 +222,7 @@ func follow(ctx context.Context, c client.WithWatch, t *v1alpha1.Topology, timeo
 			defer w.Stop()
 			for {
 				if s := string(cur.Status.Phase) + ": " + cur.Status.Message; cur.Status.Phase != "" && s != last {
-					fmt.Fprintf(out, "*** %s\n", strings.TrimSuffix(s, ": "))
+					_, _ = fmt.Fprintf(out, "*** %s\n", strings.TrimSuffix(s, ": "))
 					last = s
 				}
 				if p := cur.Status.Phase; p == v1alpha1.PhaseRunning || p == v1alpha1.PhaseFailed {
@@ -233,7 +233,7 @@ func follow(ctx context.Context, c client.WithWatch, t *v1alpha1.Topology, timeo
 					return nil, done(ctx, cur, timeout, ctx.Err())
 				case <-nudge.C:
 					if cur.Status.Phase == "" {
-						fmt.Fprintf(out, "*** No status yet: is hymn-kube controller running against this cluster?\n")
+						_, _ = fmt.Fprintf(out, "*** No status yet: is hymn-kube controller running against this cluster?\n")
 					}
 				case ev, ok := <-w.ResultChan():
 					if !ok {
@@ -270,9 +270,9 @@ func done(ctx context.Context, t *v1alpha1.Topology, timeout time.Duration, err 
 
 func printStatus(out io.Writer, t *v1alpha1.Topology) {
 	s := t.Status
-	fmt.Fprintf(out, "*** Topology %s/%s: %s\n", t.Namespace, t.Name, s.Phase)
-	fmt.Fprintf(out, "workers ready %d/%d, nodes %d, cut links up %d\n", s.WorkersReady, t.WorkerCount(), s.NodesReady, s.LinksUp)
+	_, _ = fmt.Fprintf(out, "*** Topology %s/%s: %s\n", t.Namespace, t.Name, s.Phase)
+	_, _ = fmt.Fprintf(out, "workers ready %d/%d, nodes %d, cut links up %d\n", s.WorkersReady, t.WorkerCount(), s.NodesReady, s.LinksUp)
 	for _, c := range s.Conditions {
-		fmt.Fprintf(out, "%s=%s (%s) %s\n", c.Type, c.Status, c.Reason, c.Message)
+		_, _ = fmt.Fprintf(out, "%s=%s (%s) %s\n", c.Type, c.Status, c.Reason, c.Message)
 	}
 }

@@ -51,9 +51,16 @@ func Main(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	os.Setenv("XDG_CACHE_HOME", cache)
+	if err := os.Setenv("XDG_CACHE_HOME", cache); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		_ = os.RemoveAll(cache)
+		os.Exit(1)
+	}
 	code := m.Run()
-	os.RemoveAll(cache)
+	if err := os.RemoveAll(cache); err != nil {
+		fmt.Fprintf(os.Stderr, "removing the envtest cache: %v\n", err)
+		code = 1
+	}
 	if left := Children(); len(left) > 0 {
 		fmt.Fprintf(os.Stderr, "processes left behind by the tests: %s\n", strings.Join(left, ", "))
 		code = 1
@@ -397,8 +404,10 @@ func (f *FakeWorkers) Attach(ctx context.Context, pod *corev1.Pod) (io.WriteClos
 	f.mu.Unlock()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
+	// The fake worker's events are not checked: a write fails only once
+	// the coordinator closed its end, which ends the reads below too.
 	go func() {
-		defer outW.Close()
+		defer func() { _ = outW.Close() }()
 		enc := json.NewEncoder(outW)
 		dec := json.NewDecoder(inR)
 		for {
@@ -410,12 +419,12 @@ func (f *FakeWorkers) Attach(ctx context.Context, pod *corev1.Pod) (io.WriteClos
 			switch cmd.Cmd {
 			case "ready":
 				if fatal != "" {
-					enc.Encode(cluster.Event{Event: "error", Worker: spec.Worker, Error: fatal, Fatal: true})
+					_ = enc.Encode(cluster.Event{Event: "error", Worker: spec.Worker, Error: fatal, Fatal: true})
 					continue
 				}
-				enc.Encode(cluster.Event{Event: "ready", Worker: spec.Worker, Address: pod.Status.PodIP, Nodes: nodes, Millis: 5})
+				_ = enc.Encode(cluster.Event{Event: "ready", Worker: spec.Worker, Address: pod.Status.PodIP, Nodes: nodes, Millis: 5})
 			case "link":
-				enc.Encode(cluster.Event{Event: "linked", ID: cmd.ID, Worker: spec.Worker, Millis: 1})
+				_ = enc.Encode(cluster.Event{Event: "linked", ID: cmd.ID, Worker: spec.Worker, Millis: 1})
 			case "relink":
 				f.mu.Lock()
 				if f.relinks == nil {
@@ -423,14 +432,14 @@ func (f *FakeWorkers) Attach(ctx context.Context, pod *corev1.Pod) (io.WriteClos
 				}
 				f.relinks[pod.Name] = append(f.relinks[pod.Name], fmt.Sprintf("%d@%s", *cmd.Peer, cmd.Address))
 				f.mu.Unlock()
-				enc.Encode(cluster.Event{Event: "relinked", ID: cmd.ID, Worker: spec.Worker, Millis: 1})
+				_ = enc.Encode(cluster.Event{Event: "relinked", ID: cmd.ID, Worker: spec.Worker, Millis: 1})
 			case "stop":
-				enc.Encode(cluster.Event{Event: "stopped", Worker: spec.Worker})
+				_ = enc.Encode(cluster.Event{Event: "stopped", Worker: spec.Worker})
 				f.stopped(pod.Name)
-				inR.Close()
+				_ = inR.Close() // an io.Pipe end's Close never fails
 				return
 			default:
-				enc.Encode(cluster.Event{Event: "error", ID: cmd.ID, Worker: spec.Worker, Error: fmt.Sprintf("unknown command %q", cmd.Cmd)})
+				_ = enc.Encode(cluster.Event{Event: "error", ID: cmd.ID, Worker: spec.Worker, Error: fmt.Sprintf("unknown command %q", cmd.Cmd)})
 			}
 		}
 	}()
