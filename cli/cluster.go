@@ -444,7 +444,7 @@ func runCluster(ctx context.Context, f *clusterFlags, args []string, stdin *os.F
 		}
 		tr = &cluster.Local{Command: append([]string{bin, "worker"}, workerArgs...), Stderr: stderr}
 	}
-	logf := func(format string, a ...any) { fmt.Fprintf(stderr, format, a...) }
+	logf := func(format string, a ...any) { _, _ = fmt.Fprintf(stderr, format, a...) }
 	start := time.Now()
 	c, err := cluster.Start(ctx, tr, src, file, f.ipbase, f.mac, cluster.Options{
 		Partition: partition.Options{Parts: n, Slack: f.slack}, Port: f.port, VNIBase: f.vniBase,
@@ -566,8 +566,10 @@ func (n *clusterNet) Run(ctx context.Context, node, cmdline string, out io.Write
 	if err != nil {
 		return -1, err
 	}
-	io.WriteString(out, e.Stdout)
-	io.WriteString(out, e.Stderr)
+	// out is the shell's output (or io.Discard): a failed write there has
+	// nowhere else to be reported.
+	_, _ = io.WriteString(out, e.Stdout)
+	_, _ = io.WriteString(out, e.Stderr)
 	if e.Exit == nil {
 		return -1, errors.New("the worker reported no exit status")
 	}

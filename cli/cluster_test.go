@@ -19,7 +19,7 @@ func runHymn(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer in.Close()
+	defer func() { _ = in.Close() }() // /dev/null, read-only
 	var out, errOut bytes.Buffer
 	code = Execute(t.Context(), args, in, &out, &errOut)
 	return code, out.String(), errOut.String()

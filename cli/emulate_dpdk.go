@@ -14,14 +14,19 @@ import (
 
 // runEmulateDPDK is the standalone emulator on DPDK ports. In a build
 // without the dpdk tag, dpdk.Init says so and the command exits 2.
-func runEmulateDPDK(ctx context.Context, w io.Writer, devA, devB string, fc emulator.ForwarderConfig, out EmulateOutput) error {
+func runEmulateDPDK(ctx context.Context, w io.Writer, devA, devB string, fc emulator.ForwarderConfig, out EmulateOutput) (err error) {
 	if err := dpdk.Init(dpdk.Config{}); err != nil {
 		if errors.Is(err, dpdk.ErrNotBuilt) {
 			return fmt.Errorf("%w: --dpdk: %v", ErrUsage, err)
 		}
 		return fmt.Errorf("starting DPDK: %w", err)
 	}
-	defer dpdk.Cleanup()
+	// Deferred first, so it runs last, after the ports are closed.
+	defer func() {
+		if cerr := dpdk.Cleanup(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("DPDK cleanup: %w", cerr))
+		}
+	}()
 	open := func(dev string) (*dpdk.Port, string, error) {
 		name, args, isVdev := strings.Cut(dev, ",")
 		if isVdev {
@@ -38,11 +43,11 @@ func runEmulateDPDK(ctx context.Context, w io.Writer, devA, devB string, fc emul
 	if err != nil {
 		return err
 	}
-	defer pa.Close()
+	defer func() { err = errors.Join(err, closePort(nameA, pa)) }()
 	pb, nameB, err := open(devB)
 	if err != nil {
 		return err
 	}
-	defer pb.Close()
+	defer func() { err = errors.Join(err, closePort(nameB, pb)) }()
 	return forwardUntilDone(ctx, w, nameA, nameB, pa, pb, fc, out)
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -114,22 +115,30 @@ func RunEmulateLink(ctx context.Context, w io.Writer, ifA, ifB string, fc emulat
 
 // RunEmulateLinkOffloads is RunEmulateLink with the ports carrying
 // offload state when offloads is true (see afpacket.Options.Offloads).
-func RunEmulateLinkOffloads(ctx context.Context, w io.Writer, ifA, ifB string, fc emulator.ForwarderConfig, out EmulateOutput, offloads bool) error {
+func RunEmulateLinkOffloads(ctx context.Context, w io.Writer, ifA, ifB string, fc emulator.ForwarderConfig, out EmulateOutput, offloads bool) (err error) {
 	pa, err := afpacket.Open(ifA, afpacket.Options{Offloads: offloads})
 	if err != nil {
 		return err
 	}
-	defer pa.Close()
+	defer func() { err = errors.Join(err, closePort(ifA, pa)) }()
 	pb, err := afpacket.Open(ifB, afpacket.Options{Offloads: offloads})
 	if err != nil {
 		return err
 	}
-	defer pb.Close()
+	defer func() { err = errors.Join(err, closePort(ifB, pb)) }()
 	if fc.MTU == 0 {
 		// Frame buffers follow the larger MTU, so jumbo frames pass whole.
 		fc.MTU = max(pa.MTU(), pb.MTU())
 	}
 	return forwardUntilDone(ctx, w, ifA, ifB, pa, pb, fc, out)
+}
+
+// closePort closes a port the command opened, saying which one failed.
+func closePort(name string, p io.Closer) error {
+	if err := p.Close(); err != nil {
+		return fmt.Errorf("closing port %s: %w", name, err)
+	}
+	return nil
 }
 
 // forwardUntilDone runs an emulator between two open ports until ctx ends
@@ -143,21 +152,21 @@ func forwardUntilDone(ctx context.Context, w io.Writer, ifA, ifB string, pa, pb 
 	names := [2]string{ifA + ">" + ifB, ifB + ">" + ifA}
 	report := func(final bool) {
 		if out.JSON {
-			json.NewEncoder(w).Encode(struct {
+			_ = json.NewEncoder(w).Encode(struct {
 				Final      bool                               `json:"final"`
 				Directions map[string]emulator.DirectionStats `json:"directions"`
 			}{final, map[string]emulator.DirectionStats{names[0]: f.Stats(emulator.AtoB), names[1]: f.Stats(emulator.BtoA)}})
 			return
 		}
 		if final {
-			fmt.Fprintln(w, "*** Final statistics")
+			_, _ = fmt.Fprintln(w, "*** Final statistics")
 		}
 		WriteDirectionStats(w, names[0], f.Stats(emulator.AtoB))
 		WriteDirectionStats(w, names[1], f.Stats(emulator.BtoA))
 	}
 	if !out.JSON {
-		fmt.Fprintf(w, "*** Emulating %s <-> %s (Ctrl-C to stop)\n", ifA, ifB)
-		fmt.Fprintf(w, "%s: %s\n%s: %s\n", names[0], showConfig(f.Config(emulator.AtoB)), names[1], showConfig(f.Config(emulator.BtoA)))
+		_, _ = fmt.Fprintf(w, "*** Emulating %s <-> %s (Ctrl-C to stop)\n", ifA, ifB)
+		_, _ = fmt.Fprintf(w, "%s: %s\n%s: %s\n", names[0], showConfig(f.Config(emulator.AtoB)), names[1], showConfig(f.Config(emulator.BtoA)))
 	}
 	f.Start()
 	if out.Duration > 0 {
@@ -196,14 +205,14 @@ func showConfig(c emulator.Config) string {
 // and the transmitter's lateness.
 func WriteDirectionStats(w io.Writer, name string, d emulator.DirectionStats) {
 	s := d.Emulator
-	fmt.Fprintf(w, "%s: received %d (%d B) sent %d (%d B) dropped %d queued %d\n",
+	_, _ = fmt.Fprintf(w, "%s: received %d (%d B) sent %d (%d B) dropped %d queued %d\n",
 		name, s.Received, s.ReceivedBytes, s.Sent, s.SentBytes, s.Dropped(), s.Queued)
-	fmt.Fprintf(w, "  drops: policed %d spacer %d loss %d buffer_full %d | no_buffer %d rx_ring %d rx_truncated %d tx_fail %d discarded %d\n",
+	_, _ = fmt.Fprintf(w, "  drops: policed %d spacer %d loss %d buffer_full %d | no_buffer %d rx_ring %d rx_truncated %d tx_fail %d discarded %d\n",
 		s.Policed, s.SpacerDropped, s.Lost, s.BufferFull, d.NoBuffer, d.RxPort.RxRingDrops, d.RxPort.RxTruncated, d.TxPort.TxDropped, d.Discarded)
-	fmt.Fprintf(w, "  reordered %d  max queue %d  rate %.0f pkt/s  seed %d  wakeups %d\n", s.Reordered, s.MaxQueued, s.Rate, s.Seed, d.RxPort.Wakeups)
-	fmt.Fprintf(w, "  accounting: %s\n", d.Accounting())
+	_, _ = fmt.Fprintf(w, "  reordered %d  max queue %d  rate %.0f pkt/s  seed %d  wakeups %d\n", s.Reordered, s.MaxQueued, s.Rate, s.Seed, d.RxPort.Wakeups)
+	_, _ = fmt.Fprintf(w, "  accounting: %s\n", d.Accounting())
 	if s.Delay.Count > 0 {
-		fmt.Fprintf(w, "  delay mean %v std %v p50 %v p99 %v max %v | lateness p50 %v p99 %v max %v\n",
+		_, _ = fmt.Fprintf(w, "  delay mean %v std %v p50 %v p99 %v max %v | lateness p50 %v p99 %v max %v\n",
 			s.Delay.Mean, s.Delay.Std, s.Delay.P50, s.Delay.P99, s.Delay.Max, s.Lateness.P50, s.Lateness.P99, s.Lateness.Max)
 	}
 }

@@ -81,7 +81,9 @@ func NewEmulateSimCmd() *cobra.Command {
 
 	table := func(r simReport, w io.Writer) error {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		row := func(k, format string, a ...any) { fmt.Fprintf(tw, "%s\t"+format+"\n", append([]any{k}, a...)...) }
+		row := func(k, format string, a ...any) {
+			_, _ = fmt.Fprintf(tw, "%s\t"+format+"\n", append([]any{k}, a...)...)
+		}
 		row("config", "%s", r.Config)
 		row("traffic", "%s %s, %d-byte frames, %gs, seed %d", r.Traffic, fmtBps(r.RateBps), r.Frame, r.DurationS, r.Seed)
 		row("packets", "%d measured, %d delivered, %d dropped (policer %d, spacer %d, loss %d, buffer full %d; whole run)",
@@ -193,7 +195,7 @@ plots in DIR, with 95 % confidence intervals from independent replications.`,
 				return fmt.Errorf("%w: %v", ErrUsage, err)
 			}
 			for _, w := range cfg.Warnings() {
-				fmt.Fprintln(cmd.ErrOrStderr(), "warning:", w)
+				_, _ = fmt.Fprintln(cmd.ErrOrStderr(), "warning:", w)
 			}
 			rep := newSimReport(sc, res)
 			if asJSON {
@@ -279,7 +281,7 @@ it on an otherwise idle core.`,
 				}
 				results = append(results, result{s.Name, s.Config, math.Round(float64(br.T.Nanoseconds())/n*10) / 10, allocs, queued})
 				if !asJSON {
-					fmt.Fprintf(cmd.ErrOrStderr(), "%s done\n", s.Name)
+					_, _ = fmt.Fprintf(cmd.ErrOrStderr(), "%s done\n", s.Name)
 				}
 			}
 			if asJSON {
@@ -288,9 +290,9 @@ it on an otherwise idle core.`,
 				return enc.Encode(results)
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "SCENARIO\tNS/PACKET\tALLOCS/PACKET\tQUEUED\tCONFIG")
+			_, _ = fmt.Fprintln(tw, "SCENARIO\tNS/PACKET\tALLOCS/PACKET\tQUEUED\tCONFIG")
 			for _, r := range results {
-				fmt.Fprintf(tw, "%s\t%.1f\t%g\t%d\t%s\n", r.Scenario, r.NsPerPacket, r.AllocsPerPacket, r.Queued, r.Config)
+				_, _ = fmt.Fprintf(tw, "%s\t%.1f\t%g\t%d\t%s\n", r.Scenario, r.NsPerPacket, r.AllocsPerPacket, r.Queued, r.Config)
 			}
 			return tw.Flush()
 		},

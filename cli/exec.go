@@ -153,10 +153,10 @@ func execInNode(run, node string, argv []string) error {
 	runtime.LockOSThread()
 	if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
 		runtime.UnlockOSThread()
-		unix.Close(fd)
+		_ = unix.Close(fd) // our read-only descriptor: nothing to lose
 		return fmt.Errorf("exec: entering node %s's namespace: %v", node, err)
 	}
-	unix.Close(fd)
+	_ = unix.Close(fd)
 	err = syscall.Exec(path, argv, os.Environ())
 	// Only reached when execve failed; the thread stays in the node's
 	// namespace, so it must not run anything else.

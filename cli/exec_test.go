@@ -33,7 +33,11 @@ func TestExecInNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { net.Stop() })
+	t.Cleanup(func() {
+		if err := net.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
 	if err := net.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +70,9 @@ func TestExecInNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out := hymnExec("xh2", "true")
-	os.Remove(vmDir)
+	if err := os.Remove(vmDir); err != nil {
+		t.Error(err)
+	}
 	if code != 2 || !strings.Contains(out, "node xh2 is a VM: its commands run in the guest") {
 		t.Errorf("exec on a VM node: exit %d, %q", code, out)
 	}

@@ -82,7 +82,7 @@ func runGraph(ctx context.Context, f *graphFlags, file string, formatSet bool, s
 		return err
 	}
 	for _, w := range opts.Warnings {
-		fmt.Fprintf(stderr, "*** Warning: %s\n", w)
+		_, _ = fmt.Fprintf(stderr, "*** Warning: %s\n", w)
 	}
 	addr := opts.Address()
 	if f.ipbase != "" {

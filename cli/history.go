@@ -39,7 +39,7 @@ func openHistory(path string, flag int) (*os.File, error) {
 	}
 	st, err := f.Stat()
 	if err != nil {
-		f.Close()
+		_ = f.Close() // Stat's error is the one to report
 		return nil, fmt.Errorf("history file %s: %w", path, err)
 	}
 	sys, _ := st.Sys().(*syscall.Stat_t)
@@ -52,7 +52,7 @@ func openHistory(path string, flag int) (*os.File, error) {
 		err = fmt.Errorf("history file %s: has %d hard links, not used", path, sys.Nlink)
 	}
 	if err != nil {
-		f.Close()
+		_ = f.Close() // nothing written: refused before any use
 		return nil, err
 	}
 	return f, nil
@@ -73,12 +73,12 @@ func loadHistory(path string) *history {
 		}
 		return h
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only
 	var r io.Reader = f
 	if st, err := f.Stat(); err == nil && st.Size() > historyReadMax {
 		if _, err := f.Seek(st.Size()-historyReadMax, io.SeekStart); err == nil {
 			br := bufio.NewReader(f)
-			br.ReadString('\n') // the first line is cut
+			_, _ = br.ReadString('\n') // the first line is cut: skipped (at EOF, so is all)
 			r = br
 		}
 	}
@@ -121,6 +121,7 @@ func (h *history) save(line string) {
 	if err != nil {
 		return
 	}
-	f.WriteString(line + "\n")
-	f.Close()
+	// Best effort, as said above: a failed append loses one history line.
+	_, _ = f.WriteString(line + "\n")
+	_ = f.Close()
 }

@@ -32,21 +32,31 @@ func TestHistoryRegularFile(t *testing.T) {
 func TestHistoryRefusesLinksAndSpecialFiles(t *testing.T) {
 	dir := t.TempDir()
 	secret := filepath.Join(dir, "secret")
-	os.WriteFile(secret, []byte("root-only\n"), 0o600)
+	if err := os.WriteFile(secret, []byte("root-only\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 
 	sym := filepath.Join(dir, "sym")
-	os.Symlink(secret, sym)
+	if err := os.Symlink(secret, sym); err != nil {
+		t.Fatal(err)
+	}
 	dangling := filepath.Join(dir, "dangling")
 	created := filepath.Join(dir, "created-by-root")
-	os.Symlink(created, dangling)
+	if err := os.Symlink(created, dangling); err != nil {
+		t.Fatal(err)
+	}
 	hard := filepath.Join(dir, "hard")
 	if err := os.Link(secret, hard); err != nil {
 		t.Fatal(err)
 	}
 	fifo := filepath.Join(dir, "fifo")
-	syscall.Mkfifo(fifo, 0o600)
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	sub := filepath.Join(dir, "sub")
-	os.Mkdir(sub, 0o700)
+	if err := os.Mkdir(sub, 0o700); err != nil {
+		t.Fatal(err)
+	}
 
 	for _, path := range []string{sym, dangling, hard, fifo, sub} {
 		done := make(chan *history)
@@ -80,7 +90,9 @@ func TestHistoryRefusesLinksAndSpecialFiles(t *testing.T) {
 func TestHistoryRefusesOthersFile(t *testing.T) {
 	testenv.Root(t)
 	path := filepath.Join(t.TempDir(), ".hymn_history")
-	os.WriteFile(path, []byte("echo hi\n"), 0o600)
+	if err := os.WriteFile(path, []byte("echo hi\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.Chown(path, 12345, 12345); err != nil {
 		t.Fatal(err)
 	}
@@ -100,10 +112,16 @@ func TestHistoryHugeFile(t *testing.T) {
 	f, _ := os.Create(path)
 	line := strings.Repeat("x", 100) + "\n"
 	for range 40000 { // 4 MB
-		f.WriteString(line)
+		if _, err := f.WriteString(line); err != nil {
+			t.Fatal(err)
+		}
 	}
-	f.WriteString("last\n")
-	f.Close()
+	if _, err := f.WriteString("last\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
 	h := loadHistory(path)
 	if h.Len() != historySize || h.At(0) != "last" {
 		t.Errorf("%d lines, newest %q", h.Len(), h.At(0))

@@ -124,13 +124,13 @@ A run whose owner is gone shows alive=false; hymn clean removes it.`,
 				}{runs})
 			}
 			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "RUN\tPID\tALIVE\tSTARTED\tTOPOLOGY\tNODES")
+			_, _ = fmt.Fprintln(tw, "RUN\tPID\tALIVE\tSTARTED\tTOPOLOGY\tNODES")
 			for _, r := range runs {
 				started := "-"
 				if !r.Started.IsZero() {
 					started = r.Started.Local().Format(time.DateTime)
 				}
-				fmt.Fprintf(tw, "%s\t%d\t%v\t%s\t%s\t%d\n", r.Run, r.PID, r.Alive, started, r.Topology, r.Nodes)
+				_, _ = fmt.Fprintf(tw, "%s\t%d\t%v\t%s\t%s\t%d\n", r.Run, r.PID, r.Alive, started, r.Topology, r.Nodes)
 			}
 			return tw.Flush()
 		},

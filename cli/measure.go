@@ -68,7 +68,8 @@ func addMeasureFlags(fl *pflag.FlagSet, m *measureFlags) {
 	fl.StringVar(&m.hgrm, "hgrm", "", "write each rate's percentile distribution (.hgrm, µs) to FILE-<rate>.hgrm")
 	fl.BoolVar(&m.noRT, "no-realtime", false, "do not run the sender under SCHED_FIFO")
 	fl.BoolVar(&m.genRate, "generator-rate", true, "measure the generator alone (every report has it now)")
-	fl.MarkDeprecated("generator-rate", "the generator's own rate is part of every report")
+	// Fails only for a flag that is not defined; it is, just above.
+	_ = fl.MarkDeprecated("generator-rate", "the generator's own rate is part of every report")
 	fl.StringVar(&m.generator, "generator", "auto", "how packets are handed to the kernel: auto (the fastest that works), afxdp, afpacket (PACKET_QDISC_BYPASS) or udp (sendmmsg)")
 	fl.BoolVar(&m.compareGen, "compare-generators", false, "also measure every generator alone on the sending host, side by side (5 interleaved rounds of 200ms)")
 }
@@ -189,12 +190,12 @@ func runMeasure(ctx context.Context, net *hymn.Network, m *measureFlags, cfg mea
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(progress, "*** Measuring %s -> %s: %d B frames, %s, %v per rate\n", from, to, cfg.Frame, cfg.Pattern, cfg.Duration)
-	fmt.Fprint(progress, measure.TableHeader())
+	_, _ = fmt.Fprintf(progress, "*** Measuring %s -> %s: %d B frames, %s, %v per rate\n", from, to, cfg.Frame, cfg.Pattern, cfg.Duration)
+	_, _ = fmt.Fprint(progress, measure.TableHeader())
 	cfg.Progress = func(r *measure.Result, phase string) {
-		fmt.Fprint(progress, measure.TableLine(r, phase))
+		_, _ = fmt.Fprint(progress, measure.TableLine(r, phase))
 		if !r.Achieved() && phase == "rate" {
-			fmt.Fprintf(progress, "*** %s packets/s offered, %s sent: the sender's core also runs the path's forwarding (veth and bridges work in the sender's softirq) or is busy\n",
+			_, _ = fmt.Fprintf(progress, "*** %s packets/s offered, %s sent: the sender's core also runs the path's forwarding (veth and bridges work in the sender's softirq) or is busy\n",
 				measure.FormatRate(r.Rate), measure.FormatRate(r.SentPPS))
 		}
 	}
@@ -207,12 +208,12 @@ func runMeasure(ctx context.Context, net *hymn.Network, m *measureFlags, cfg mea
 			return err
 		}
 		for _, g := range rep.Generators {
-			fmt.Fprintf(progress, "*** Generator %-8s alone on %s: %s packets/s (median of 5 interleaved rounds)\n", g.Generator, from, measure.FormatRate(g.PPS))
+			_, _ = fmt.Fprintf(progress, "*** Generator %-8s alone on %s: %s packets/s (median of 5 interleaved rounds)\n", g.Generator, from, measure.FormatRate(g.PPS))
 		}
 	}
-	fmt.Fprint(progress, generatorLine(rep, cfg.Frame))
+	_, _ = fmt.Fprint(progress, generatorLine(rep, cfg.Frame))
 	if z := rep.ZeroLoss; z != nil {
-		fmt.Fprintf(progress, "*** Zero-loss rate %s -> %s: %s packets/s (%s on the wire) with loss <= %g%s\n",
+		_, _ = fmt.Fprintf(progress, "*** Zero-loss rate %s -> %s: %s packets/s (%s on the wire) with loss <= %g%s\n",
 			from, to, measure.FormatRate(z.Rate), hymn.FormatBps(z.RateBps), z.Tolerance, headroomNote(rep))
 	}
 	return writeMeasureOutputs(rep, m, stdout)
@@ -326,13 +327,16 @@ func writeFile(path string, fn func(io.Writer) error) error {
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
-	defer os.Remove(tmp.Name())
+	// After the rename there is nothing left to remove (ENOENT).
+	defer func() { _ = os.Remove(tmp.Name()) }()
+	// The temporary file is abandoned on these errors: its Close's error
+	// adds nothing.
 	if err := fn(tmp); err != nil {
-		tmp.Close()
+		_ = tmp.Close()
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
+		_ = tmp.Close()
 		return err
 	}
 	if err := tmp.Close(); err != nil {

@@ -198,13 +198,15 @@ func TestShellCaptureAndMeasure(t *testing.T) {
 	dir := t.TempDir()
 	pc := filepath.Join(dir, "h1s1.pcapng")
 	script := filepath.Join(dir, "in")
-	os.WriteFile(script, []byte("capture h1 s1 a>b "+pc+"\ncapture\nh1 ping -c3 h2\ncapture stop\ncapture stop\n"+
-		"measure h1 h2 --rate 5k --duration 300ms --json\nmeasure h1 --rate 5k\nmeasure h1 h2 --rate x\ncapture h1 h2\nexit\n"), 0o644)
+	if err := os.WriteFile(script, []byte("capture h1 s1 a>b "+pc+"\ncapture\nh1 ping -c3 h2\ncapture stop\ncapture stop\n"+
+		"measure h1 h2 --rate 5k --duration 300ms --json\nmeasure h1 --rate 5k\nmeasure h1 h2 --rate x\ncapture h1 h2\nexit\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	in, err := os.Open(script)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer in.Close()
+	defer func() { _ = in.Close() }() // read-only
 	var out, errOut strings.Builder
 	code := Execute(t.Context(), []string{"--topo", "single,2"}, in, &out, &errOut)
 	if code != 0 {

@@ -146,12 +146,12 @@ func setupMNMode(root *cobra.Command, f *mnFlags) {
 	root.Use = "mn [options]"
 	fl := root.Flags()
 	fl.Lookup("switch").DefValue = "default"
-	fl.Set("switch", "default")
+	_ = fl.Set("switch", "default") // a string flag defined by the root command: cannot fail
 	// --controller keeps no value: an OpenFlow switch without one gets
 	// the default controller (parseControllers).
 	f.switchSpec = "default"
-	root.SetHelpFunc(func(cmd *cobra.Command, _ []string) { fmt.Fprint(cmd.OutOrStdout(), mnUsage) })
-	root.SetUsageFunc(func(cmd *cobra.Command) error { fmt.Fprint(cmd.ErrOrStderr(), mnUsage); return nil })
+	root.SetHelpFunc(func(cmd *cobra.Command, _ []string) { _, _ = fmt.Fprint(cmd.OutOrStdout(), mnUsage) })
+	root.SetUsageFunc(func(cmd *cobra.Command) error { _, _ = fmt.Fprint(cmd.ErrOrStderr(), mnUsage); return nil })
 }
 
 // mnUsage is Mininet 2.3's mn -h, with hymn's additions at the end.

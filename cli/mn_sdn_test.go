@@ -122,12 +122,14 @@ func TestMNModeDefaultNetwork(t *testing.T) {
 	testenv.RootAndTools(t, "ovs-vswitchd", "ovsdb-server", "ovs-testcontroller")
 	asMN(t)
 	in := filepath.Join(t.TempDir(), "in")
-	os.WriteFile(in, []byte("nodes\ndump\n"), 0o644)
+	if err := os.WriteFile(in, []byte("nodes\ndump\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	f, err := os.Open(in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only
 	var out, errOut strings.Builder
 	code := Execute(t.Context(), []string{"-w"}, f, &out, &errOut)
 	if code != 0 || !strings.Contains(errOut.String(), "available nodes are: \nc0 h1 h2 s1\n") {

@@ -32,7 +32,7 @@ func devNull(t *testing.T) *os.File {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { f.Close() })
+	t.Cleanup(func() { _ = f.Close() }) // /dev/null, read-only
 	return f
 }
 
@@ -150,7 +150,9 @@ func TestMNMissingTool(t *testing.T) {
 	dir := t.TempDir()
 	for _, tool := range []string{"ip", "bash"} {
 		p, _ := exec.LookPath(tool)
-		os.Symlink(p, filepath.Join(dir, tool))
+		if err := os.Symlink(p, filepath.Join(dir, tool)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	t.Setenv("PATH", dir)
 	// pingall needs no ping program (hymn sends its own echo requests
@@ -180,7 +182,9 @@ func TestNotRoot(t *testing.T) {
 	testenv.Root(t)
 	testenv.Tools(t, "setpriv")
 	bin := buildHymn(t)
-	os.Chmod(filepath.Dir(bin), 0o755)
+	if err := os.Chmod(filepath.Dir(bin), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", bin, "--test", "pingall")
 	out, _ := cmd.CombinedOutput()
 	if cmd.ProcessState.ExitCode() != 2 || !strings.Contains(string(out), "hymn must run as root") {
@@ -203,7 +207,7 @@ func TestKillNineThenClean(t *testing.T) {
 		t.Fatal(err)
 	}
 	waited := make(chan struct{})
-	go func() { cmd.Wait(); close(waited) }()
+	go func() { _ = cmd.Wait(); close(waited) }() // killed: "signal: killed"
 	// Find its run and kill it once it has made some namespaces.
 	run := ""
 	deadline := time.Now().Add(20 * time.Second)
@@ -218,7 +222,7 @@ func TestKillNineThenClean(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	if run == "" {
-		cmd.Process.Kill()
+		_ = cmd.Process.Kill() // the test fails anyway; it may have ended
 		t.Fatal("hymn never recorded its run")
 	}
 	for time.Now().Before(deadline) {
@@ -232,7 +236,9 @@ func TestKillNineThenClean(t *testing.T) {
 		t.Fatal("hymn finished before the test could kill it mid-build")
 	default:
 	}
-	syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
+	if err := syscall.Kill(cmd.Process.Pid, syscall.SIGKILL); err != nil {
+		t.Errorf("kill -9 hymn: %v", err)
+	}
 	<-waited
 	ns, _ := owner.Namespaces(run)
 	if len(ns) == 0 {
@@ -282,7 +288,9 @@ func TestMNCustomTopologyAndFiles(t *testing.T) {
 		}
 	}
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
-	os.WriteFile(bad, []byte("nodes:\n  - name: h1\n    kind: host\n    colour: blue\n"), 0o644)
+	if err := os.WriteFile(bad, []byte("nodes:\n  - name: h1\n    kind: host\n    colour: blue\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	code, _, stderr := run(t, "run", bad, "--test", "pingall")
 	if code != 2 || !strings.Contains(stderr, "bad.yaml:4") || !strings.Contains(stderr, "colour") {
 		t.Errorf("unknown key: exit %d: %s", code, stderr)

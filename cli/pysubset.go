@@ -401,7 +401,7 @@ func (s *shell) waitListening(ctx context.Context, rawArgs string) error {
 			return err
 		})
 		if err == nil {
-			conn.Close()
+			_ = conn.Close() // only a probe that the server listens
 			return nil
 		}
 		if timeout > 0 && time.Since(start) > timeout {

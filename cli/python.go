@@ -77,7 +77,10 @@ start python3 themselves. See docs/python.md.`,
 				if len(args) > 0 || module != "" {
 					return fmt.Errorf("%w: python --path takes no script", ErrUsage)
 				}
-				fmt.Fprintln(stdout, dir)
+				// The output is the point here: scripts read it.
+				if _, err := fmt.Fprintln(stdout, dir); err != nil {
+					return fmt.Errorf("python --path: %w", err)
+				}
 				return nil
 			}
 			if module == "" && len(args) == 0 {
@@ -224,7 +227,12 @@ func newPyserveCmd(stdout, stderr io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintln(stdout, "ready")
+			// The script's side waits for this line before it connects.
+			if _, err := fmt.Fprintln(stdout, "ready"); err != nil {
+				_ = ln.Close()        // best effort: the write's error is the one to report
+				_ = os.Remove(socket) // as below
+				return fmt.Errorf("telling the script the API is ready: %w", err)
+			}
 			conn, err := acceptOne(ctx, ln)
 			_ = ln.Close()
 			_ = os.Remove(socket)

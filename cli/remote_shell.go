@@ -170,7 +170,7 @@ func PingRemote(ctx context.Context, n RemoteNetwork, pair bool, out io.Writer) 
 		}
 		hosts = hosts[:2]
 	}
-	logf := func(format string, a ...any) { fmt.Fprintf(out, format, a...) }
+	logf := func(format string, a ...any) { _, _ = fmt.Fprintf(out, format, a...) }
 	return pingMatrixRemote(ctx, hosts, func(ctx context.Context, src, dst string) (bool, error) {
 		addr, ok := remoteAddress(n, dst)
 		if !ok {

@@ -157,7 +157,7 @@ func newVersionCmd(stdout io.Writer) *cobra.Command {
 		Use:   "version",
 		Short: "Print hymn's version",
 		Args:  usageArgs(cobra.NoArgs),
-		Run:   func(*cobra.Command, []string) { fmt.Fprint(stdout, versionText()) },
+		Run:   func(*cobra.Command, []string) { _, _ = fmt.Fprint(stdout, versionText()) },
 	}
 }
 
@@ -180,7 +180,7 @@ func parseTests(values []string) ([]string, error) {
 
 func runMN(ctx context.Context, f *mnFlags, stdin *os.File, stdout, stderr io.Writer) error {
 	if f.version {
-		fmt.Fprint(stdout, versionText())
+		_, _ = fmt.Fprint(stdout, versionText())
 		return nil
 	}
 	level, err := mnlog.ParseLevel(f.verbosity)
@@ -435,7 +435,7 @@ func runTest(ctx context.Context, net *hymn.Network, name string) error {
 // Execute runs the hymn command and returns the process exit status.
 func Execute(ctx context.Context, args []string, stdin *os.File, stdout, stderr io.Writer) int {
 	if err := emulator.CheckCPUIdleEnv(); err != nil {
-		fmt.Fprintf(stderr, "hymn: %s\n", err)
+		_, _ = fmt.Fprintf(stderr, "hymn: %s\n", err)
 		return 2
 	}
 	root := NewRootCmd(stdin, stdout, stderr)
@@ -459,14 +459,14 @@ func Execute(ctx context.Context, args []string, stdin *os.File, stdout, stderr 
 	msg := err.Error()
 	if errors.Is(err, ErrUsage) {
 		msg = strings.TrimPrefix(msg, ErrUsage.Error()+": ")
-		fmt.Fprintf(stderr, "hymn: %s\n", oneLine(msg))
+		_, _ = fmt.Fprintf(stderr, "hymn: %s\n", oneLine(msg))
 		return 2
 	}
 	if errors.Is(err, hymn.ErrNotRoot) || errors.Is(err, hymn.ErrMissingTool) {
-		fmt.Fprintf(stderr, "hymn: %s\n", msg)
+		_, _ = fmt.Fprintf(stderr, "hymn: %s\n", msg)
 		return 2
 	}
-	fmt.Fprintf(stderr, "hymn: error: %s\n", msg)
+	_, _ = fmt.Fprintf(stderr, "hymn: error: %s\n", msg)
 	return 1
 }
 

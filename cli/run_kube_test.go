@@ -24,7 +24,9 @@ func fakeHymnKube(t *testing.T, code int) (argsFile string) {
 
 func TestRunKube(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "t.yaml")
-	os.WriteFile(file, []byte("nodes: [h1, h2]\nlinks:\n  - endpoints: [h1, h2]\n"), 0o644)
+	if err := os.WriteFile(file, []byte("nodes: [h1, h2]\nlinks:\n  - endpoints: [h1, h2]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	t.Run("bad", func(t *testing.T) {
 		t.Setenv("PATH", t.TempDir())
 		for _, tc := range []struct {

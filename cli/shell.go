@@ -148,7 +148,7 @@ func (s *shell) runShell(ctx context.Context, in *os.File) {
 func (s *shell) runLines(ctx context.Context, r *bufio.Reader, interactive bool) bool {
 	for ctx.Err() == nil {
 		if interactive {
-			fmt.Fprint(s.stdout, Prompt)
+			_, _ = fmt.Fprint(s.stdout, Prompt)
 		}
 		line, err := readCancellable(ctx, func() (string, error) { return readLine(r, maxLineLen) })
 		if ctx.Err() != nil {
@@ -244,7 +244,7 @@ func (s *shell) runTerminal(ctx context.Context, in *os.File) {
 		}{cr, s.stdout}, Prompt)
 		t.History = hist
 		if w, h, err := term.GetSize(fd); err == nil {
-			t.SetSize(w, h)
+			_ = t.SetSize(w, h) // a redraw on a fresh terminal: nothing drawn yet
 		}
 		return t
 	}
@@ -257,7 +257,9 @@ func (s *shell) runTerminal(ctx context.Context, in *os.File) {
 		}
 		cr.sawCtrl = false
 		line, err := readCancellable(ctx, t.ReadLine)
-		term.Restore(fd, old)
+		if err := term.Restore(fd, old); err != nil {
+			s.outf("*** Error: restoring the terminal: %v\n", err)
+		}
 		if ctx.Err() != nil {
 			s.out("\n")
 			return
@@ -703,7 +705,9 @@ func (s *shell) doSh(ctx context.Context, args string) bool {
 		// they reach the network's own.
 		cmd.Env = append(os.Environ(), o.Env()...)
 	}
-	cmd.Run()
+	// As Mininet's sh: the exit status is not reported; what the
+	// command printed says what went wrong.
+	_ = cmd.Run()
 	return false
 }
 
@@ -759,7 +763,7 @@ func (s *shell) doSource(ctx context.Context, args string) bool {
 		s.outf("error reading file %s\n", path)
 		return false
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only
 	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
 		s.outf("*** Error: source %s: not a regular file\n", path)
 		return false

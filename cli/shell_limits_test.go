@@ -30,7 +30,9 @@ func bareShell() (*shell, *bytes.Buffer) {
 func TestSourceItselfStops(t *testing.T) {
 	dir := t.TempDir()
 	self := filepath.Join(dir, "self")
-	os.WriteFile(self, []byte("source "+self+"\nsource "+self+"\nhelp help\n"), 0o644)
+	if err := os.WriteFile(self, []byte("source "+self+"\nsource "+self+"\nhelp help\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	s, out := bareShell()
 	done := make(chan struct{})
 	go func() {
@@ -58,7 +60,9 @@ func TestSourceItselfStops(t *testing.T) {
 	}
 	// And a later source works again.
 	ok := filepath.Join(dir, "ok")
-	os.WriteFile(ok, []byte("help exit\n"), 0o644)
+	if err := os.WriteFile(ok, []byte("help exit\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	out.Reset()
 	s.onecmd(context.Background(), "source "+ok)
 	if out.String() != "Exit\n" {
@@ -92,7 +96,9 @@ func TestPrefixChainLimited(t *testing.T) {
 	// both limits separately.
 	dir := t.TempDir()
 	f := filepath.Join(dir, "f")
-	os.WriteFile(f, []byte("time time help exit\n"), 0o644)
+	if err := os.WriteFile(f, []byte("time time help exit\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	out.Reset()
 	s.onecmd(context.Background(), "time time source "+f)
 	if text := out.String(); !strings.HasPrefix(text, "Exit\n") {
@@ -109,7 +115,9 @@ func TestSourceRefusesNonFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	long := filepath.Join(dir, "long")
-	os.WriteFile(long, bytes.Repeat([]byte("x"), maxLineLen+10), 0o644)
+	if err := os.WriteFile(long, bytes.Repeat([]byte("x"), maxLineLen+10), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for path, want := range map[string]string{
 		fifo:        "*** Error: source " + fifo + ": not a regular file\n",
 		"/dev/zero": "*** Error: source /dev/zero: not a regular file\n",
@@ -138,7 +146,9 @@ func TestShellLimitsBinary(t *testing.T) {
 	testenv.Root(t)
 	dir := t.TempDir()
 	self := filepath.Join(dir, "self")
-	os.WriteFile(self, []byte("source "+self+"\n"), 0o644)
+	if err := os.WriteFile(self, []byte("source "+self+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command(sharedBinary(t), "--topo", "minimal")
 	cmd.Env = append(os.Environ(), "HOME="+dir)
 	cmd.Stdin = strings.NewReader("source " + self + "\n" + strings.Repeat("time ", 5000) + "h1 echo x\nh1 echo ALIVE\n")
@@ -174,7 +184,9 @@ func TestShellForgeryAndCtrlCBinary(t *testing.T) {
 	for _, line := range []string{"py h1.cmd('sleep 1000')", "h1 while :; do :; done"} {
 		s.send(line)
 		time.Sleep(500 * time.Millisecond)
-		io.WriteString(s.tty, "\x03")
+		if _, err := io.WriteString(s.tty, "\x03"); err != nil {
+			t.Fatal(err)
+		}
 		s.expect(`mininet> `, 10*time.Second)
 		if out := s.command("h1 echo ALIVE"); !strings.Contains(out, "ALIVE") {
 			t.Errorf("after Ctrl-C on %q: %q", line, out)

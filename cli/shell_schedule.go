@@ -102,16 +102,16 @@ func WriteScheduleStatus(w io.Writer, name string, st emulator.ScheduleStatus) {
 	case !st.Active:
 		state = "stopped"
 	}
-	fmt.Fprintf(w, "%s: %s %s, %v elapsed, %d/%d points applied", name, st.Source, state, st.Elapsed.Round(time.Millisecond), st.Applied, st.Points)
+	_, _ = fmt.Fprintf(w, "%s: %s %s, %v elapsed, %d/%d points applied", name, st.Source, state, st.Elapsed.Round(time.Millisecond), st.Applied, st.Points)
 	if st.Repeat > 0 {
-		fmt.Fprintf(w, " (cycle %d of %v)", st.Cycle, st.Repeat)
+		_, _ = fmt.Fprintf(w, " (cycle %d of %v)", st.Cycle, st.Repeat)
 	}
 	if st.Active {
-		fmt.Fprintf(w, ", next #%d at %v", st.Next, st.NextAt)
+		_, _ = fmt.Fprintf(w, ", next #%d at %v", st.Next, st.NextAt)
 	}
-	fmt.Fprintf(w, ", latest change %v late at most", st.MaxLate)
+	_, _ = fmt.Fprintf(w, ", latest change %v late at most", st.MaxLate)
 	if st.Failed > 0 {
-		fmt.Fprintf(w, ", %d refused (%s)", st.Failed, st.LastErr)
+		_, _ = fmt.Fprintf(w, ", %d refused (%s)", st.Failed, st.LastErr)
 	}
-	fmt.Fprintln(w)
+	_, _ = fmt.Fprintln(w)
 }

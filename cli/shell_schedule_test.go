@@ -16,9 +16,13 @@ import (
 func TestShellSchedule(t *testing.T) {
 	dir := t.TempDir()
 	good := filepath.Join(dir, "steps.csv")
-	os.WriteFile(good, []byte("time,delay\n200ms,5ms\n400ms,1ms\nrepeat,600ms\n"), 0o644)
+	if err := os.WriteFile(good, []byte("time,delay\n200ms,5ms\n400ms,1ms\nrepeat,600ms\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	bad := filepath.Join(dir, "bad.csv")
-	os.WriteFile(bad, []byte("time,delay\n2s,1ms\n1s,1ms\n"), 0o644)
+	if err := os.WriteFile(bad, []byte("time,delay\n2s,1ms\n1s,1ms\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	s := startSession(t)
 	s.expect(`mininet> `, 60*time.Second)
 	if out := s.command("schedule"); !strings.Contains(out, "no schedules") {
@@ -51,9 +55,13 @@ func TestShellSchedule(t *testing.T) {
 func TestLinkSpecScheduleAndTrace(t *testing.T) {
 	dir := t.TempDir()
 	good := filepath.Join(dir, "s.csv")
-	os.WriteFile(good, []byte("time,delay\n1s,5ms\n"), 0o644)
+	if err := os.WriteFile(good, []byte("time,delay\n1s,5ms\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tr := filepath.Join(dir, "t.trace")
-	os.WriteFile(tr, []byte("1\n"), 0o644)
+	if err := os.WriteFile(tr, []byte("1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	top, _ := topo.FromSpecString("single,2")
 	if err := ApplyLinkSpec(top, "emu,schedule="+good+",a>b.trace="+tr); err != nil {
 		t.Fatal(err)
@@ -62,7 +70,9 @@ func TestLinkSpecScheduleAndTrace(t *testing.T) {
 		t.Errorf("params %v", p)
 	}
 	bad := filepath.Join(dir, "bad.trace")
-	os.WriteFile(bad, []byte("3\n2\n"), 0o644)
+	if err := os.WriteFile(bad, []byte("3\n2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for spec, want := range map[string]string{
 		"emu,schedule=" + filepath.Join(dir, "none.csv"): "none.csv: open",
 		"emu,trace=" + bad:        bad + ":2: time 2 ms is before",

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -85,10 +86,13 @@ func startSessionOf(t *testing.T, bin string, args ...string) *session {
 			}
 		}
 	}()
+	// The shell may have ended already: killing it, its exit status and
+	// closing the terminal (which ends the reader above) report nothing
+	// the test judges.
 	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		tty.Close()
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		_ = tty.Close()
 	})
 	return s
 }
@@ -246,17 +250,23 @@ func TestShellCtrlC(t *testing.T) {
 	s.expect(`mininet> `, 60*time.Second)
 	s.send("h1 ping h2")
 	s.expect(`icmp_seq=2`, 20*time.Second)
-	io.WriteString(s.tty, "\x03")
+	if _, err := io.WriteString(s.tty, "\x03"); err != nil {
+		t.Fatal(err)
+	}
 	s.expect(`mininet> `, 10*time.Second)
 	if out := s.command("nodes"); !strings.Contains(out, "h1 h2 s1") {
 		t.Errorf("shell broken after Ctrl-C: %q", out)
 	}
 	// Ctrl-C at the prompt prints Interrupt and keeps the shell.
-	io.WriteString(s.tty, "\x03")
+	if _, err := io.WriteString(s.tty, "\x03"); err != nil {
+		t.Fatal(err)
+	}
 	s.expect(`Interrupt`, 10*time.Second)
 	s.expect(`mininet> `, 10*time.Second)
 	// Ctrl-D ends it cleanly.
-	io.WriteString(s.tty, "\x04")
+	if _, err := io.WriteString(s.tty, "\x04"); err != nil {
+		t.Fatal(err)
+	}
 	s.expect(`\*\*\* Done`, 30*time.Second)
 	<-s.done
 }
@@ -283,8 +293,12 @@ func TestShellFromPipeAndScripts(t *testing.T) {
 	testenv.Root(t)
 	dir := t.TempDir()
 	pre, post := dir+"/pre", dir+"/post"
-	os.WriteFile(pre, []byte("h1 echo PRE-$((1+1))\n"), 0o644)
-	os.WriteFile(post, []byte("h2 echo POST-$((2+2))\n"), 0o644)
+	if err := os.WriteFile(pre, []byte("h1 echo PRE-$((1+1))\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(post, []byte("h2 echo POST-$((2+2))\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command(sharedBinary(t), "--pre", pre, "--post", post)
 	cmd.Stdin = strings.NewReader("nodes\nh1 echo h2 # a comment\nsource " + pre + "\n")
 	out, err := cmd.CombinedOutput()
@@ -305,7 +319,9 @@ func TestShellFromPipeAndScripts(t *testing.T) {
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if binPath != "" {
-		os.RemoveAll(filepath.Dir(binPath))
+		if err := os.RemoveAll(filepath.Dir(binPath)); err != nil {
+			fmt.Fprintln(os.Stderr, "cli tests:", err)
+		}
 	}
 	os.Exit(code)
 }

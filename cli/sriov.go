@@ -203,7 +203,7 @@ func newSRIOVListCmd() *cobra.Command {
 
 func printPFs(w io.Writer, pfs []pfReport, indent string) {
 	for _, pf := range pfs {
-		fmt.Fprintf(w, "%sPF %s  %s  %s  %d of %d VFs\n", indent, pf.Name, pf.PCI, pf.Driver, pf.NumVFs, pf.TotalVFs)
+		_, _ = fmt.Fprintf(w, "%sPF %s  %s  %s  %d of %d VFs\n", indent, pf.Name, pf.PCI, pf.Driver, pf.NumVFs, pf.TotalVFs)
 		for _, vf := range pf.VFs {
 			line := fmt.Sprintf("%s  vf %-2d %s  %-14s %-8s", indent, vf.Index, vf.PCI, orDash(vf.Netdev), orDash(vf.Driver))
 			if st := vf.State; st != nil {
@@ -212,14 +212,14 @@ func printPFs(w io.Writer, pfs []pfReport, indent string) {
 			if vf.Link != "" {
 				line += fmt.Sprintf("  link %s (run %s)", vf.Link, vf.Run)
 			}
-			fmt.Fprintln(w, strings.TrimRight(line, " "))
+			_, _ = fmt.Fprintln(w, strings.TrimRight(line, " "))
 		}
 	}
 }
 
 func printList(w io.Writer, rep *sriovReport) {
 	if len(rep.PFs) == 0 {
-		fmt.Fprintln(w, "No SR-IOV hardware on this machine.")
+		_, _ = fmt.Fprintln(w, "No SR-IOV hardware on this machine.")
 	}
 	printPFs(w, rep.PFs, "")
 	for _, s := range rep.Simulated {
@@ -227,7 +227,7 @@ func printList(w io.Writer, rep *sriovReport) {
 		if !s.Alive {
 			state = "stale: hymn clean removes it"
 		}
-		fmt.Fprintf(w, "Simulated NIC of run %s (%s; namespace %s, sysfs %s)\n", s.Run, state, s.Namespace, s.SysRoot)
+		_, _ = fmt.Fprintf(w, "Simulated NIC of run %s (%s; namespace %s, sysfs %s)\n", s.Run, state, s.Namespace, s.SysRoot)
 		printPFs(w, s.PFs, "  ")
 	}
 }
@@ -277,16 +277,16 @@ run). Cables come from --inventory/--pairs and from running networks.`,
 			}
 			w := cmd.OutOrStdout()
 			if len(rep) == 0 {
-				fmt.Fprintln(w, "No cables: give --pairs A:B or --inventory FILE; no running network uses SR-IOV links.")
+				_, _ = fmt.Fprintln(w, "No cables: give --pairs A:B or --inventory FILE; no running network uses SR-IOV links.")
 			}
 			for _, c := range rep {
 				kind := "hardware"
 				if c.Simulated {
 					kind = "simulated, run " + c.Run
 				}
-				fmt.Fprintf(w, "cable %s (%s): VLANs %s, %d of %d VF pairs in use\n", c.Cable, kind, c.VLANs, c.InUse, c.Pairs)
+				_, _ = fmt.Fprintf(w, "cable %s (%s): VLANs %s, %d of %d VF pairs in use\n", c.Cable, kind, c.VLANs, c.InUse, c.Pairs)
 				for _, p := range c.Used {
-					fmt.Fprintf(w, "  pair %-2d vlan %-4d %s vf %d <-> %s vf %d  link %s\n", p.Index, p.VLAN, p.Cable.A, p.A.Index, p.Cable.B, p.B.Index, p.Link)
+					_, _ = fmt.Fprintf(w, "  pair %-2d vlan %-4d %s vf %d <-> %s vf %d  link %s\n", p.Index, p.VLAN, p.Cable.A, p.A.Index, p.Cable.B, p.B.Index, p.Link)
 				}
 			}
 			return nil
@@ -438,17 +438,17 @@ func setupHardware(w io.Writer, inv *sriov.Inventory, sys sriov.SysFS, vfs int, 
 					return err
 				}
 			}
-			fmt.Fprintf(w, "%s: %d VFs enabled (spoofchk off, trust on, state enable)", name, len(pf.VFs))
+			_, _ = fmt.Fprintf(w, "%s: %d VFs enabled (spoofchk off, trust on, state enable)", name, len(pf.VFs))
 			if skipped > 0 {
-				fmt.Fprintf(w, "; %d configured by someone else left alone", skipped)
+				_, _ = fmt.Fprintf(w, "; %d configured by someone else left alone", skipped)
 			}
-			fmt.Fprintln(w)
+			_, _ = fmt.Fprintln(w)
 		}
 	}
 	return nil
 }
 
-func runSimulated(cmd *cobra.Command, inv *sriov.Inventory, vfs int) error {
+func runSimulated(cmd *cobra.Command, inv *sriov.Inventory, vfs int) (err error) {
 	run := owner.NewRunID()
 	if err := owner.Claim(run); err != nil {
 		return err
@@ -456,12 +456,10 @@ func runSimulated(cmd *cobra.Command, inv *sriov.Inventory, vfs int) error {
 	dir := filepath.Join(owner.StateDir, run+"-sriov")
 	sim, err := sriov.NewSimNIC(sriov.SimConfig{Namespace: owner.NamespaceName(run, "sriov"), Dir: dir, Cables: inv.Cables, VFs: vfs})
 	if err != nil {
-		owner.Release(run)
-		return err
+		return errors.Join(err, owner.Release(run))
 	}
 	defer func() {
-		sim.Close()
-		owner.Release(run)
+		err = errors.Join(err, sim.Close(), owner.Release(run))
 	}()
 	inv.Cables = sim.Cables()
 	st := &sriov.State{Run: run, Simulated: true, SysRoot: sim.SysFS().Root, Namespace: sim.Namespace(), Inventory: *inv}
@@ -478,9 +476,9 @@ func runSimulated(cmd *cobra.Command, inv *sriov.Inventory, vfs int) error {
 		return err
 	}
 	w := cmd.OutOrStdout()
-	fmt.Fprintf(w, "Simulated SR-IOV NIC (run %s): cables %v, %d VFs per PF\n", run, inv.Cables, vfs)
-	fmt.Fprintf(w, "  sysfs:     %s\n  namespace: %s (VF netdevs: ip netns exec %s ip link)\n", sim.SysFS().Root, sim.Namespace(), sim.Namespace())
-	fmt.Fprintln(w, "Press Ctrl-C to stop.")
+	_, _ = fmt.Fprintf(w, "Simulated SR-IOV NIC (run %s): cables %v, %d VFs per PF\n", run, inv.Cables, vfs)
+	_, _ = fmt.Fprintf(w, "  sysfs:     %s\n  namespace: %s (VF netdevs: ip netns exec %s ip link)\n", sim.SysFS().Root, sim.Namespace(), sim.Namespace())
+	_, _ = fmt.Fprintln(w, "Press Ctrl-C to stop.")
 	parent := cmd.Context()
 	if parent == nil {
 		parent = context.Background()
@@ -515,11 +513,11 @@ running networks are cleaned too.`,
 					errs = append(errs, err)
 					continue
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "run %s: SR-IOV state removed\n", run)
+				_, _ = fmt.Fprintf(cmd.OutOrStdout(), "run %s: SR-IOV state removed\n", run)
 				n++
 			}
 			if n == 0 && len(errs) == 0 {
-				fmt.Fprintln(cmd.OutOrStdout(), "Nothing to clean.")
+				_, _ = fmt.Fprintln(cmd.OutOrStdout(), "Nothing to clean.")
 			}
 			return errors.Join(errs...)
 		},

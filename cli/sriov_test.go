@@ -73,7 +73,11 @@ func TestSRIOVListRunningNetwork(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer net.Stop()
+	defer func() {
+		if err := net.Stop(); err != nil {
+			t.Error(err)
+		}
+	}()
 	if err := net.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +124,11 @@ func TestSRIOVCleanStaleRun(t *testing.T) {
 	if err := sriov.WriteState(filepath.Join(dir, "state.json"), &sriov.State{Run: run, Simulated: true}); err != nil {
 		t.Fatal(err)
 	}
-	defer os.RemoveAll(dir)
+	defer func() {
+		if err := os.RemoveAll(dir); err != nil {
+			t.Error(err)
+		}
+	}()
 	out, err := runSRIOV(t, "clean")
 	if err != nil || !strings.Contains(out, "run ffee01: SR-IOV state removed") {
 		t.Fatalf("clean: %v\n%s", err, out)

@@ -48,11 +48,13 @@ func startLiveView(net *hymn.Network, f uiFlags, lg *mnlog.Logger) (stop func(),
 		s := liveViews.m[net]
 		delete(liveViews.m, net)
 		liveViews.Unlock()
+		// The network is going down: closing its live view fails only on
+		// connections that then end anyway.
 		if s != nil {
-			s.Close()
+			_ = s.Close()
 		}
 		if ctl != nil {
-			ctl.Close()
+			_ = ctl.Close()
 		}
 	}
 	if f.listen != "" {
@@ -137,8 +139,9 @@ network; the mininet> shell's ui command prints its URL.`,
 			if err != nil {
 				return err
 			}
-			defer s.Close()
-			fmt.Fprintln(stdout, s.URL())
+			// Only connections to end at exit: the same as in stop above.
+			defer func() { _ = s.Close() }()
+			_, _ = fmt.Fprintln(stdout, s.URL())
 			select {
 			case <-s.Done():
 			case <-cmd.Context().Done():

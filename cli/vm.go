@@ -76,7 +76,7 @@ to hymn or on PATH, or built from the source tree when hymn runs from one.`,
 			if img.Cached {
 				how = "cached"
 			}
-			fmt.Fprintf(out, "kernel: %s (%s)\ninitrd: %s\n%s in %.2f s\n", img.Kernel, img.KernelRelease, img.Initrd, how, d.Seconds())
+			_, _ = fmt.Fprintf(out, "kernel: %s (%s)\ninitrd: %s\n%s in %.2f s\n", img.Kernel, img.KernelRelease, img.Initrd, how, d.Seconds())
 			return nil
 		},
 	}
@@ -125,7 +125,7 @@ the VM down. It needs root.`,
 func vmBoot(ctx context.Context, cmd *cobra.Command, params map[string]string, line string) (err error) {
 	out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	run := owner.NewRunID()
-	cfg := vm.Config{Name: "vm", Namespace: owner.NamespaceName(run, "vm"), Logf: func(f string, a ...any) { fmt.Fprintf(errOut, f, a...) }}
+	cfg := vm.Config{Name: "vm", Namespace: owner.NamespaceName(run, "vm"), Logf: func(f string, a ...any) { _, _ = fmt.Fprintf(errOut, f, a...) }}
 	if err := vm.ParseParams(&cfg, params); err != nil {
 		return err
 	}
@@ -138,9 +138,9 @@ func vmBoot(ctx context.Context, cmd *cobra.Command, params map[string]string, l
 		return err
 	}
 	defer func() {
-		netnsx.Delete(cfg.Namespace)
-		vm.RemoveRunDirs(owner.Prefix + run + "-")
-		owner.Release(run)
+		// Each is a no-op when there is nothing of it; a failure leaves
+		// something behind and says what.
+		err = errors.Join(err, netnsx.Delete(cfg.Namespace), vm.RemoveRunDirs(owner.Prefix+run+"-"), owner.Release(run))
 	}()
 	n, err := vm.New(ctx, cfg)
 	if err != nil {
@@ -149,9 +149,9 @@ func vmBoot(ctx context.Context, cmd *cobra.Command, params map[string]string, l
 	defer func() {
 		t0 := time.Now()
 		err = errors.Join(err, n.Delete())
-		fmt.Fprintf(errOut, "*** VM vm stopped in %.2f s\n", time.Since(t0).Seconds())
+		_, _ = fmt.Fprintf(errOut, "*** VM vm stopped in %.2f s\n", time.Since(t0).Seconds())
 	}()
 	res, err := n.Cmd(ctx, line)
-	fmt.Fprint(out, res)
+	_, _ = fmt.Fprint(out, res)
 	return err
 }
