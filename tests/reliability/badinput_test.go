@@ -220,7 +220,7 @@ func newClaimWatch() (*claimWatch, error) {
 	}
 	for _, d := range []string{owner.StateDir, filepath.Join(owner.StateDir, "nat")} {
 		if _, err := unix.InotifyAddWatch(fd, d, unix.IN_CREATE|unix.IN_MOVED_TO); err != nil {
-			unix.Close(fd)
+			_ = unix.Close(fd) // the watch's error is the one to report
 			return nil, err
 		}
 	}
@@ -263,7 +263,8 @@ func (w *claimWatch) claimedBy(pid int) []string {
 }
 
 func (w *claimWatch) close() {
-	unix.Close(w.fd)
+	// An inotify descriptor: closing it loses nothing (and ends read).
+	_ = unix.Close(w.fd)
 }
 
 // hymnNamespaces lists the hymn namespaces on the machine.
@@ -314,7 +315,9 @@ func TestBadInputs(t *testing.T) {
 func runBadInput(t *testing.T, watch *claimWatch, dir string, c badInput) time.Duration {
 	for _, name := range c.fifos {
 		path := filepath.Join(dir, name)
-		os.Remove(path)
+		// A FIFO an earlier case left, absent the first time; should it
+		// fail to go, Mkfifo fails.
+		_ = os.Remove(path)
 		if err := unix.Mkfifo(path, 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -365,7 +368,9 @@ func runBadInput(t *testing.T, watch *claimWatch, dir string, c badInput) time.D
 	}
 	for _, run := range runsOf(pid) {
 		t.Errorf("left run %s: %v", run, runState(run))
-		exec.Command(hymnBin, "clean").Run()
+		if out, err := exec.Command(hymnBin, "clean").CombinedOutput(); err != nil {
+			t.Errorf("hymn clean: %v\n%s", err, out)
+		}
 	}
 	if left := tempsOf(pid); len(left) > 0 {
 		t.Errorf("left temporary records %v", left)

@@ -59,7 +59,7 @@ func TestBuildTeardownCycles(t *testing.T) {
 			t.Fatal(err)
 		}
 		if err := net.Start(ctx); err != nil {
-			net.Stop()
+			_ = net.Stop() // Start removed what it built: a no-op
 			t.Fatalf("cycle %d: Start: %v", i, err)
 		}
 		if loss, err := net.PingAll(ctx, 0); err != nil || loss != 0 {

@@ -93,12 +93,17 @@ func killAndClean(t *testing.T, sc killScenario, at time.Duration) (time.Duratio
 	}
 	pid := cmd.Process.Pid
 	// Queued for the shell: it runs once the network is up.
-	io.WriteString(stdin, sc.work+"\n")
+	if _, err := io.WriteString(stdin, sc.work+"\n"); err != nil {
+		t.Errorf("writing hymn's stdin: %v", err)
+	}
 	time.Sleep(at)
 	procs := descendants(pid)
-	syscall.Kill(pid, syscall.SIGKILL)
-	cmd.Wait()
-	stdin.Close()
+	// Not waited for yet, it is there (a zombie at worst).
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Errorf("kill -9 %d: %v", pid, err)
+	}
+	_ = cmd.Wait()    // "signal: killed", or its exit status had it ended first
+	_ = stdin.Close() // Wait closed it already
 	runs := runsOf(pid)
 	phase := "unclaimed"
 	switch {
@@ -152,7 +157,9 @@ func killAndClean(t *testing.T, sc killScenario, at time.Duration) (time.Duratio
 	if t.Failed() {
 		t.Logf("hymn output:\n%s\nhymn clean:\n%s", clip(out.String()), cleanOut)
 		reapAndKill(left)
-		exec.Command(hymnBin, "clean").Run()
+		if out, err := exec.Command(hymnBin, "clean").CombinedOutput(); err != nil {
+			t.Errorf("hymn clean: %v\n%s", err, out)
+		}
 	}
 	return took, phase
 }

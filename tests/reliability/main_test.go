@@ -65,14 +65,20 @@ func TestMain(m *testing.M) {
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 		if err := cmd.Run(); err != nil {
 			fmt.Fprintln(os.Stderr, "building hymn:", err)
-			os.RemoveAll(tmp)
+			_ = os.RemoveAll(tmp) // best effort: exiting on the build's error
 			os.Exit(1)
 		}
 	}
 	// Orphans of the hymn processes under test (a kill -9'ed run's QEMU,
 	// a shell a failed command left) become this process's children, so
 	// the tests can see and account for every one of them.
-	unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		fmt.Fprintln(os.Stderr, "reliability: PR_SET_CHILD_SUBREAPER:", err)
+		if tmp != "" {
+			_ = os.RemoveAll(tmp) // best effort: exiting on prctl's error
+		}
+		os.Exit(1)
+	}
 	mode := "short"
 	if full {
 		mode = "full"
@@ -83,7 +89,9 @@ func TestMain(m *testing.M) {
 		fmt.Println("reliability: " + s)
 	}
 	if tmp != "" {
-		os.RemoveAll(tmp)
+		if err := os.RemoveAll(tmp); err != nil {
+			fmt.Fprintln(os.Stderr, "reliability:", err)
+		}
 	}
 	os.Exit(code)
 }
@@ -189,7 +197,8 @@ func orphans(known map[int]bool) []proc {
 		}
 		if !p.running() {
 			var ws syscall.WaitStatus
-			syscall.Wait4(p.pid, &ws, syscall.WNOHANG, nil)
+			// Reaping an exited child: nothing to learn from the result.
+			_, _ = syscall.Wait4(p.pid, &ws, syscall.WNOHANG, nil)
 			continue
 		}
 		out = append(out, p)
@@ -259,7 +268,7 @@ func reapOrphans(stop <-chan struct{}) (done <-chan struct{}) {
 					continue
 				}
 				var ws syscall.WaitStatus
-				syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
+				_, _ = syscall.Wait4(pid, &ws, syscall.WNOHANG, nil) // reaping a zombie child
 			}
 			own.Unlock()
 		}
@@ -272,7 +281,7 @@ func reapOrphans(stop <-chan struct{}) (done <-chan struct{}) {
 func reapAndKill(ps []proc) {
 	for _, p := range ps {
 		if p.running() {
-			syscall.Kill(p.pid, syscall.SIGKILL)
+			_ = syscall.Kill(p.pid, syscall.SIGKILL) // it may end on its own meanwhile
 		}
 	}
 	for _, p := range ps {
