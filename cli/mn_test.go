@@ -225,6 +225,15 @@ func TestKillNineThenClean(t *testing.T) {
 		_ = cmd.Process.Kill() // the test fails anyway; it may have ended
 		t.Fatal("hymn never recorded its run")
 	}
+	// Whatever fails below, the killed run's namespaces do not outlive
+	// the test (a failed run once left 2000 behind).
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // gone already when the test got that far
+		<-waited
+		if _, _, err := owner.RemoveRun(run); err != nil {
+			t.Errorf("removing run %s: %v", run, err)
+		}
+	})
 	for time.Now().Before(deadline) {
 		if ns, _ := owner.Namespaces(run); len(ns) >= 20 {
 			break
@@ -240,7 +249,10 @@ func TestKillNineThenClean(t *testing.T) {
 		t.Errorf("kill -9 hymn: %v", err)
 	}
 	<-waited
-	ns, _ := owner.Namespaces(run)
+	ns, err := owner.Namespaces(run)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(ns) == 0 {
 		t.Fatal("the killed run left no namespaces; the test did not kill it mid-build")
 	}
