@@ -75,6 +75,6 @@ func KillTree(pid int, spare map[int]bool) {
 		}
 	}
 	for _, v := range victims {
-		syscall.Kill(v, syscall.SIGKILL)
+		_ = syscall.Kill(v, syscall.SIGKILL) // ESRCH: it exited since the walk, which is the aim
 	}
 }
