@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -117,14 +118,25 @@ func TestLoopback(t *testing.T) {
 	cfg := Config{Dst: netip.MustParseAddrPort("127.0.0.1:0"), Rates: []float64{20000}, Duration: 300 * time.Millisecond,
 		Drain: 100 * time.Millisecond, NoRealTime: true}
 	cfg.Dst = netip.AddrPortFrom(cfg.Dst.Addr(), uint16(20000+rand.IntN(20000)))
+	backlog := softnetDrops(t)
 	rep, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	backlog = softnetDrops(t) - backlog
 	r := rep.Results[0]
 	t.Logf("%s", TableLine(r, "rate"))
+	// A sender held by a stall catches up in a burst that can overflow
+	// the loopback device's backlog (netdev_max_backlog, 1000 packets per
+	// CPU: 508 lost beside stall-inject once); the kernel counts those
+	// drops machine-wide, and loss within them is the machine's, not
+	// measure's. Anything else lost fails.
+	if r.Lost > 0 && r.Lost <= backlog {
+		t.Logf("%d lost, within the %d the kernel's backlog dropped meanwhile", r.Lost, backlog)
+		r.Lost, r.Received = 0, r.Sent
+	}
 	if r.Planned != 6000 || r.Sent < 3000 || r.Received != r.Sent || r.Lost != 0 || r.Duplicates != 0 {
-		t.Errorf("planned %d sent %d received %d lost %d dup %d", r.Planned, r.Sent, r.Received, r.Lost, r.Duplicates)
+		t.Errorf("planned %d sent %d received %d lost %d dup %d (backlog drops meanwhile %d)", r.Planned, r.Sent, r.Received, r.Lost, r.Duplicates, backlog)
 	}
 	if r.Latency.Min <= 0 || r.Latency.Max > 1e6 {
 		t.Errorf("latency %+v", r.Latency)
@@ -256,4 +268,27 @@ func TestFrameHeader(t *testing.T) {
 			t.Errorf("%q: %v %v", in, g, err)
 		}
 	}
+}
+
+// softnetDrops is the kernel's count of packets dropped because a CPU's
+// backlog was full (/proc/net/softnet_stat's second column, summed).
+func softnetDrops(t *testing.T) uint64 {
+	t.Helper()
+	data, err := os.ReadFile("/proc/net/softnet_stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum uint64
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		n, err := strconv.ParseUint(f[1], 16, 64)
+		if err != nil {
+			t.Fatalf("softnet_stat: %q: %v", line, err)
+		}
+		sum += n
+	}
+	return sum
 }
