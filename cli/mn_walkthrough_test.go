@@ -102,8 +102,9 @@ func linkChangeIperf(t *testing.T, switchArgs ...string) (float64, *session) {
 // for a CPU (3.6-6.8 Mbit/s at load 30 on 2 CPUs, lxbr 9.1); hymn now
 // gives them 4 MiB (nodes.portRcvBuf). Should an overcommitted machine
 // still fill them, an attempt below the bound with drops at those sockets
-// (ss shows them) is the machine's and is repeated, at most three times;
-// one without them fails. Pings: the fastest of four is never below the
+// (ss shows them), or with Linux bridges below it too right after, is the
+// machine's and is repeated, at most three times; one below it while
+// Linux bridges carry the rate fails. Pings: the fastest of four is never below the
 // 4 x 10 ms of the links and within Mininet's 50 ms.
 func TestMNWalkthroughLinkChangeOVS(t *testing.T) {
 	testenv.Tools(t, "iperf3", "telnet", "ss")
@@ -124,7 +125,18 @@ func TestMNWalkthroughLinkChangeOVS(t *testing.T) {
 		drops := socketDrops(s.command("s1 ss -0 -a -m -p"))
 		s.exit()
 		load, _ := os.ReadFile("/proc/loadavg")
-		if drops == 0 || attempt == 3 {
+		// Without drops at those sockets, the same iperf through Linux
+		// bridges, right after, says whether the machine could carry the
+		// rate at all (a neighbour's VMs: OVS 8.01, lxbr 6.30 Mbit/s): if
+		// it could not either, the attempt is the machine's too.
+		machine := drops > 0
+		if !machine {
+			lx, ls := linkChangeIperf(t, "--switch", "lxbr")
+			ls.exit()
+			machine = lx < lo
+			t.Logf("attempt %d: OVS %.2f Mbit/s, lxbr right after %.2f", attempt, rate, lx)
+		}
+		if !machine || attempt == 3 {
 			t.Errorf("iperf through OVS: %.2f Mbit/s, below %.2f (attempt %d; ovs-vswitchd's port sockets dropped %d; load %s)",
 				rate, lo, attempt, drops, strings.TrimSpace(string(load)))
 			break
