@@ -322,6 +322,15 @@ func TestTraceIperf(t *testing.T) {
 	// opportunities, and a lost retransmission costs a timeout. Above the
 	// bound fails at once; a trace delivered slowly fails every run.
 	want := 12e6 * 1448 / 1500
+	// A first connection's slow start overshoots the 100-packet buffer by
+	// tens of packets at once and may lose a retransmission too; the next
+	// connection starts from the path's cached ssthresh (Linux's TCP
+	// metrics) and does not. Beside stall-inject the first run reached
+	// 7.1-10.2 Mbit/s in 8 of 10 tests, the third 11.58 in 4 of 5: so a
+	// 2 s run first, not judged, then up to three judged runs.
+	if _, err := n.Iperf(ctx, "h1", "h2", 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
 	var tcp float64
 	for attempt := 1; attempt <= 3; attempt++ {
 		res, err := n.Iperf(ctx, "h1", "h2", 10*time.Second)
