@@ -338,7 +338,18 @@ func TestTraceIperf(t *testing.T) {
 			t.Fatal(err)
 		}
 		tcp = res.ServerBps
-		t.Logf("TCP, run %d: %.3f Mbit/s (%.2f%% from 12 Mbit/s·1448/1500 = %.3f)", attempt, tcp/1e6, 100*(tcp-want)/want, want/1e6)
+		// The sender's TCP counters (absolute, since h1 was made: -a, and
+		// -s leaves nstat's history file, which namespaces share, alone) say
+		// why a run fell short: timeouts
+		// (a lost retransmission) or many retransmissions.
+		h1, _ := n.Node("h1")
+		tcpStats, _ := h1.Cmd(ctx, "nstat -asz TcpRetransSegs TcpOutSegs TcpExtTCPTimeouts TcpExtTCPLossProbes TcpExtTCPSackRecovery 2>&1 | tail -n +2 | tr -s ' ' | cut -d' ' -f1,2 | tr '\\n' ' '")
+		t.Logf("TCP, run %d: %.3f Mbit/s (%.2f%% from 12 Mbit/s·1448/1500 = %.3f); sender counters so far: %s", attempt, tcp/1e6, 100*(tcp-want)/want, want/1e6, tcpStats)
+		if st, err := n.LinkStats("h1", "h2"); err == nil {
+			e := st.Forward.Emulator
+			t.Logf("TCP, run %d: the trace's queue so far: received %d, sent %d, dropped full %d, max queued %d; delay p50 %v p99 %v max %v; lateness p99 %v",
+				attempt, e.Received, e.Sent, e.BufferFull, e.MaxQueued, e.Delay.P50, e.Delay.P99, e.Delay.Max, e.Lateness.P99)
+		}
 		if tcp >= want*0.97 {
 			break
 		}

@@ -110,7 +110,7 @@ type Config struct {
 	Loss            LossConfig
 	Overhead        int // bytes added to each frame for rate calculations
 	MaxFrame        int // largest frame (bytes, without overhead) the link carries
-	Buffer          int // buffer capacity in packets
+	Buffer          int // buffer capacity in wire packets (a GSO super-frame counts as its segments)
 	Seed            uint64
 	SeedSet         bool // false: New picks a random seed and reports it in Stats
 	// AllowLarge lifts the limits that protect against typing mistakes

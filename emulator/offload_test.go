@@ -3,6 +3,7 @@ package emulator
 import (
 	"encoding/binary"
 	"testing"
+	"time"
 )
 
 // tcpFrame builds an Ethernet + IPv4 + TCP frame with a TCP header of
@@ -111,5 +112,37 @@ func TestSuperFrameSpacerAndPolicer(t *testing.T) {
 	}
 	if d := e.Receive((debt+200)*1000, []Packet{{Len: 100}}, nil); len(d) != 0 {
 		t.Error("a frame was policed after the debt was repaid")
+	}
+}
+
+// TestSuperFrameBufferCountsSegments: a buffer of N packets holds N wire
+// packets of a bulk flow, not N super-frames. With a 20-packet buffer and
+// a 1 s delay, two 10-segment super-frames fill it: the third is dropped,
+// a fourth fits once the first two have left, and one super-frame always
+// fits an empty buffer whatever its segments.
+func TestSuperFrameBufferCountsSegments(t *testing.T) {
+	c := DefaultConfig()
+	c.Delay = time.Second
+	c.Buffer = 20
+	e, err := New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sf := func() Packet { return Packet{Len: 10 * 1514, Segs: 10} }
+	if d := e.Receive(0, []Packet{sf(), sf()}, nil); len(d) != 0 {
+		t.Fatalf("two 10-segment frames into 20 places: %d dropped", len(d))
+	}
+	if d := e.Receive(1, []Packet{sf()}, nil); len(d) != 1 {
+		t.Errorf("a third into the full buffer: %d dropped, want 1", len(d))
+	}
+	out := make([]Packet, MaxBatch)
+	if n := e.Release(int64(time.Second)+1, out); n != 2 {
+		t.Fatalf("released %d, want 2", n)
+	}
+	if d := e.Receive(int64(time.Second)+2, []Packet{{Len: 44 * 1514, Segs: 44}}, nil); len(d) != 0 {
+		t.Error("a 44-segment frame into the empty 20-place buffer was dropped")
+	}
+	if s := e.Stats(); s.BufferFull != 1 {
+		t.Errorf("buffer-full drops %d, want 1", s.BufferFull)
 	}
 }
