@@ -316,21 +316,12 @@ func TestTraceIperf(t *testing.T) {
 	n := pairNet(t, topo.Params{"a>b.trace": constant, "limit": "100"})
 	ctx := context.Background()
 	// TCP below the bound is measured again, at most three runs: a loaded
-	// machine (beside stall-inject and a neighbour's test suite: 7.4 and
-	// 10.2 Mbit/s in 5 of 10 runs, UDP exact in the same runs) starves
-	// iperf3's sender, whose idle turns cost a trace its delivery
-	// opportunities, and a lost retransmission costs a timeout. Above the
-	// bound fails at once; a trace delivered slowly fails every run.
+	// machine can starve iperf3's sender, whose idle turns cost a trace
+	// its delivery opportunities. Above the bound fails at once; a trace
+	// delivered slowly fails every run. (This test found the emulator's
+	// buffer counting a GSO super-frame as one packet: 100 of them queued
+	// 2.6 s, TCP timed out spuriously and got 7.1-10.2 Mbit/s.)
 	want := 12e6 * 1448 / 1500
-	// A first connection's slow start overshoots the 100-packet buffer by
-	// tens of packets at once and may lose a retransmission too; the next
-	// connection starts from the path's cached ssthresh (Linux's TCP
-	// metrics) and does not. Beside stall-inject the first run reached
-	// 7.1-10.2 Mbit/s in 8 of 10 tests, the third 11.58 in 4 of 5: so a
-	// 2 s run first, not judged, then up to three judged runs.
-	if _, err := n.Iperf(ctx, "h1", "h2", 2*time.Second); err != nil {
-		t.Fatal(err)
-	}
 	var tcp float64
 	for attempt := 1; attempt <= 3; attempt++ {
 		res, err := n.Iperf(ctx, "h1", "h2", 10*time.Second)
@@ -338,10 +329,9 @@ func TestTraceIperf(t *testing.T) {
 			t.Fatal(err)
 		}
 		tcp = res.ServerBps
-		// The sender's TCP counters (absolute, since h1 was made: -a, and
-		// -s leaves nstat's history file, which namespaces share, alone) say
-		// why a run fell short: timeouts
-		// (a lost retransmission) or many retransmissions.
+		// The sender's TCP counters say why a run fell short: timeouts or
+		// many retransmissions (nstat -a: absolute, since h1 was made; -s:
+		// nstat's history file, which namespaces share, left alone).
 		h1, _ := n.Node("h1")
 		tcpStats, _ := h1.Cmd(ctx, "nstat -asz TcpRetransSegs TcpOutSegs TcpExtTCPTimeouts TcpExtTCPLossProbes TcpExtTCPSackRecovery 2>&1 | tail -n +2 | tr -s ' ' | cut -d' ' -f1,2 | tr '\\n' ' '")
 		t.Logf("TCP, run %d: %.3f Mbit/s (%.2f%% from 12 Mbit/s·1448/1500 = %.3f); sender counters so far: %s", attempt, tcp/1e6, 100*(tcp-want)/want, want/1e6, tcpStats)
@@ -358,11 +348,23 @@ func TestTraceIperf(t *testing.T) {
 		t.Errorf("TCP %.3f Mbit/s, want %.3f ± 3%%", tcp/1e6, want/1e6)
 	}
 	n = pairNet(t, topo.Params{"a>b.trace": constant, "limit": "1000"})
-	res, err := n.IperfUDP(ctx, "15M", "h1", "h2", 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
+	// UDP below the bound is measured again too (at most three runs):
+	// beside stall-inject iperf3's server once measured 11.31 Mbit/s while
+	// the emulator had sent as many frames as in the runs at 11.77, so the
+	// shortfall was in iperf3's clock, not in the trace's delivery.
+	want = 12e6 * 1460 / 1488
+	var udp float64
+	for attempt := 1; attempt <= 3; attempt++ {
+		res, err := n.IperfUDP(ctx, "15M", "h1", "h2", 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		udp = res.ServerBps
+		t.Logf("UDP, run %d: %.3f Mbit/s", attempt, udp/1e6)
+		if math.Abs(udp-want)/want <= 0.03 && math.Abs(udp-12e6)/12e6 <= 0.03 {
+			break
+		}
 	}
-	udp := res.ServerBps
 	if st, err := n.LinkStats("h1", "h2"); err == nil {
 		e := st.Forward.Emulator
 		// Dropped by the full buffer means the sender kept the link busy;
@@ -370,7 +372,6 @@ func TestTraceIperf(t *testing.T) {
 		t.Logf("UDP through the emulator: %d frames received, %d sent, %d dropped by the full buffer, lateness p99 %v",
 			e.Received, e.Sent, e.BufferFull, e.Lateness.P99)
 	}
-	want = 12e6 * 1460 / 1488
 	t.Logf("UDP: %.3f Mbit/s (%.2f%% from 12 Mbit/s; %.2f%% from %.3f)", udp/1e6, 100*(udp-12e6)/12e6, 100*(udp-want)/want, want/1e6)
 	if math.Abs(udp-want)/want > 0.03 || math.Abs(udp-12e6)/12e6 > 0.03 {
 		t.Errorf("UDP %.3f Mbit/s, want within 3%% of 12 and of %.3f", udp/1e6, want/1e6)
