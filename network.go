@@ -319,7 +319,7 @@ func (n *Network) newNode(ctx context.Context, p *topo.PlannedNode) (Node, error
 	}
 	n.debugf("*** %s: ip netns add %s\n", p.Name, ns)
 	node, err := nodes.New(nodes.Config{Name: p.Name, Kind: p.Kind, Namespace: ns, STP: n.stp(p), CPU: n.cpuLimit(p),
-		OVS: p.IsSwitch() && n.opts.Switch == "ovsbr", BPF: n.isBPF(p), Ports: len(p.Intfs)})
+		OVS: p.IsSwitch() && n.opts.Switch == SwitchOVSBridge, BPF: n.isBPF(p), Ports: len(p.Intfs)})
 	if err != nil {
 		return nil, err
 	}

@@ -13,7 +13,6 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/hymn-net/hymn/bpfswitch"
 	"github.com/hymn-net/hymn/internal/netnsx"
 	"github.com/hymn-net/hymn/topo"
 )
@@ -48,10 +47,8 @@ type NsNode struct {
 	shell   *Shell
 	closed  bool
 
-	cg     *cgroup           // CPU limits; nil for an unlimited node
-	ovs    *ovsSwitch        // an Open vSwitch switch's daemons; nil for a Linux bridge
-	ovsNet *OVSNet           // the shared Open vSwitch of an OpenFlow switch (ovs_net.go)
-	bpf    *bpfswitch.Switch // a BPF switch (bpf.go); nil for a bridge
+	cg    *cgroup     // CPU limits; nil for an unlimited node
+	plane switchPlane // how a switch forwards (plane.go); nil for hosts and routers
 }
 
 // Config says how to create a namespace node.
@@ -90,19 +87,7 @@ func New(cfg Config) (_ *NsNode, err error) {
 	}
 	switch cfg.Kind {
 	case topo.KindSwitch:
-		if cfg.BPF {
-			if err := n.makeBPF(cfg); err != nil {
-				return nil, fmt.Errorf("switch %s: %w", cfg.Name, err)
-			}
-			break
-		}
-		if cfg.OVS {
-			if err := n.makeOVS(cfg.STP); err != nil {
-				return nil, fmt.Errorf("switch %s: %w", cfg.Name, err)
-			}
-			break
-		}
-		if err := n.makeBridge(cfg.STP); err != nil {
+		if n.plane, err = newSwitchPlane(n, cfg); err != nil {
 			return nil, fmt.Errorf("switch %s: %w", cfg.Name, err)
 		}
 	case topo.KindRouter:
@@ -185,21 +170,6 @@ func (n *NsNode) Command(ctx context.Context, name string, args ...string) *exec
 	return cmd
 }
 
-// OVSEnv is what ovs-vsctl, ovs-ofctl and ovs-appctl need in their
-// environment to reach the Open vSwitch of a switch node (its private
-// database, bridge and daemon sockets), so that they work in the switch's
-// shell as Mininet's do in the root namespace with the system's Open
-// vSwitch; nil for other nodes.
-func (n *NsNode) OVSEnv() []string {
-	switch {
-	case n.ovsNet != nil:
-		return n.ovsNet.Env()
-	case n.ovs != nil:
-		return ovsEnv(n.ovs.dir)
-	}
-	return nil
-}
-
 // Start starts cmd inside the node's namespace. The child inherits the
 // namespace of the thread that forks it; that thread never ends, so the
 // child's Pdeathsig fires only with hymn (netnsx.Launch).
@@ -265,8 +235,8 @@ func (n *NsNode) Close() error {
 	if sh != nil {
 		errs = append(errs, sh.Close())
 	}
-	if n.bpf != nil {
-		errs = append(errs, n.bpf.Close())
+	if n.plane != nil {
+		errs = append(errs, n.plane.close())
 	}
 	n.Named.Close()
 	return errors.Join(errs...)
@@ -276,10 +246,12 @@ func (n *NsNode) Close() error {
 // processes inside must be gone already.
 func (n *NsNode) Delete() error {
 	closeErr := n.Close()
-	if n.ovsNet != nil {
-		return closeErr // the namespace is shared: OVSNet.Delete removes it
+	if n.plane != nil {
+		if n.plane.sharesNamespace() {
+			return closeErr // OVSNet.Delete removes the shared namespace
+		}
+		n.plane.release()
 	}
-	n.ovs.stop()
 	return errors.Join(closeErr, n.cg.remove(), n.Named.Delete())
 }
 

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/vishvananda/netlink"
 )
 
 // OVSRunDir holds each Open vSwitch switch's private database, sockets and
@@ -51,19 +53,24 @@ func (o *ovsSwitch) vsctl(args ...string) error {
 	return nil
 }
 
-// makeOVS starts the switch's Open vSwitch and creates its bridge.
-func (n *NsNode) makeOVS(stp bool) (err error) {
+// newOVSSwitch starts the switch's Open vSwitch and creates its bridge.
+// On failure, what it started is stopped.
+func newOVSSwitch(n *NsNode, cfg Config) (_ switchPlane, err error) {
 	if err := OVSAvailable(); err != nil {
-		return err
+		return nil, err
 	}
 	o := &ovsSwitch{dir: filepath.Join(OVSRunDir, n.Namespace())}
-	n.ovs = o
+	defer func() {
+		if err != nil {
+			o.release()
+		}
+	}()
 	if err := os.MkdirAll(o.dir, 0o755); err != nil {
-		return err
+		return nil, err
 	}
 	db := filepath.Join(o.dir, "conf.db")
 	if out, err := exec.Command("ovsdb-tool", "create", db, ovsSchema()).CombinedOutput(); err != nil {
-		return fmt.Errorf("ovsdb-tool create: %v: %s", err, out)
+		return nil, fmt.Errorf("ovsdb-tool create: %v: %s", err, out)
 	}
 	env := append(os.Environ(), ovsEnv(o.dir)...)
 	start := func(name string, args ...string) error {
@@ -80,25 +87,28 @@ func (n *NsNode) makeOVS(stp bool) (err error) {
 	sock := filepath.Join(o.dir, "db.sock")
 	if err := start("ovsdb-server", db, "--remote=punix:"+sock, "--pidfile="+filepath.Join(o.dir, "ovsdb-server.pid"),
 		"--unixctl="+filepath.Join(o.dir, "ovsdb-server.ctl"), "--log-file="+filepath.Join(o.dir, "ovsdb-server.log")); err != nil {
-		return err
+		return nil, err
 	}
 	if err := waitForSocket(sock, 10*time.Second); err != nil {
-		return fmt.Errorf("ovsdb-server: %w", err)
+		return nil, fmt.Errorf("ovsdb-server: %w", err)
 	}
 	if err := o.vsctl("--no-wait", "init"); err != nil {
-		return err
+		return nil, err
 	}
 	if err := start("ovs-vswitchd", "unix:"+sock, "--pidfile="+filepath.Join(o.dir, "ovs-vswitchd.pid"),
 		"--unixctl="+filepath.Join(o.dir, "ovs-vswitchd.ctl"), "--log-file="+filepath.Join(o.dir, "ovs-vswitchd.log")); err != nil {
-		return err
+		return nil, err
 	}
 	// Standalone: without a controller the bridge learns like a switch,
 	// as Mininet's OVSBridge.
 	args := []string{"add-br", n.name, "--", "set", "bridge", n.name, "datapath_type=netdev", "fail_mode=standalone"}
-	if stp {
+	if cfg.STP {
 		args = append(args, "stp_enable=true")
 	}
-	return o.vsctl(args...)
+	if err := o.vsctl(args...); err != nil {
+		return nil, err
+	}
+	return o, nil
 }
 
 // waitForSocket waits until a Unix socket accepts connections. The file
@@ -129,11 +139,24 @@ func (o *ovsSwitch) enlargeBuffers() {
 	}
 }
 
-// stop ends the switch's daemons and removes its directory.
-func (o *ovsSwitch) stop() {
-	if o == nil {
-		return
+func (o *ovsSwitch) attach(n *NsNode, intf string) error {
+	if err := o.vsctl("add-port", n.name, intf); err != nil {
+		return err
 	}
+	o.enlargeBuffers()
+	return n.Netlink(func(h *netlink.Handle) error { return setUp(h, intf) })
+}
+
+func (o *ovsSwitch) detach(n *NsNode, intf string) error {
+	return o.vsctl("--if-exists", "del-port", n.name, intf)
+}
+
+func (o *ovsSwitch) ovsEnv() []string      { return ovsEnv(o.dir) }
+func (o *ovsSwitch) close() error          { return nil }
+func (o *ovsSwitch) sharesNamespace() bool { return false }
+
+// release ends the switch's daemons and removes its directory.
+func (o *ovsSwitch) release() {
 	for _, p := range o.procs {
 		// Best effort, like stop itself: killed, Wait reports the signal.
 		_ = p.Process.Kill()

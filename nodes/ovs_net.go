@@ -171,7 +171,7 @@ func (o *OVSNet) NewSwitch(name string) (*NsNode, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &NsNode{Named: named, name: name, kind: topo.KindSwitch, ovsNet: o}, nil
+	return &NsNode{Named: named, name: name, kind: topo.KindSwitch, plane: ovsNetPlane{o}}, nil
 }
 
 // attach makes an interface a port of a switch: at once if the bridge
@@ -415,22 +415,33 @@ func (o *OVSNet) Delete() error {
 	return err
 }
 
-// attachPortUp brings a port of a shared-namespace switch up.
-func (n *NsNode) attachPortUp(intf string) error {
-	if err := n.ovsNet.attach(n.name, intf); err != nil {
+// ovsNetPlane is an OpenFlow switch: a bridge of the network's shared
+// Open vSwitch (OVSNet), whose namespace the switches share.
+type ovsNetPlane struct{ o *OVSNet }
+
+// attach adds the port to the bridge and brings it up.
+func (p ovsNetPlane) attach(n *NsNode, intf string) error {
+	if err := p.o.attach(n.name, intf); err != nil {
 		return err
 	}
-	return n.Netlink(func(h *netlink.Handle) error {
-		link, err := h.LinkByName(intf)
-		if err != nil {
-			return err
-		}
-		return h.LinkSetUp(link)
-	})
+	return n.Netlink(func(h *netlink.Handle) error { return setUp(h, intf) })
 }
 
+func (p ovsNetPlane) detach(n *NsNode, intf string) error { return p.o.detach(n.name, intf) }
+func (p ovsNetPlane) ovsEnv() []string                    { return p.o.Env() }
+func (p ovsNetPlane) close() error                        { return nil }
+
+// release: the shared Open vSwitch outlives its switches (OVSNet.Delete).
+func (p ovsNetPlane) release()              {}
+func (p ovsNetPlane) sharesNamespace() bool { return true }
+
 // OVSNet returns the shared Open vSwitch of a switch node, or nil.
-func (n *NsNode) OVSNet() *OVSNet { return n.ovsNet }
+func (n *NsNode) OVSNet() *OVSNet {
+	if p, ok := n.plane.(ovsNetPlane); ok {
+		return p.o
+	}
+	return nil
+}
 
 // daemon is a long-running child: it is started from a goroutine that
 // keeps its OS thread locked for the child's whole life, so the child's

@@ -1,66 +1,34 @@
 package nodes
 
-import (
-	"fmt"
-	"os/exec"
-
-	"github.com/vishvananda/netlink"
-)
-
-// makeBridge creates the switch's bridge, named like the switch (as
-// Mininet's LinuxBridge does), inside the switch's namespace.
-func (n *NsNode) makeBridge(stp bool) error {
-	if err := n.Netlink(func(h *netlink.Handle) error {
-		br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: n.name}}
-		if err := h.LinkAdd(br); err != nil {
-			return fmt.Errorf("creating bridge: %w", err)
-		}
-		return h.LinkSetUp(br)
-	}); err != nil {
-		return err
-	}
-	if !stp {
+// AttachPort makes an interface of the switch a port and brings it up.
+// On a node that is no switch it does nothing.
+func (n *NsNode) AttachPort(intf string) error {
+	if n.plane == nil {
 		return nil
 	}
-	// The netlink library has no STP attribute; ip(8) sets IFLA_BR_STP_STATE.
-	// The shortest legal forward delay (2 s) keeps convergence quick.
-	out, err := exec.Command("ip", "-n", n.Namespace(), "link", "set", n.name, "type", "bridge",
-		"stp_state", "1", "forward_delay", "200", "hello_time", "100").CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("enabling STP: %v: %s", err, out)
-	}
-	return nil
+	return n.plane.attach(n, intf)
 }
 
-// AttachPort makes an interface of the switch a port of its bridge and
-// brings it up.
-func (n *NsNode) AttachPort(intf string) error {
-	if n.bpf != nil {
-		return n.attachBPFPort(intf)
+// DetachPort takes an interface out of the switch: a BPF switch floods to
+// it no more and forgets what it learned on it; an OVS bridge loses the
+// port from its database (OVS would keep a port whose device is gone). A
+// Linux bridge's port leaves with its device, so for a bridge it does
+// nothing.
+func (n *NsNode) DetachPort(intf string) error {
+	if n.plane == nil {
+		return nil
 	}
-	if n.ovsNet != nil {
-		return n.attachPortUp(intf)
+	return n.plane.detach(n, intf)
+}
+
+// OVSEnv is what ovs-vsctl, ovs-ofctl and ovs-appctl need in their
+// environment to reach the Open vSwitch of a switch node (its private
+// database, bridge and daemon sockets), so that they work in the switch's
+// shell as Mininet's do in the root namespace with the system's Open
+// vSwitch; nil for other nodes.
+func (n *NsNode) OVSEnv() []string {
+	if n.plane == nil {
+		return nil
 	}
-	if n.ovs != nil {
-		if err := n.ovs.vsctl("add-port", n.name, intf); err != nil {
-			return err
-		}
-		n.ovs.enlargeBuffers()
-	}
-	return n.Netlink(func(h *netlink.Handle) error {
-		link, err := h.LinkByName(intf)
-		if err != nil {
-			return err
-		}
-		if n.ovs == nil {
-			br, err := h.LinkByName(n.name)
-			if err != nil {
-				return err
-			}
-			if err := h.LinkSetMaster(link, br); err != nil {
-				return fmt.Errorf("adding %s to bridge %s: %w", intf, n.name, err)
-			}
-		}
-		return h.LinkSetUp(link)
-	})
+	return n.plane.ovsEnv()
 }
