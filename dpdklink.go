@@ -57,11 +57,11 @@ const dpdkIdleSleep = 20 * time.Microsecond
 // linkPorts returns the ports a link's emulator uses: the link's own
 // emulator= parameter, else, for a VF link, --links sriov,emulator=.
 // Values were checked in New.
-func (n *Network) linkPorts(l *netLink) string {
-	if own, err := linkparams.PortsOf(l.plan.Params); err == nil && own != "" {
+func (n *Network) linkPorts(pl *topo.PlannedLink) string {
+	if own, err := linkparams.PortsOf(pl.Params); err == nil && own != "" {
 		return own
 	}
-	if n.linkIsSRIOV(l) {
+	if n.linkIsSRIOV(pl) {
 		if _, cfg, err := n.linksBackend(); err == nil && cfg.Emulator != "" {
 			return cfg.Emulator
 		}
@@ -79,17 +79,16 @@ func (n *Network) checkLinkPorts(pls []*topo.PlannedLink) error {
 	}
 	wantDPDK := false
 	for _, pl := range pls {
-		l := &netLink{plan: pl}
 		own, err := linkparams.PortsOf(pl.Params)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("link %s: %w", pl, err))
 			continue
 		}
-		if n.linkPorts(l) != linkparams.PortsDPDK {
+		if n.linkPorts(pl) != linkparams.PortsDPDK {
 			continue
 		}
 		switch {
-		case !n.linkIsSRIOV(l):
+		case !n.linkIsSRIOV(pl):
 			errs = append(errs, fmt.Errorf("%w: link %s: emulator=dpdk needs an SR-IOV link (kind=sriov, or --links sriov); emulated veth links use AF_PACKET ports", ErrDPDK, pl))
 		case !linkparams.NeedsEmulator(pl.Params):
 			// --links sriov,emulator=dpdk concerns the emulated links

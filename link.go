@@ -21,8 +21,9 @@ type netLink struct {
 
 // linkImpl is one kind of link: a veth pair (vethlink.go), an emulated
 // veth link (emulated.go), a VF pair with or without an emulator
-// (sriovlink.go). Adding a kind means adding an implementation and a case
-// in linkKind; createLink, the attach-and-wait path and teardown go
+// (sriovlink.go), a pair of interfaces that existed before the network
+// (existinglink.go). Adding a kind means adding an implementation and a
+// line in linkKinds; createLink, the attach-and-wait path and teardown go
 // through this interface only.
 type linkImpl interface {
 	// create makes the link's kernel objects: when it returns, both ends
@@ -48,17 +49,28 @@ type linkImpl interface {
 	delete() error
 }
 
-// linkKind picks the implementation of a planned link: a link's own kind
-// parameter, else the network's link backend; emulation parameters add an
-// emulator.
+// linkKinds is the registry of link kinds, tried in order: the first that
+// accepts a planned link (its own kind parameter, else the network's link
+// backend; emulation parameters add an emulator) builds it. The last
+// accepts every link.
+var linkKinds = []struct {
+	accepts func(n *Network, pl *topo.PlannedLink) bool
+	impl    func() linkImpl
+}{
+	{func(_ *Network, pl *topo.PlannedLink) bool { return isExistingLink(pl) }, func() linkImpl { return &existingLink{} }},
+	{(*Network).linkIsSRIOV, func() linkImpl { return &vfLink{} }},
+	{func(_ *Network, pl *topo.PlannedLink) bool { return linkparams.NeedsEmulator(pl.Params) }, func() linkImpl { return &emulatedVethLink{} }},
+	{func(*Network, *topo.PlannedLink) bool { return true }, func() linkImpl { return &vethLink{} }},
+}
+
+// linkKind picks the implementation of a planned link from linkKinds.
 func (n *Network) linkKind(l *netLink) linkImpl {
-	switch {
-	case n.linkIsSRIOV(l):
-		return &vfLink{}
-	case linkparams.NeedsEmulator(l.plan.Params):
-		return &emulatedVethLink{}
+	for _, k := range linkKinds {
+		if k.accepts(n, l.plan) {
+			return k.impl()
+		}
 	}
-	return &vethLink{}
+	panic("unreachable: the last link kind accepts every link")
 }
 
 // createLink builds a link of its kind and waits until it carries traffic.

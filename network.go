@@ -110,6 +110,9 @@ func New(t *topo.Topo, opts Options) (*Network, error) {
 	if err := checkPlanParams(plan); err != nil { // validate.go
 		return nil, err
 	}
+	if err := checkExistingLinks(plan.Links); err != nil { // existinglink.go
+		return nil, err
+	}
 	if opts.Workers <= 0 {
 		opts.Workers = defaultWorkers()
 	}

@@ -64,6 +64,12 @@ func (n *Network) AddLink(ctx context.Context, node1, node2 string, params topo.
 		n.plan.RemoveLastLink()
 		return nil, err
 	}
+	if isExistingLink(pl) {
+		if err := checkExistingLinks(n.plan.Links); err != nil { // existinglink.go
+			n.plan.RemoveLastLink()
+			return nil, err
+		}
+	}
 	l := &netLink{plan: pl}
 	if err := n.createLink(ctx, l); err != nil {
 		n.plan.RemoveLastLink()

@@ -110,11 +110,11 @@ func (n *Network) linksBackend() (LinkBackend, sriov.Config, error) {
 
 // linkIsSRIOV reports whether a link is to be built from a VF pair: a
 // link's own kind param wins over the network-wide backend.
-func (n *Network) linkIsSRIOV(l *netLink) bool {
-	switch strings.ToLower(l.plan.Params["kind"]) {
+func (n *Network) linkIsSRIOV(pl *topo.PlannedLink) bool {
+	switch strings.ToLower(pl.Params["kind"]) {
 	case "sriov", "hwpair":
 		return true
-	case "veth":
+	case "veth", linkKindExisting:
 		return false
 	}
 	backend, _, err := n.linksBackend()
@@ -141,7 +141,7 @@ func CheckLinks(opts Options) error {
 func (n *Network) countSRIOVLinks() int {
 	c := 0
 	for _, pl := range n.plan.Links {
-		if n.linkIsSRIOV(&netLink{plan: pl}) {
+		if n.linkIsSRIOV(pl) {
 			c += pairsFor(pl)
 		}
 	}
@@ -170,7 +170,7 @@ func (n *Network) sriovBackend() (*vfBackend, error) {
 func (n *Network) reserveSRIOV(s *vfBackend) error {
 	s.reserved = map[*topo.PlannedLink][]*sriov.Pair{}
 	for _, pl := range n.plan.Links {
-		if !n.linkIsSRIOV(&netLink{plan: pl}) {
+		if !n.linkIsSRIOV(pl) {
 			continue
 		}
 		p, err := s.allocatePairs(pl)
@@ -273,7 +273,7 @@ func (v *vfLink) create(n *Network, l *netLink) (err error) {
 		return err
 	}
 	v.emulated = linkparams.NeedsEmulator(l.plan.Params)
-	v.dpdk = v.emulated && n.linkPorts(l) == linkparams.PortsDPDK
+	v.dpdk = v.emulated && n.linkPorts(l.plan) == linkparams.PortsDPDK
 	if v.emulated {
 		if v.fc.AtoB, v.fc.BtoA, err = EmulatorConfigs(l.plan.Params); err != nil {
 			return fmt.Errorf("link %s: %w", l.plan, err)

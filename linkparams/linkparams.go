@@ -85,7 +85,9 @@ func MTU(bytes int) Param { return set("mtu", strconv.Itoa(bytes)) }
 // constructor here.
 func Emulator(text string) Param { return set("emu", text) }
 
-// Kind picks the link's backend (veth or sriov), overriding the network's.
+// Kind picks the link's kind (topo.LinkKinds: veth, sriov, overriding the
+// network's backend, or existing, two interfaces of the host that
+// intfName1 and intfName2 name).
 func Kind(kind string) Param { return set("kind", kind) }
 
 // For applies parameters to one direction of the link only: emulator.AtoB

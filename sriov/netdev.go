@@ -1,100 +1,24 @@
 package sriov
 
 import (
-	"errors"
 	"fmt"
-	"net"
 
 	"github.com/hymn-net/hymn/links"
-	"github.com/vishvananda/netlink"
 )
 
-// TakeVF moves the VF netdev named netdev from home into end.NS, renames
-// it to end.Name and configures it like a veth end: MAC (if given), MTU,
-// address, up. On failure the VF goes back home under its own name.
+// TakeVF moves the VF netdev named netdev from home into end.NS as
+// links.TakeInterface does.
 func TakeVF(home links.Namespace, netdev string, end links.End) error {
-	err := home.Netlink(func(h *netlink.Handle) error {
-		l, err := h.LinkByName(netdev)
-		if err != nil {
-			return err
-		}
-		// A netdev must be down to be renamed, and its old addresses would
-		// follow it into the node.
-		if err := h.LinkSetDown(l); err != nil {
-			return err
-		}
-		return h.LinkSetNsFd(l, int(end.NS.NsHandle()))
-	})
-	if err != nil {
-		return fmt.Errorf("moving VF %s into the namespace of %s: %w", netdev, end.Name, err)
-	}
-	err = end.NS.Netlink(func(h *netlink.Handle) error {
-		l, err := h.LinkByName(netdev)
-		if err != nil {
-			return err
-		}
-		if err := h.LinkSetName(l, end.Name); err != nil {
-			return fmt.Errorf("renaming to %s: %w", end.Name, err)
-		}
-		if len(end.MAC) > 0 {
-			if err := h.LinkSetHardwareAddr(l, end.MAC); err != nil {
-				return fmt.Errorf("MAC %s: %w", end.MAC, err)
-			}
-		}
-		if end.MTU > 0 && l.Attrs().MTU != end.MTU {
-			if err := h.LinkSetMTU(l, end.MTU); err != nil {
-				return fmt.Errorf("MTU %d: %w", end.MTU, err)
-			}
-		}
-		if end.IP.IsValid() {
-			ipnet := &net.IPNet{IP: end.IP.Addr().AsSlice(), Mask: net.CIDRMask(end.IP.Bits(), end.IP.Addr().BitLen())}
-			if err := h.AddrAdd(l, &netlink.Addr{IPNet: ipnet}); err != nil {
-				return fmt.Errorf("address %s: %w", end.IP, err)
-			}
-		}
-		return h.LinkSetUp(l)
-	})
-	if err != nil {
-		err = fmt.Errorf("VF %s as %s: %w", netdev, end.Name, err)
-		return errors.Join(err, ReturnVF(end.NS, end.Name, home, netdev))
+	if err := links.TakeInterface(home, netdev, end); err != nil {
+		return fmt.Errorf("VF: %w", err)
 	}
 	return nil
 }
 
-// ReturnVF moves a VF netdev (now called name in ns) back home under its
-// original name, down and without addresses, as it was before TakeVF. A
-// VF that is not there (its namespace went first) is not an error.
+// ReturnVF moves a VF back home as links.ReturnInterface does.
 func ReturnVF(ns links.Namespace, name string, home links.Namespace, netdev string) error {
-	err := ns.Netlink(func(h *netlink.Handle) error {
-		l, err := h.LinkByName(name)
-		if err != nil {
-			l, err = h.LinkByName(netdev)
-		}
-		if err != nil {
-			var nf netlink.LinkNotFoundError
-			if errors.As(err, &nf) {
-				return nil
-			}
-			return err
-		}
-		if err := h.LinkSetDown(l); err != nil {
-			return err
-		}
-		addrs, _ := h.AddrList(l, netlink.FAMILY_ALL)
-		// Best effort, as the listing above: an address left on a VF
-		// that is going home does not stop it from being used again.
-		for _, a := range addrs {
-			_ = h.AddrDel(l, &a)
-		}
-		if l.Attrs().Name != netdev {
-			if err := h.LinkSetName(l, netdev); err != nil {
-				return fmt.Errorf("renaming back to %s: %w", netdev, err)
-			}
-		}
-		return h.LinkSetNsFd(l, int(home.NsHandle()))
-	})
-	if err != nil {
-		return fmt.Errorf("returning VF %s (%s) home: %w", netdev, name, err)
+	if err := links.ReturnInterface(ns, name, home, netdev); err != nil {
+		return fmt.Errorf("VF: %w", err)
 	}
 	return nil
 }

@@ -598,13 +598,14 @@ func (l *fileLoader) link(n *yaml.Node, field string) {
 		}
 	}
 	if p, ok := byKey["kind"]; ok {
-		// The link backend (veth or sriov), as --links chooses it for all.
+		// The link's kind (LinkKinds), as --links chooses veth or sriov
+		// for all.
 		k := yamlpos.Deref(p.Val)
 		switch {
 		case k == nil || k.Kind != yaml.ScalarNode:
-			l.ErrAt(p.Val, field+".kind", "must be veth or sriov")
-		case k.Value != "veth" && k.Value != "sriov":
-			l.ErrAt(k, field+".kind", "%q is not a link kind (use veth or sriov)", k.Value)
+			l.ErrAt(p.Val, field+".kind", "must be %s", linkKindWords())
+		case !slices.Contains(LinkKinds, k.Value):
+			l.ErrAt(k, field+".kind", "%q is not a link kind (use %s)", k.Value, linkKindWords())
 		default:
 			own["kind"] = k.Value
 		}

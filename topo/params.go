@@ -5,9 +5,28 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 )
+
+// LinkKinds are the values of a link's kind parameter, in the words the
+// errors offer; hymn's registry of link kinds (link.go: linkKinds) builds
+// each. veth and sriov are also what --links chooses for every link;
+// existing joins two interfaces that exist before the network.
+var LinkKinds = []string{"veth", "sriov", "existing"}
+
+// IsLinkKind reports whether v names a link kind: one of LinkKinds, or
+// hwpair, CIMininet's name for sriov.
+func IsLinkKind(v string) bool {
+	v = strings.ToLower(v)
+	return v == "hwpair" || slices.Contains(LinkKinds, v)
+}
+
+// linkKindWords is LinkKinds as an error offers them: "a, b or c".
+func linkKindWords() string {
+	return strings.Join(LinkKinds[:len(LinkKinds)-1], ", ") + " or " + LinkKinds[len(LinkKinds)-1]
+}
 
 // CheckLinkParams validates topo's own parameters of one link (mtu, kind,
 // intfName1/2; ip1/2, mac1/2 are checked by Resolve). The emulation
@@ -21,12 +40,8 @@ func CheckLinkParams(p Params) error {
 			errs = append(errs, fmt.Errorf("mtu=%q: must be a whole number of bytes from 68 to 65535", v))
 		}
 	}
-	if v, ok := p["kind"]; ok {
-		switch strings.ToLower(v) {
-		case "", "veth", "sriov", "hwpair":
-		default:
-			errs = append(errs, fmt.Errorf("kind=%q: use veth or sriov", v))
-		}
+	if v, ok := p["kind"]; ok && v != "" && !IsLinkKind(v) {
+		errs = append(errs, fmt.Errorf("kind=%q: use %s", v, linkKindWords()))
 	}
 	for _, k := range []string{"intfName1", "intfName2"} {
 		if v, ok := p[k]; ok && v != "" {

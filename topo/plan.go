@@ -289,11 +289,24 @@ func (p *Plan) AddLink(node1, node2 string, params Params) (*PlannedLink, error)
 		}
 		return port
 	}
-	i1, err1 := newIntf(node1, nextPort(n1), "")
-	i2, err2 := newIntf(node2, nextPort(n2), "")
+	// intfName1/intfName2 name the ends, as Mininet's addLink takes them
+	// (an existing-interface link's are the interfaces it takes).
+	i1, err1 := newIntf(node1, nextPort(n1), params["intfName1"])
+	i2, err2 := newIntf(node2, nextPort(n2), params["intfName2"])
 	if err := errors.Join(err1, err2); err != nil {
 		return nil, err
 	}
+	for _, pair := range []struct {
+		n *PlannedNode
+		i *Intf
+	}{{n1, i1}, {n2, i2}} {
+		for _, have := range pair.n.Intfs {
+			if have.Name == pair.i.Name {
+				return nil, fmt.Errorf("link %s<->%s: %s has an interface %s already", node1, node2, pair.n.Name, have.Name)
+			}
+		}
+	}
+
 	l := &PlannedLink{Intf1: i1, Intf2: i2, Params: params.Clone()}
 	if l.Params == nil {
 		l.Params = Params{}

@@ -278,10 +278,6 @@ class Link(object):
     def _ignore(*args, **kwargs):
         pass
 
-    def adoptsPair(self):
-        "Is this link a pair of existing interfaces hymn only moves?"
-        return False
-
     def intfName(self, node, n):
         assert self
         return node.name + '-eth' + repr(n)
@@ -389,14 +385,13 @@ class HwPair(Link):
         self.pair = None
         if HwPair.available_pairs:
             # An existing pair (already a wire, e.g. two VFs on one
-            # VLAN): its interfaces move into the nodes (or are
-            # hot-plugged into VMs) under their own names.
+            # VLAN): hymn's existing-interface link moves its interfaces
+            # into the nodes (or hot-plugs them into VMs) under their own
+            # names, and gives them back to the host at stop.
             self.pair = HwPair.available_pairs.pop(0)
             params['intfName1'], params['intfName2'] = self.pair
+            self.hymnKind = 'existing'
         Link.__init__(self, node1, node2, **params)
-
-    def adoptsPair(self):
-        return self.pair is not None
 
     def intfName(self, node, n):
         return Link.intfName(self, node, n)

@@ -432,8 +432,7 @@ class Mininet(object):
                 if spec:
                     controllers.append({'name': c.name, 'spec': spec})
         nodes = [self._nodeSpec(n) for n in self.hosts + self.switches]
-        links = [self._linkSpec(l) for l in self.links
-                 if not l.adoptsPair()]
+        links = [self._linkSpec(l) for l in self.links]
         conn = self._connect()
         res = conn.request('build', nodes=nodes, links=links,
                            controllers=controllers, options={
@@ -447,10 +446,6 @@ class Mininet(object):
             link.deployed = True
         self._absorb(res['nodes'])
         self._pointOVSTools(res['nodes'])
-        for link in self.links:
-            if link.adoptsPair():
-                self._adoptIntf(link.intf1)
-                self._adoptIntf(link.intf2)
         for intf in _pendingAdopt + list(self._adopt):
             self._adoptIntf(intf)
         del _pendingAdopt[:]
@@ -490,11 +485,6 @@ class Mininet(object):
         self._runEarly()
 
     def _deployLink(self, link):
-        if link.adoptsPair():
-            link.deployed = True
-            self._adoptIntf(link.intf1)
-            self._adoptIntf(link.intf2)
-            return
         spec = self._linkSpec(link)
         res = self.conn.request('addLink', **spec)
         link.deployed = True

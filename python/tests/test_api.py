@@ -26,7 +26,7 @@ from mininet.node import (Host, Node, CPULimitedHost, LinuxBridge, OVSSwitch,
                           OVSBridge, Controller, OVSController, IVSSwitch,
                           NOX, Ryu, ShellError, RemoteController)
 from mininet.nodelib import NAT
-from mininet.link import TCLink, Link, Intf
+from mininet.link import TCLink, Link, Intf, HwPair
 from mininet.cli import CLI
 from mininet.log import setLogLevel, lg
 from mininet.util import (quietRun, irange, custom, makeNumeric, pmonitor,
@@ -303,6 +303,30 @@ class TestLinks(NetCase):
         with captured() as out:
             net.pingAll()
         self.assertIn('h1 -> X', out.getvalue())
+
+    def test_hwpair_existing_pair(self):
+        """HwPair.available_pairs: hymn's existing-interface link moves the
+        pair into the hosts under its own names, and gives it back to the
+        host at stop."""
+        a = 'hxp%da' % (os.getpid() % 100000)
+        b = 'hxp%db' % (os.getpid() % 100000)
+        subprocess.check_call(['ip', 'link', 'add', a, 'type', 'veth',
+                               'peer', 'name', b])
+        self.addCleanup(subprocess.call, ['ip', 'link', 'del', a],
+                        stderr=subprocess.DEVNULL)
+        HwPair.available_pairs = [(a, b)]
+        self.addCleanup(setattr, HwPair, 'available_pairs', [])
+        net = self.net()
+        h1, h2 = net.addHost('h1'), net.addHost('h2')
+        net.addLink(h1, h2, cls=HwPair)
+        net.start()
+        self.assertIn(a, h1.cmd('ip -o link show'))
+        self.assertIn(b, h2.cmd('ip -o link show'))
+        self.assertIn('1 received', h1.cmd('ping -c1 -W2 %s' % h2.IP()))
+        self.assertNotIn(a, quietRun('ip -o link show'))
+        with captured():
+            net.stop()
+        self.assertIn(a, quietRun('ip -o link show %s' % a))
 
     def test_ping_full_and_iperf(self):
         net = self.net(topo=SingleSwitchTopo(2))
