@@ -286,6 +286,9 @@ func (n *Network) insertEmulator(l *netLink, ab, ba emulator.Config) error {
 		if _, vf := l.impl.(*vfLink); vf {
 			return fmt.Errorf("link %s is a VF pair built without an emulator, and an emulator cannot be inserted into it live: give the link emulation parameters (delay=..., bw=..., emu=...) when the network is built", l.plan)
 		}
+		if _, existing := l.impl.(*existingLink); existing {
+			return fmt.Errorf("link %s joins existing interfaces (kind=existing): hymn inserts an emulator only between ends it makes", l.plan)
+		}
 		return fmt.Errorf("link %s: not created", l.plan)
 	}
 	macs := make([]net.HardwareAddr, 2)

@@ -55,6 +55,9 @@ func TestExistingLink(t *testing.T) {
 	if loss := pingLoss(t, n, "h1", "h2"); loss != 0 {
 		t.Errorf("h1 <-> h2 over existing interfaces: %v%% dropped", loss)
 	}
+	if err := n.SetLinkParams("h1", "h2", BothDirections, "delay 5ms"); err == nil || !strings.Contains(err.Error(), "kind=existing") {
+		t.Errorf("an emulator inserted live into an existing-interface link: %v, want refused", err)
+	}
 	if err := n.Stop(); err != nil {
 		t.Fatal(err)
 	}
