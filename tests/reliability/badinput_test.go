@@ -114,6 +114,11 @@ var badInputs = []badInput{
 	{name: "custom .py duplicate address", args: []string{"--custom", "{dir}/dupip.py", "--topo", "t", "--test", "build"},
 		files: map[string]string{"dupip.py": "from mininet.topo import Topo\n\nclass T(Topo):\n    def build(self):\n" +
 			"        s1 = self.addSwitch('s1')\n        for h in ('h1', 'h2'):\n            self.addLink(self.addHost(h, ip='10.0.0.7/8'), s1)\n\ntopos = {'t': (lambda: T())}\n"}},
+	// kind=existing over interfaces the host does not have, or its loopback.
+	{name: "YAML existing interface missing", args: []string{"run", "{dir}/exmiss.yaml", "--test", "build"},
+		files: map[string]string{"exmiss.yaml": yamlNodes("  - h1\n  - h2\n", "  - a: {node: h1, intf: hxnosuch0}\n    b: {node: h2, intf: hxnosuch1}\n    kind: existing\n")}},
+	{name: "YAML existing loopback", args: []string{"run", "{dir}/exlo.yaml", "--test", "build"},
+		files: map[string]string{"exlo.yaml": yamlNodes("  - h1\n  - h2\n", "  - a: {node: h1, intf: lo}\n    b: {node: h2, intf: hxnosuch1}\n    kind: existing\n")}},
 	{name: "YAML malformed", args: []string{"run", "{dir}/bad.yaml", "--test", "build"}, files: map[string]string{"bad.yaml": "nodes: [h1, \n  - : :\n"}},
 	{name: "YAML unknown key", args: []string{"run", "{dir}/key.yaml", "--test", "build"}, files: map[string]string{"key.yaml": "nodez: [h1]\n"}},
 	{name: "YAML duplicate node", args: []string{"run", "{dir}/dup.yaml", "--test", "build"},
