@@ -98,11 +98,10 @@ func (e *emulatedVethLink) create(n *Network, l *netLink) error {
 	fc := emulator.ForwarderConfig{}
 	if e.cfg != nil {
 		fc = *e.cfg
+	} else if emu := n.emulation(l.plan); emu != nil {
+		fc.AtoB, fc.BtoA = emu.ab, emu.ba
 	} else {
-		var err error
-		if fc.AtoB, fc.BtoA, err = EmulatorConfigs(l.plan.Params); err != nil {
-			return fmt.Errorf("link %s: %w", l.plan, err)
-		}
+		return fmt.Errorf("link %s: its emulation parameters were not parsed", l.plan)
 	}
 	for _, i := range []*topo.Intf{l.plan.Intf1, l.plan.Intf2} {
 		if n.guestOf(i) != nil && e.macs != nil {

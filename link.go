@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hymn-net/hymn/linkparams"
 	"github.com/hymn-net/hymn/links"
 	"github.com/hymn-net/hymn/topo"
 )
@@ -59,7 +58,7 @@ var linkKinds = []struct {
 }{
 	{func(_ *Network, pl *topo.PlannedLink) bool { return isExistingLink(pl) }, func() linkImpl { return &existingLink{} }},
 	{(*Network).linkIsSRIOV, func() linkImpl { return &vfLink{} }},
-	{func(_ *Network, pl *topo.PlannedLink) bool { return linkparams.NeedsEmulator(pl.Params) }, func() linkImpl { return &emulatedVethLink{} }},
+	{func(n *Network, pl *topo.PlannedLink) bool { return n.emulation(pl) != nil }, func() linkImpl { return &emulatedVethLink{} }},
 	{func(*Network, *topo.PlannedLink) bool { return true }, func() linkImpl { return &vethLink{} }},
 }
 

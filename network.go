@@ -73,12 +73,15 @@ type Network struct {
 	plan *topo.Plan
 	run  string
 
-	mu      sync.Mutex
-	nodes   map[string]Node
-	links   []*netLink
-	claimed bool
-	built   bool
-	stopped bool
+	mu    sync.Mutex
+	nodes map[string]Node
+	links []*netLink
+	// emulations are the emulated links' parameters, parsed once (in New,
+	// or AddLink for a live link): validate.go.
+	emulations map[*topo.PlannedLink]*linkEmulation
+	claimed    bool
+	built      bool
+	stopped    bool
 
 	// switchNote says which switch SwitchAuto chose and why, for Build's
 	// log (switchauto.go); empty when the caller named the kind.
@@ -107,7 +110,8 @@ func New(t *topo.Topo, opts Options) (*Network, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkPlanParams(plan); err != nil { // validate.go
+	emulations, err := checkPlanParams(plan) // validate.go
+	if err != nil {
 		return nil, err
 	}
 	if err := checkExistingLinks(plan.Links); err != nil { // existinglink.go
@@ -116,7 +120,7 @@ func New(t *topo.Topo, opts Options) (*Network, error) {
 	if opts.Workers <= 0 {
 		opts.Workers = defaultWorkers()
 	}
-	n := &Network{opts: opts, plan: plan, run: owner.NewRunID(), nodes: map[string]Node{}}
+	n := &Network{opts: opts, plan: plan, run: owner.NewRunID(), nodes: map[string]Node{}, emulations: emulations}
 	n.chooseSwitch() // switchauto.go: before anything asks which kind a switch is
 	if err := n.initSDN(t); err != nil {
 		return nil, err
@@ -143,10 +147,6 @@ func New(t *topo.Topo, opts Options) (*Network, error) {
 		return nil, err
 	}
 	if err := (topo.Limits{MaxNodes: opts.MaxNodes}).CheckMemory(fmt.Sprintf("topology: %d VM nodes", vms), uint64(vmMiB)<<20); vms > 0 && err != nil {
-		return nil, err
-	}
-	// Schedule and trace files are read and checked now (schedule.go).
-	if err := checkLinkSchedules(plan); err != nil {
 		return nil, err
 	}
 	// DPDK ports: on emulated VF links of a binary with DPDK (dpdklink.go).

@@ -53,7 +53,8 @@ func (n *Network) AddLink(ctx context.Context, node1, node2 string, params topo.
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("adding link %s<->%s: %w", node1, node2, err)
 	}
-	if err := checkLiveLink(node1, node2, params); err != nil { // validate.go
+	emu, err := checkLiveLink(node1, node2, params) // validate.go
+	if err != nil {
 		return nil, err
 	}
 	pl, err := n.plan.AddLink(node1, node2, params)
@@ -70,8 +71,12 @@ func (n *Network) AddLink(ctx context.Context, node1, node2 string, params topo.
 			return nil, err
 		}
 	}
+	if emu != nil {
+		n.emulations[pl] = emu
+	}
 	l := &netLink{plan: pl}
 	if err := n.createLink(ctx, l); err != nil {
+		delete(n.emulations, pl)
 		n.plan.RemoveLastLink()
 		if l.impl != nil {
 			err = errors.Join(err, l.impl.delete(), n.detachFromSwitches(pl))
@@ -142,6 +147,7 @@ func (n *Network) deleteLink(ctx context.Context, l *netLink) error {
 		errs = append(errs, l.impl.delete())
 	}
 	n.links = slices.DeleteFunc(n.links, func(x *netLink) bool { return x == l })
+	delete(n.emulations, pl)
 	errs = append(errs, n.plan.RemoveLink(pl))
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("deleting link %s: %w", pl, err)

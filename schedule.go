@@ -67,21 +67,6 @@ func hasScheduleOrTrace(p topo.Params) bool {
 	return false
 }
 
-// checkLinkSchedules reads and checks every schedule and trace of the plan
-// (EmulatorConfigs does the reading), so a bad file stops New.
-func checkLinkSchedules(plan *topo.Plan) error {
-	var errs []error
-	for _, l := range plan.Links {
-		if !hasScheduleOrTrace(l.Params) {
-			continue
-		}
-		if _, _, err := EmulatorConfigs(l.Params); err != nil {
-			errs = append(errs, fmt.Errorf("link %s: %w", l, err))
-		}
-	}
-	return errors.Join(errs...)
-}
-
 // checkScheduleParams is EmulatorConfigs' part: the schedules of both
 // directions read and checked against the configurations they modify.
 func checkScheduleParams(p topo.Params, cfgs [2]*emulator.Config) error {

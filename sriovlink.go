@@ -272,12 +272,11 @@ func (v *vfLink) create(n *Network, l *netLink) (err error) {
 	if _, _, err := n.linksBackend(); err != nil {
 		return err
 	}
-	v.emulated = linkparams.NeedsEmulator(l.plan.Params)
+	emu := n.emulation(l.plan)
+	v.emulated = emu != nil
 	v.dpdk = v.emulated && n.linkPorts(l.plan) == linkparams.PortsDPDK
 	if v.emulated {
-		if v.fc.AtoB, v.fc.BtoA, err = EmulatorConfigs(l.plan.Params); err != nil {
-			return fmt.Errorf("link %s: %w", l.plan, err)
-		}
+		v.fc.AtoB, v.fc.BtoA = emu.ab, emu.ba
 	}
 	s, err := n.sriovBackend()
 	if err != nil {

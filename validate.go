@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/hymn-net/hymn/emulator"
 	"github.com/hymn-net/hymn/linkparams"
 	"github.com/hymn-net/hymn/topo"
 	"github.com/hymn-net/hymn/vm"
@@ -15,28 +16,48 @@ import (
 // checks its own at load and in Resolve, and records where a file wrote
 // each value, so these errors name the file, line and field too.
 
-// checkLinkEmulation validates a link's emulation parameters (delay=,
-// bw=, emu=, the emulator port, schedules and traces).
-func checkLinkEmulation(p topo.Params) error {
+// linkEmulation is a link's emulation parameters parsed: the emulator
+// configurations of its two directions (a→b is Node1→Node2), schedules
+// and traces loaded and checked. New parses each link's once and the link
+// is built from them; nothing parses the text again.
+type linkEmulation struct{ ab, ba emulator.Config }
+
+// parseLinkEmulation parses a link's emulation parameters (delay=, bw=,
+// emu=, the emulator port, schedules and traces); nil without any.
+func parseLinkEmulation(p topo.Params) (*linkEmulation, error) {
 	if _, err := linkparams.PortsOf(p); err != nil {
-		return err
+		return nil, err
 	}
 	if !linkparams.NeedsEmulator(p) {
-		return nil
+		return nil, nil
 	}
-	_, _, err := EmulatorConfigs(p)
+	ab, ba, err := EmulatorConfigs(p)
+	if err != nil {
+		return nil, err
+	}
+	return &linkEmulation{ab: ab, ba: ba}, nil
+}
+
+// checkLinkEmulation validates a link's emulation parameters.
+func checkLinkEmulation(p topo.Params) error {
+	_, err := parseLinkEmulation(p)
 	return err
 }
 
 // checkPlanParams checks every link's emulation parameters and the VM
 // parameters of nodes that say they are VMs (backend: vm), all of them,
 // each error at the value that is wrong: the first key a file wrote that
-// is wrong on its own, else the link's parameters as a whole.
-func checkPlanParams(plan *topo.Plan) error {
+// is wrong on its own, else the link's parameters as a whole. It returns
+// the emulated links' parsed parameters.
+func checkPlanParams(plan *topo.Plan) (map[*topo.PlannedLink]*linkEmulation, error) {
 	var errs []error
+	parsed := map[*topo.PlannedLink]*linkEmulation{}
 	for _, l := range plan.Links {
-		err := checkLinkEmulation(l.Params)
+		emu, err := parseLinkEmulation(l.Params)
 		if err == nil {
+			if emu != nil {
+				parsed[l] = emu
+			}
 			continue
 		}
 		key := ""
@@ -56,13 +77,18 @@ func checkPlanParams(plan *topo.Plan) error {
 			errs = append(errs, n.ParamsError(err))
 		}
 	}
-	return errors.Join(errs...)
+	return parsed, errors.Join(errs...)
 }
 
 // checkLiveLink is checkPlanParams for a link added to a running network.
-func checkLiveLink(node1, node2 string, p topo.Params) error {
-	if err := checkLinkEmulation(p); err != nil {
-		return fmt.Errorf("link %s<->%s: %w", node1, node2, err)
+func checkLiveLink(node1, node2 string, p topo.Params) (*linkEmulation, error) {
+	emu, err := parseLinkEmulation(p)
+	if err != nil {
+		return nil, fmt.Errorf("link %s<->%s: %w", node1, node2, err)
 	}
-	return nil
+	return emu, nil
 }
+
+// emulation returns a planned link's parsed emulation parameters (nil
+// without any); n.mu is held or the network is being built.
+func (n *Network) emulation(pl *topo.PlannedLink) *linkEmulation { return n.emulations[pl] }
