@@ -34,14 +34,17 @@ func ParseDirection(s string) (Direction, error) { return emulator.ParseDirectio
 // the two directions (a→b is Node1→Node2), as linkparams.Configs does,
 // and checks the links' schedules against them.
 func EmulatorConfigs(p topo.Params) (ab, ba emulator.Config, err error) {
-	ab, ba, err = linkparams.Configs(p)
-	if err != nil {
-		return ab, ba, err
+	emu, err := emulatorConfigs(p)
+	return emu.ab, emu.ba, err
+}
+
+// emulatorConfigs is EmulatorConfigs keeping the schedules it loaded.
+func emulatorConfigs(p topo.Params) (emu linkEmulation, err error) {
+	if emu.ab, emu.ba, err = linkparams.Configs(p); err != nil {
+		return emu, err
 	}
-	if err := checkScheduleParams(p, [2]*emulator.Config{&ab, &ba}); err != nil {
-		return ab, ba, err
-	}
-	return ab, ba, nil
+	emu.schedules, err = loadScheduleParams(p, [2]*emulator.Config{&emu.ab, &emu.ba})
+	return emu, err
 }
 
 // helperNS is the network's helper namespace, where emulator ports live.

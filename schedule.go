@@ -57,19 +57,9 @@ func directionParam(p topo.Params, i int, key string) (string, bool) {
 	return v, ok
 }
 
-func hasScheduleOrTrace(p topo.Params) bool {
-	for k := range p {
-		k = strings.TrimPrefix(strings.TrimPrefix(k, "a>b."), "b>a.")
-		if k == ScheduleParam || k == "trace" {
-			return true
-		}
-	}
-	return false
-}
-
-// checkScheduleParams is EmulatorConfigs' part: the schedules of both
+// loadScheduleParams is EmulatorConfigs' part: the schedules of both
 // directions read and checked against the configurations they modify.
-func checkScheduleParams(p topo.Params, cfgs [2]*emulator.Config) error {
+func loadScheduleParams(p topo.Params, cfgs [2]*emulator.Config) (scheds [2]*emulator.Schedule, err error) {
 	for i := range cfgs {
 		v, ok := directionParam(p, i, ScheduleParam)
 		if !ok {
@@ -80,33 +70,26 @@ func checkScheduleParams(p topo.Params, cfgs [2]*emulator.Config) error {
 			err = s.CheckAgainst(*cfgs[i])
 		}
 		if err != nil {
-			return fmt.Errorf("%w: %s.schedule: %v", ErrLinkParams, emulator.Direction(i), err)
+			return scheds, fmt.Errorf("%w: %s.schedule: %v", ErrLinkParams, emulator.Direction(i), err)
 		}
+		scheds[i] = s
 	}
-	return nil
+	return scheds, nil
 }
 
-// startLinkSchedules installs the schedules of the link parameters with
-// time zero at zero. Build calls it last.
+// startLinkSchedules installs the schedules New loaded from the link
+// parameters, with time zero at zero. Build calls it last.
 func (n *Network) startLinkSchedules(zero time.Time) error {
 	for _, l := range n.links {
-		if !hasScheduleOrTrace(l.plan.Params) {
+		emu, el := n.emulation(l.plan), n.emulatedLink(l)
+		if emu == nil || el == nil {
 			continue
 		}
-		el := n.emulatedLink(l)
-		if el == nil {
-			continue
-		}
-		for i := range 2 {
-			v, ok := directionParam(l.plan.Params, i, ScheduleParam)
-			if !ok {
+		for i, s := range emu.schedules {
+			if s == nil {
 				continue
 			}
-			s, err := LoadScheduleParam(v)
-			if err == nil {
-				err = el.Fwd.SetSchedule(emulator.Direction(i), s, zero)
-			}
-			if err != nil {
+			if err := el.Fwd.SetSchedule(emulator.Direction(i), s, zero); err != nil {
 				return fmt.Errorf("link %s: %s.schedule: %w", l.plan, emulator.Direction(i), err)
 			}
 		}

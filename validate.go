@@ -20,7 +20,10 @@ import (
 // configurations of its two directions (a→b is Node1→Node2), schedules
 // and traces loaded and checked. New parses each link's once and the link
 // is built from them; nothing parses the text again.
-type linkEmulation struct{ ab, ba emulator.Config }
+type linkEmulation struct {
+	ab, ba    emulator.Config
+	schedules [2]*emulator.Schedule // by direction; nil: none
+}
 
 // parseLinkEmulation parses a link's emulation parameters (delay=, bw=,
 // emu=, the emulator port, schedules and traces); nil without any.
@@ -31,11 +34,11 @@ func parseLinkEmulation(p topo.Params) (*linkEmulation, error) {
 	if !linkparams.NeedsEmulator(p) {
 		return nil, nil
 	}
-	ab, ba, err := EmulatorConfigs(p)
+	emu, err := emulatorConfigs(p)
 	if err != nil {
 		return nil, err
 	}
-	return &linkEmulation{ab: ab, ba: ba}, nil
+	return &emu, nil
 }
 
 // checkLinkEmulation validates a link's emulation parameters.
