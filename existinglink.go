@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 
 	"github.com/hymn-net/hymn/linkparams"
@@ -114,16 +115,24 @@ func (e *existingLink) release() error {
 	return errors.Join(errs...)
 }
 
-// checkExistingLinks is New's check of the existing-interface links,
-// before anything is built: each names an interface of the host namespace
-// that no other link takes, that is no loopback, no port of a bridge or
-// bond, and carries no global address (taking it would cut the host off
-// a network it uses); none asks for an emulator.
-func checkExistingLinks(planned []*topo.PlannedLink) error {
+// checkExistingLinks is the kind's check (linkKinds), before anything is
+// built: each existing-interface link added names interfaces that no
+// other link of the plan takes, that are in the host namespace, no
+// loopback, no port of a bridge or bond, and carry no global address
+// (taking one would cut the host off a network it uses); none asks for an
+// emulator.
+func checkExistingLinks(all, added []*topo.PlannedLink) error {
 	var errs []error
 	taken := map[string]*topo.PlannedLink{}
+	for _, pl := range all {
+		if isExistingLink(pl) && !slices.Contains(added, pl) {
+			for _, i := range []*topo.Intf{pl.Intf1, pl.Intf2} {
+				taken[i.Name] = pl
+			}
+		}
+	}
 	var host links.Namespace
-	for _, pl := range planned {
+	for _, pl := range added {
 		if !isExistingLink(pl) {
 			continue
 		}

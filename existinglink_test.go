@@ -81,7 +81,10 @@ func TestExistingLink(t *testing.T) {
 // interfaces into a running network, DeleteLink gives them back.
 func TestExistingLinkAddedLive(t *testing.T) {
 	testenv.Root(t)
+	// Made before the network, so that their cleanup runs after Stop
+	// gave them back.
 	a, b, _ := hostVeth(t, "l")
+	c, d, _ := hostVeth(t, "m")
 	n := startNet(t, mustTopo(t, "single,2"), Options{})
 	ctx := context.Background()
 	if _, err := n.AddLink(ctx, "h1", "h2", topo.Params{"kind": "existing", "intfName1": a, "intfName2": b}); err != nil {
@@ -92,6 +95,12 @@ func TestExistingLinkAddedLive(t *testing.T) {
 	}
 	if _, err := n.AddLink(ctx, "h1", "h2", topo.Params{"kind": "existing", "intfName1": a + "x", "intfName2": b + "x"}); err == nil || !strings.Contains(err.Error(), "no interface") {
 		t.Errorf("a live link over an interface that does not exist: %v", err)
+	}
+	if _, err := n.AddLink(ctx, "h1", "h2", topo.Params{"kind": "existing", "intfName1": c, "intfName2": d}); err != nil {
+		t.Fatalf("a second live existing-interface link: %v", err)
+	}
+	if _, err := n.AddLink(ctx, "h2", "h1", topo.Params{"kind": "existing", "intfName1": a, "intfName2": "hxother0"}); err == nil || !strings.Contains(err.Error(), "is taken by link") {
+		t.Errorf("a live link over an interface another link took: %v", err)
 	}
 	if err := n.DeleteLink(ctx, "h1", "h2", a); err != nil {
 		t.Fatal(err)

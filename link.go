@@ -48,29 +48,56 @@ type linkImpl interface {
 	delete() error
 }
 
+// linkKind is one entry of the registry of link kinds.
+type linkKind struct {
+	name string
+	// accepts says whether the kind builds a planned link; the kinds
+	// before it in linkKinds have refused it.
+	accepts func(n *Network, pl *topo.PlannedLink) bool
+	impl    func() linkImpl
+	// check, if set, is the kind's own check of the links added (all the
+	// plan's in New, the live one in AddLink) among all the plan's,
+	// before anything is built.
+	check func(all, added []*topo.PlannedLink) error
+}
+
 // linkKinds is the registry of link kinds, tried in order: the first that
 // accepts a planned link (its own kind parameter, else the network's link
 // backend; emulation parameters add an emulator) builds it. The last
 // accepts every link.
-var linkKinds = []struct {
-	accepts func(n *Network, pl *topo.PlannedLink) bool
-	impl    func() linkImpl
-}{
-	{func(_ *Network, pl *topo.PlannedLink) bool { return isExistingLink(pl) }, func() linkImpl { return &existingLink{} }},
-	{(*Network).linkIsSRIOV, func() linkImpl { return &vfLink{} }},
-	{func(n *Network, pl *topo.PlannedLink) bool { return n.emulation(pl) != nil }, func() linkImpl { return &emulatedVethLink{} }},
-	{func(*Network, *topo.PlannedLink) bool { return true }, func() linkImpl { return &vethLink{} }},
+var linkKinds = []linkKind{
+	{linkKindExisting, func(_ *Network, pl *topo.PlannedLink) bool { return isExistingLink(pl) }, func() linkImpl { return &existingLink{} }, checkExistingLinks},
+	{linkKindVF, (*Network).wantsVFPair, func() linkImpl { return &vfLink{} }, nil},
+	{"emulated", func(n *Network, pl *topo.PlannedLink) bool { return n.emulation(pl) != nil }, func() linkImpl { return &emulatedVethLink{} }, nil},
+	{"veth", func(*Network, *topo.PlannedLink) bool { return true }, func() linkImpl { return &vethLink{} }, nil},
 }
 
-// linkKind picks the implementation of a planned link from linkKinds.
-func (n *Network) linkKind(l *netLink) linkImpl {
+// kindOf returns the kind that builds a planned link.
+func (n *Network) kindOf(pl *topo.PlannedLink) linkKind {
 	for _, k := range linkKinds {
-		if k.accepts(n, l.plan) {
-			return k.impl()
+		if k.accepts(n, pl) {
+			return k
 		}
 	}
 	panic("unreachable: the last link kind accepts every link")
 }
+
+// linkIsSRIOV reports whether a planned link is built from a VF pair.
+func (n *Network) linkIsSRIOV(pl *topo.PlannedLink) bool { return n.kindOf(pl).name == linkKindVF }
+
+// checkLinkKinds runs every kind's own check of the links added.
+func checkLinkKinds(all, added []*topo.PlannedLink) error {
+	var errs []error
+	for _, k := range linkKinds {
+		if k.check != nil {
+			errs = append(errs, k.check(all, added))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// linkImplOf makes the implementation of a planned link's kind.
+func (n *Network) linkImplOf(l *netLink) linkImpl { return n.kindOf(l.plan).impl() }
 
 // createLink builds a link of its kind and waits until it carries traffic.
 func (n *Network) createLink(ctx context.Context, l *netLink) error {
@@ -86,7 +113,7 @@ func (n *Network) createLink(ctx context.Context, l *netLink) error {
 // while the next links are made, instead of each worker sleeping on its
 // own link's first poll. A 2000-node build spent about a second so.
 func (n *Network) createAttached(l *netLink) error {
-	l.impl = n.linkKind(l)
+	l.impl = n.linkImplOf(l)
 	if err := l.impl.create(n, l); err != nil {
 		return err
 	}

@@ -114,7 +114,7 @@ func New(t *topo.Topo, opts Options) (*Network, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkExistingLinks(plan.Links); err != nil { // existinglink.go
+	if err := checkLinkKinds(plan.Links, plan.Links); err != nil { // link.go
 		return nil, err
 	}
 	if opts.Workers <= 0 {

@@ -65,11 +65,9 @@ func (n *Network) AddLink(ctx context.Context, node1, node2 string, params topo.
 		n.plan.RemoveLastLink()
 		return nil, err
 	}
-	if isExistingLink(pl) {
-		if err := checkExistingLinks(n.plan.Links); err != nil { // existinglink.go
-			n.plan.RemoveLastLink()
-			return nil, err
-		}
+	if err := checkLinkKinds(n.plan.Links, []*topo.PlannedLink{pl}); err != nil { // link.go
+		n.plan.RemoveLastLink()
+		return nil, err
 	}
 	if emu != nil {
 		n.emulations[pl] = emu

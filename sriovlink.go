@@ -108,13 +108,16 @@ func (n *Network) linksBackend() (LinkBackend, sriov.Config, error) {
 	return n.opts.Links, cfg, nil
 }
 
-// linkIsSRIOV reports whether a link is to be built from a VF pair: a
-// link's own kind param wins over the network-wide backend.
-func (n *Network) linkIsSRIOV(pl *topo.PlannedLink) bool {
+// linkKindVF is the kind= value of a link built from a VF pair.
+const linkKindVF = "sriov"
+
+// wantsVFPair is the VF pair kind's test (link.go: linkKinds): a link's
+// own kind param wins over the network-wide backend.
+func (n *Network) wantsVFPair(pl *topo.PlannedLink) bool {
 	switch strings.ToLower(pl.Params["kind"]) {
-	case "sriov", "hwpair":
+	case linkKindVF, "hwpair":
 		return true
-	case "veth", linkKindExisting:
+	case "veth":
 		return false
 	}
 	backend, _, err := n.linksBackend()
