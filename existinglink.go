@@ -1,6 +1,7 @@
 package hymn
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net"
@@ -23,8 +24,9 @@ const linkKindExisting = "existing"
 // tool made. In a topology: kind=existing, with intfName1 and intfName2
 // naming the interfaces, which keep their names in the nodes.
 //
-// Build moves each into its node (a VM's into its helper namespace, to be
-// hot-plugged like any end) and gives it the planned MAC, MTU and address;
+// Build moves each into its node and gives it the planned MAC, MTU and
+// address (a VM node's end takes the path a VF's does, links.TakeInterface
+// into the namespace linkEnd names, then attach; not tested with VMs);
 // Stop and DeleteLink move it back to the host namespace, down, without
 // addresses, with the MAC and MTU it had. A link of this kind carries no
 // emulator: hymn inserts one by making the link's ends itself.
@@ -99,7 +101,7 @@ func (e *existingLink) release() error {
 			if err != nil {
 				return err
 			}
-			if len(orig.mac) > 0 && dev.Attrs().HardwareAddr.String() != orig.mac.String() {
+			if len(orig.mac) > 0 && !bytes.Equal(dev.Attrs().HardwareAddr, orig.mac) {
 				if err := h.LinkSetHardwareAddr(dev, orig.mac); err != nil {
 					return fmt.Errorf("restoring %s's MAC %s: %w", name, orig.mac, err)
 				}

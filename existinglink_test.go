@@ -127,6 +127,21 @@ func TestExistingLinkRefusals(t *testing.T) {
 	if err := netlink.AddrAdd(l, &netlink.Addr{IPNet: &net.IPNet{IP: net.IP{10, 213, 0, 1}, Mask: net.CIDRMask(24, 32)}}); err != nil {
 		t.Fatal(err)
 	}
+	enslaved, _, _ := hostVeth(t, "p")
+	br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: fmt.Sprintf("hxbr%d", os.Getpid()%100000)}}
+	if err := netlink.LinkAdd(br); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := netlink.LinkDel(br); err != nil {
+			t.Error(err)
+		}
+	})
+	if port, err := netlink.LinkByName(enslaved); err != nil {
+		t.Fatal(err)
+	} else if err := netlink.LinkSetMaster(port, br); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		name   string
 		params topo.Params
@@ -136,6 +151,7 @@ func TestExistingLinkRefusals(t *testing.T) {
 		{"loopback", topo.Params{"intfName1": "lo", "intfName2": b}, "lo is a loopback interface"},
 		{"host address", topo.Params{"intfName1": addressed, "intfName2": b}, "has the host's address 10.213.0.1/24"},
 		{"emulated", topo.Params{"intfName1": a, "intfName2": b, "delay": "5ms"}, "takes no emulation parameters"},
+		{"bridge port", topo.Params{"intfName1": enslaved, "intfName2": b}, "is a port of another interface"},
 		{"twice", nil, "is taken by link"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

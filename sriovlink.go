@@ -328,7 +328,7 @@ func (v *vfLink) create(n *Network, l *netLink) (err error) {
 			}
 			continue
 		}
-		if err := sriov.TakeVF(s.home, sl.vfs[i], e); err != nil {
+		if err := links.TakeInterface(s.home, sl.vfs[i], e); err != nil {
 			return fmt.Errorf("link %s: %w", l.plan, err)
 		}
 		sl.took[i] = true
@@ -405,7 +405,7 @@ func (v *vfLink) returnVFs() error {
 	var errs []error
 	for i, took := range v.sl.took {
 		if took {
-			errs = append(errs, sriov.ReturnVF(v.sl.ends[i].NS, v.sl.ends[i].Name, v.s.home, v.sl.vfs[i]))
+			errs = append(errs, links.ReturnInterface(v.sl.ends[i].NS, v.sl.ends[i].Name, v.s.home, v.sl.vfs[i]))
 			v.sl.took[i] = false
 		}
 	}

@@ -44,7 +44,11 @@ func (b *bpfPlane) attach(n *NsNode, intf string) error {
 				return h.LinkSetUp(&netlink.Device{LinkAttrs: netlink.LinkAttrs{Index: p.Ifindex, Name: intf}})
 			}
 		}
-		return setUp(h, intf)
+		link, err := h.LinkByName(intf)
+		if err != nil {
+			return err
+		}
+		return h.LinkSetUp(link)
 	})
 }
 

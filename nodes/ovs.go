@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/vishvananda/netlink"
+	"github.com/hymn-net/hymn/links"
 )
 
 // OVSRunDir holds each Open vSwitch switch's private database, sockets and
@@ -144,7 +144,7 @@ func (o *ovsSwitch) attach(n *NsNode, intf string) error {
 		return err
 	}
 	o.enlargeBuffers()
-	return n.Netlink(func(h *netlink.Handle) error { return setUp(h, intf) })
+	return links.SetUp(n, intf, true)
 }
 
 func (o *ovsSwitch) detach(n *NsNode, intf string) error {

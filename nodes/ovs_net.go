@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/hymn-net/hymn/internal/netnsx"
+	"github.com/hymn-net/hymn/links"
 	"github.com/hymn-net/hymn/topo"
-	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 )
 
@@ -424,7 +424,7 @@ func (p ovsNetPlane) attach(n *NsNode, intf string) error {
 	if err := p.o.attach(n.name, intf); err != nil {
 		return err
 	}
-	return n.Netlink(func(h *netlink.Handle) error { return setUp(h, intf) })
+	return links.SetUp(n, intf, true)
 }
 
 func (p ovsNetPlane) detach(n *NsNode, intf string) error { return p.o.detach(n.name, intf) }

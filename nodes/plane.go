@@ -1,9 +1,5 @@
 package nodes
 
-import (
-	"github.com/vishvananda/netlink"
-)
-
 // switchPlane is how a switch node forwards: one implementation per switch
 // kind, each in its own file with its constructor. NsNode holds one
 // (nil for hosts and routers) and asks it, never which kind it is.
@@ -45,13 +41,4 @@ func newSwitchPlane(n *NsNode, cfg Config) (switchPlane, error) {
 		}
 	}
 	panic("unreachable: the last switch kind accepts every Config")
-}
-
-// setUp brings an interface of the node up.
-func setUp(h *netlink.Handle, intf string) error {
-	link, err := h.LinkByName(intf)
-	if err != nil {
-		return err
-	}
-	return h.LinkSetUp(link)
 }

@@ -185,7 +185,7 @@ func TestSimVLANIsolation(t *testing.T) {
 func takeVF(t *testing.T, sim *SimNIC, ns *links.HelperNS, netdev, name, ip string) {
 	t.Helper()
 	end := links.End{NS: ns, Name: name, IP: netip.MustParsePrefix(ip)}
-	if err := TakeVF(sim.Home(), netdev, end); err != nil {
+	if err := links.TakeInterface(sim.Home(), netdev, end); err != nil {
 		t.Fatal(err)
 	}
 	if err := links.DisableOffloads(end.NS, name); err != nil {
