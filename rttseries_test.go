@@ -52,12 +52,17 @@ func TestRTTSeries(t *testing.T) {
 	}
 	median(emu) // ARP, the bridges' tables
 	median(plain)
+	// The two links are measured in turn, seven rounds, and the median
+	// difference is judged: an episode of slow wake-ups (another tenant's
+	// load, which the forwarder's wake-ups feel and the plain link does
+	// not) once lasted two rounds of three and moved their medians by
+	// 300 us; it cannot move the median of seven.
 	var diffs []time.Duration
-	for range 3 {
+	for range 7 {
 		diffs = append(diffs, median(emu)-median(plain))
 	}
 	slices.Sort(diffs)
-	added := diffs[1]
+	added := diffs[len(diffs)/2]
 	t.Logf("emulated minus plain RTT medians: %v (runs %v)", added, diffs)
 	// The forwarder adds its own wake-up and copies, tens of µs each way
 	// unpinned (bench/README.md); the emulated delay is never less than
