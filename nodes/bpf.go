@@ -44,11 +44,7 @@ func (b *bpfPlane) attach(n *NsNode, intf string) error {
 				return h.LinkSetUp(&netlink.Device{LinkAttrs: netlink.LinkAttrs{Index: p.Ifindex, Name: intf}})
 			}
 		}
-		link, err := h.LinkByName(intf)
-		if err != nil {
-			return err
-		}
-		return h.LinkSetUp(link)
+		return fmt.Errorf("port %s: attached but not in the switch's port list", intf)
 	})
 }
 
