@@ -62,8 +62,8 @@ func (n *Network) linkPorts(pl *topo.PlannedLink) string {
 		return own
 	}
 	if n.linkIsSRIOV(pl) {
-		if _, cfg, err := n.linksBackend(); err == nil && cfg.Emulator != "" {
-			return cfg.Emulator
+		if e := n.linkBackend.sriov.Emulator; e != "" {
+			return e
 		}
 	}
 	return linkparams.PortsAFPacket
@@ -74,9 +74,6 @@ func (n *Network) linkPorts(pl *topo.PlannedLink) string {
 // VF links of a binary that has DPDK, at most dpdkMaxMTU.
 func (n *Network) checkLinkPorts(pls []*topo.PlannedLink) error {
 	var errs []error
-	if _, _, err := n.linksBackend(); err != nil {
-		errs = append(errs, err)
-	}
 	wantDPDK := false
 	for _, pl := range pls {
 		own, err := linkparams.PortsOf(pl.Params)
@@ -277,7 +274,7 @@ func openHardwareDPDK(addrs [2]string, mtu int) (_ *dpdkPorts, err error) {
 // startDPDKEmulator starts the forwarder of an emulated VF link on DPDK
 // ports: on the simulated NIC's far VFs in the helper namespace, or on the
 // hardware VFs create bound to vfio-pci.
-func (v *vfLink) startDPDKEmulator(n *Network, pl *topo.PlannedLink) (*links.EmulatedLink, error) {
+func (v *vfLink) startDPDKEmulator(env linkEnv, pl *topo.PlannedLink) (*links.EmulatedLink, error) {
 	mtu := v.sl.ends[0].MTU
 	if mtu == 0 {
 		mtu = 1500
@@ -295,7 +292,7 @@ func (v *vfLink) startDPDKEmulator(n *Network, pl *topo.PlannedLink) (*links.Emu
 	if err != nil {
 		return nil, err
 	}
-	n.log().Debugf("*** link %s: emulator on DPDK ports %s and %s\n", pl, d.ports[0].Name(), d.ports[1].Name())
+	env.debugf("*** link %s: emulator on DPDK ports %s and %s\n", pl, d.ports[0].Name(), d.ports[1].Name())
 	fc := v.fc
 	fc.MTU = mtu
 	el, err := links.EmulateOnPorts(v.helper, v.ports[0], v.ports[1], d.ports[0], d.ports[1], mtu, fc, d.release)

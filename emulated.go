@@ -3,6 +3,7 @@ package hymn
 import (
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 
@@ -77,13 +78,15 @@ func (e *helperNS) helperNamespace(run string) (*links.HelperNS, error) {
 	return h, nil
 }
 
-func (n *Network) linkIndex(l *netLink) int {
-	for i, x := range n.links {
-		if x == l {
-			return i
-		}
-	}
-	return -1
+// helperNamespace returns the network's helper namespace, where emulator
+// ports live, creating it on first use.
+func (n *Network) helperNamespace() (*links.HelperNS, error) { return n.emu().helperNamespace(n.run) }
+
+// emulatorPortNames names an emulated link's two ports in the helper
+// namespace by the link's place in the network's list.
+func (n *Network) emulatorPortNames(l *netLink) [2]string {
+	idx := slices.Index(n.links, l)
+	return [2]string{fmt.Sprintf("e%da", idx), fmt.Sprintf("e%db", idx)}
 }
 
 // emulatedVethLink is a veth link split by an emulator: a ─ [emulator] ─ b,
@@ -91,45 +94,29 @@ func (n *Network) linkIndex(l *netLink) int {
 type emulatedVethLink struct {
 	helper *links.HelperNS
 	el     *links.EmulatedLink
-	// Set when an emulator is inserted live: the configurations changed
-	// and the MACs the ends had.
-	cfg  *emulator.ForwarderConfig
+	// Set when an emulator is inserted live: the MACs the ends had.
 	macs []net.HardwareAddr
 }
 
-func (e *emulatedVethLink) create(n *Network, l *netLink) error {
-	fc := emulator.ForwarderConfig{}
-	if e.cfg != nil {
-		fc = *e.cfg
-	} else if emu := n.emulation(l.plan); emu != nil {
-		fc.AtoB, fc.BtoA = emu.ab, emu.ba
-	} else {
+func (e *emulatedVethLink) create(env linkEnv, l *netLink) error {
+	emu := env.emulation(l.plan)
+	if emu == nil {
 		return fmt.Errorf("link %s: its emulation parameters were not parsed", l.plan)
 	}
-	for _, i := range []*topo.Intf{l.plan.Intf1, l.plan.Intf2} {
-		if n.guestOf(i) != nil && e.macs != nil {
-			// Inserting an emulator live re-creates the link's ends; a
-			// VM's end is a NIC hot-plugged into the guest, which would
-			// have to be re-plugged too.
-			return fmt.Errorf("link %s: an emulator cannot be inserted live into a link to VM node %s; give the link its parameters when the network is built", l.plan, i.Node)
-		}
-	}
-	helper, err := n.emu().helperNamespace(n.run)
+	fc := emulator.ForwarderConfig{AtoB: emu.ab, BtoA: emu.ba}
+	helper, err := env.helperNamespace()
 	if err != nil {
 		return fmt.Errorf("link %s: %w", l.plan, err)
 	}
 	end := func(i *topo.Intf, k int) links.End {
-		le := n.linkEnd(l.plan, i)
-		// Open vSwitch's userspace datapath forwards frames as they are.
-		le.Complete = n.usesOVS() && n.plan.Node(i.Node).IsSwitch()
+		le := env.linkEnd(l.plan, i)
 		if e.macs != nil && e.macs[k] != nil {
 			le.MAC = e.macs[k] // re-created ends keep the MACs they had
 		}
 		return le
 	}
-	idx := n.linkIndex(l)
-	el, err := links.CreateEmulated(helper, end(l.plan.Intf1, 0), end(l.plan.Intf2, 1),
-		fmt.Sprintf("e%da", idx), fmt.Sprintf("e%db", idx), fc)
+	ports := env.emulatorPortNames(l)
+	el, err := links.CreateEmulated(helper, end(l.plan.Intf1, 0), end(l.plan.Intf2, 1), ports[0], ports[1], fc)
 	if err != nil {
 		return fmt.Errorf("link %s: %w", l.plan, err)
 	}
@@ -141,9 +128,10 @@ func (e *emulatedVethLink) waitEnds() []links.End {
 	return []links.End{{NS: e.helper, Name: e.el.PortA}, {NS: e.helper, Name: e.el.PortB}}
 }
 
-func (e *emulatedVethLink) ready(*Network, *netLink) error { return nil }
-func (e *emulatedVethLink) emulator() *links.EmulatedLink  { return e.el }
-func (e *emulatedVethLink) release() error                 { return nil }
+func (e *emulatedVethLink) ready(linkEnv, *netLink) error { return nil }
+func (e *emulatedVethLink) emulator() *links.EmulatedLink { return e.el }
+func (e *emulatedVethLink) describe(li *LinkInfo)         { li.Kind = "emulated" }
+func (e *emulatedVethLink) release() error                { return nil }
 
 func (e *emulatedVethLink) stop() error {
 	if e.el == nil {
@@ -173,7 +161,7 @@ func (n *Network) deleteEmulatorHelper() error {
 // Node1 (so Forward is the link's a→b).
 func (n *Network) findLink(node1, node2 string) (*netLink, bool, error) {
 	for _, name := range []string{node1, node2} {
-		if n.plan.Node(name) == nil {
+		if n.Plan().Node(name) == nil {
 			return nil, false, fmt.Errorf("%w: %s", ErrUnknownNode, name)
 		}
 	}
@@ -283,14 +271,18 @@ func (n *Network) changeLink(node1, node2 string, dir Direction, change func(*em
 // insertEmulator turns a plain veth link into an emulated one while the
 // network runs, keeping interface names, MACs and addresses.
 func (n *Network) insertEmulator(l *netLink, ab, ba emulator.Config) error {
-	plain, ok := l.impl.(*vethLink)
-	if !ok {
-		if _, vf := l.impl.(*vfLink); vf {
-			return fmt.Errorf("link %s is a VF pair built without an emulator, and an emulator cannot be inserted into it live: give the link emulation parameters (delay=..., bw=..., emu=...) when the network is built", l.plan)
+	if why := n.kindOf(l.plan).noLiveEmulator; why != "" {
+		return fmt.Errorf("link %s %s", l.plan, why)
+	}
+	for _, i := range []*topo.Intf{l.plan.Intf1, l.plan.Intf2} {
+		if n.guestOf(i) != nil {
+			// Inserting an emulator re-creates the link's ends; a VM's
+			// end is a NIC hot-plugged into the guest, which would have
+			// to be re-plugged too.
+			return fmt.Errorf("link %s: an emulator cannot be inserted live into a link to VM node %s; give the link its parameters when the network is built", l.plan, i.Node)
 		}
-		if _, existing := l.impl.(*existingLink); existing {
-			return fmt.Errorf("link %s joins existing interfaces (kind=existing): hymn inserts an emulator only between ends it makes", l.plan)
-		}
+	}
+	if l.impl == nil {
 		return fmt.Errorf("link %s: not created", l.plan)
 	}
 	macs := make([]net.HardwareAddr, 2)
@@ -305,10 +297,12 @@ func (n *Network) insertEmulator(l *netLink, ab, ba emulator.Config) error {
 			return fmt.Errorf("link %s: reading %s's MAC to keep it: %w", l.plan, i.Name, err)
 		}
 	}
-	if err := plain.delete(); err != nil {
+	if err := l.impl.delete(); err != nil {
 		return fmt.Errorf("link %s: %w", l.plan, err)
 	}
-	l.impl = &emulatedVethLink{cfg: &emulator.ForwarderConfig{AtoB: ab, BtoA: ba}, macs: macs}
+	// From here the link is of the emulated kind, with these parameters.
+	n.resolved[l.plan] = resolvedLink{kind: linkKindNamed(linkKindEmulated), emulation: &linkEmulation{ab: ab, ba: ba}}
+	l.impl = &emulatedVethLink{macs: macs}
 	if err := l.impl.create(n, l); err != nil {
 		return err
 	}

@@ -47,7 +47,7 @@ func isExistingLink(pl *topo.PlannedLink) bool {
 	return strings.EqualFold(pl.Params["kind"], linkKindExisting)
 }
 
-func (e *existingLink) create(n *Network, l *netLink) (err error) {
+func (e *existingLink) create(env linkEnv, l *netLink) (err error) {
 	if e.host, err = links.HostNamespace(); err != nil {
 		return err
 	}
@@ -66,7 +66,7 @@ func (e *existingLink) create(n *Network, l *netLink) (err error) {
 		}); err != nil {
 			return fmt.Errorf("link %s: existing interface %s: %w", l.plan, i.Name, err)
 		}
-		end := n.linkEnd(l.plan, i)
+		end := env.linkEnd(l.plan, i)
 		if err := links.TakeInterface(e.host, i.Name, end); err != nil {
 			return fmt.Errorf("link %s: %w", l.plan, err)
 		}
@@ -75,11 +75,12 @@ func (e *existingLink) create(n *Network, l *netLink) (err error) {
 	return nil
 }
 
-func (e *existingLink) waitEnds() []links.End          { return nil }
-func (e *existingLink) ready(*Network, *netLink) error { return nil }
-func (e *existingLink) emulator() *links.EmulatedLink  { return nil }
-func (e *existingLink) stop() error                    { return nil }
-func (e *existingLink) delete() error                  { return e.release() }
+func (e *existingLink) waitEnds() []links.End         { return nil }
+func (e *existingLink) ready(linkEnv, *netLink) error { return nil }
+func (e *existingLink) emulator() *links.EmulatedLink { return nil }
+func (e *existingLink) describe(li *LinkInfo)         { li.Kind = linkKindExisting }
+func (e *existingLink) stop() error                   { return nil }
+func (e *existingLink) delete() error                 { return e.release() }
 
 // release moves the interfaces back to the host namespace as they were.
 // Safe to call twice.

@@ -47,7 +47,7 @@ func (n *Network) iperf(ctx context.Context, client, server string, seconds time
 		return IperfResult{}, err
 	}
 	if client == "" && server == "" {
-		hosts := n.plan.Hosts()
+		hosts := n.Plan().Hosts()
 		if len(hosts) < 2 {
 			return IperfResult{}, fmt.Errorf("iperf needs two hosts; the network has %d", len(hosts))
 		}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/hymn-net/hymn/links"
-	"github.com/hymn-net/hymn/nodes"
 	"github.com/hymn-net/hymn/topo"
 )
 
@@ -86,12 +85,12 @@ func (n *Network) ConfigLinkStatus(src, dst, status string) error {
 	}
 	up := status == "up"
 	for _, name := range []string{src, dst} {
-		if n.plan.Node(name) == nil {
+		if n.Plan().Node(name) == nil {
 			return fmt.Errorf("%w: %s", ErrUnknownNode, name)
 		}
 	}
 	var found []*topo.PlannedLink
-	for _, l := range n.plan.Links {
+	for _, l := range n.Plan().Links {
 		a, b := l.Intf1.Node, l.Intf2.Node
 		if a == src && b == dst || a == dst && b == src {
 			found = append(found, l)
@@ -107,7 +106,7 @@ func (n *Network) ConfigLinkStatus(src, dst, status string) error {
 	n.mu.Unlock()
 	for _, l := range found {
 		for _, i := range []*topo.Intf{l.Intf1, l.Intf2} {
-			if g, ok := running[i.Node].(nodes.GuestNode); ok {
+			if g := n.guestIn(running, i.Node); g != nil {
 				// The guest agent sets the state before it answers.
 				if err := g.SetIntfUp(ctx, i.Name, up); err != nil {
 					return fmt.Errorf("link %s: %w", l, err)
@@ -121,7 +120,7 @@ func (n *Network) ConfigLinkStatus(src, dst, status string) error {
 		// Up needs both ends up (a veth's carrier follows its peer), so
 		// the wait comes after both are set.
 		for _, i := range []*topo.Intf{l.Intf1, l.Intf2} {
-			if _, ok := running[i.Node].(nodes.GuestNode); ok {
+			if n.guestIn(running, i.Node) != nil {
 				continue
 			}
 			if err := links.WaitOper(ctx, running[i.Node], i.Name, up); err != nil {

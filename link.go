@@ -18,6 +18,26 @@ type netLink struct {
 	impl linkImpl
 }
 
+// linkEnv is what a link kind sees of the network while it makes and
+// starts a link (linkImpl.create and ready): where its ends go, its parsed
+// emulation and emulator ports, the helper namespace and names for
+// emulator ports, and the VF allocator. *Network implements it; a kind
+// reaches nothing else of the network.
+type linkEnv interface {
+	// linkEnd is one end as the kind creates it: the node's namespace (a
+	// VM's helper namespace, the end then bare), the planned name, MAC,
+	// address and MTU, and Complete for a port of Open vSwitch's
+	// userspace datapath.
+	linkEnd(pl *topo.PlannedLink, i *topo.Intf) links.End
+	emulation(pl *topo.PlannedLink) *linkEmulation
+	linkPorts(pl *topo.PlannedLink) string
+	helperNamespace() (*links.HelperNS, error)
+	emulatorPortNames(l *netLink) [2]string
+	sriovBackend() (*vfBackend, error)
+	debugLink(pl *topo.PlannedLink)
+	debugf(format string, args ...any)
+}
+
 // linkImpl is one kind of link: a veth pair (vethlink.go), an emulated
 // veth link (emulated.go), a VF pair with or without an emulator
 // (sriovlink.go), a pair of interfaces that existed before the network
@@ -28,15 +48,18 @@ type linkImpl interface {
 	// create makes the link's kernel objects: when it returns, both ends
 	// exist in their namespaces under the planned names (a VM's end bare
 	// in its helper namespace).
-	create(n *Network, l *netLink) error
+	create(env linkEnv, l *netLink) error
 	// waitEnds are the interfaces besides the two node ends that must be
 	// operationally up before the link carries traffic.
 	waitEnds() []links.End
 	// ready runs once every end is up (an emulated VF link starts its
 	// forwarder there).
-	ready(n *Network, l *netLink) error
+	ready(env linkEnv, l *netLink) error
 	// emulator returns the link's emulator, or nil.
 	emulator() *links.EmulatedLink
+	// describe fills in what the link is made of (LinkInfo's Kind and
+	// VLANs), for front ends that draw the network.
+	describe(li *LinkInfo)
 	// stop stops what runs for the link (forwarders). Links stop in
 	// parallel.
 	stop() error
@@ -51,14 +74,19 @@ type linkImpl interface {
 // linkKind is one entry of the registry of link kinds.
 type linkKind struct {
 	name string
-	// accepts says whether the kind builds a planned link; the kinds
-	// before it in linkKinds have refused it.
-	accepts func(n *Network, pl *topo.PlannedLink) bool
+	// accepts says whether the kind builds a planned link with the given
+	// emulation (nil without); the kinds before it in linkKinds have
+	// refused it.
+	accepts func(n *Network, pl *topo.PlannedLink, emu *linkEmulation) bool
 	impl    func() linkImpl
 	// check, if set, is the kind's own check of the links added (all the
 	// plan's in New, the live one in AddLink) among all the plan's,
 	// before anything is built.
 	check func(all, added []*topo.PlannedLink) error
+	// noLiveEmulator says why an emulator cannot be inserted into a link
+	// of this kind while the network runs (SetLinkParams on a link built
+	// without one); empty: it can.
+	noLiveEmulator string
 }
 
 // linkKinds is the registry of link kinds, tried in order: the first that
@@ -66,21 +94,52 @@ type linkKind struct {
 // backend; emulation parameters add an emulator) builds it. The last
 // accepts every link.
 var linkKinds = []linkKind{
-	{linkKindExisting, func(_ *Network, pl *topo.PlannedLink) bool { return isExistingLink(pl) }, func() linkImpl { return &existingLink{} }, checkExistingLinks},
-	{linkKindVF, (*Network).wantsVFPair, func() linkImpl { return &vfLink{} }, nil},
-	{"emulated", func(n *Network, pl *topo.PlannedLink) bool { return n.emulation(pl) != nil }, func() linkImpl { return &emulatedVethLink{} }, nil},
-	{"veth", func(*Network, *topo.PlannedLink) bool { return true }, func() linkImpl { return &vethLink{} }, nil},
+	{linkKindExisting, func(_ *Network, pl *topo.PlannedLink, _ *linkEmulation) bool { return isExistingLink(pl) }, func() linkImpl { return &existingLink{} }, checkExistingLinks,
+		"joins existing interfaces (kind=existing): hymn inserts an emulator only between ends it makes"},
+	{linkKindVF, func(n *Network, pl *topo.PlannedLink, _ *linkEmulation) bool { return n.wantsVFPair(pl) }, func() linkImpl { return &vfLink{} }, nil,
+		"is a VF pair built without an emulator, and an emulator cannot be inserted into it live: give the link emulation parameters (delay=..., bw=..., emu=...) when the network is built"},
+	{linkKindEmulated, func(_ *Network, _ *topo.PlannedLink, emu *linkEmulation) bool { return emu != nil }, func() linkImpl { return &emulatedVethLink{} }, nil,
+		"has an emulator already"},
+	{"veth", func(*Network, *topo.PlannedLink, *linkEmulation) bool { return true }, func() linkImpl { return &vethLink{} }, nil, ""},
 }
 
-// kindOf returns the kind that builds a planned link.
-func (n *Network) kindOf(pl *topo.PlannedLink) linkKind {
-	for _, k := range linkKinds {
-		if k.accepts(n, pl) {
-			return k
+// linkKindEmulated names the emulated veth link kind (emulated.go), the
+// kind a veth link becomes when an emulator is inserted live.
+const linkKindEmulated = "emulated"
+
+// linkKindNamed returns the registry's entry of a kind.
+func linkKindNamed(name string) *linkKind {
+	for i := range linkKinds {
+		if linkKinds[i].name == name {
+			return &linkKinds[i]
+		}
+	}
+	panic("unknown link kind " + name)
+}
+
+// resolvedLink is what New (or AddLink, for a live link) decides about a
+// planned link, once: the kind that builds it and its emulation
+// parameters, parsed. Nothing asks the registry or parses the text again.
+type resolvedLink struct {
+	kind      *linkKind
+	emulation *linkEmulation // nil: not emulated
+}
+
+// resolveLink decides a planned link's kind (the first in linkKinds that
+// accepts it) and records it with the link's parsed emulation; n.mu is
+// held or the network is being made.
+func (n *Network) resolveLink(pl *topo.PlannedLink, emu *linkEmulation) {
+	for i := range linkKinds {
+		if k := &linkKinds[i]; k.accepts(n, pl, emu) {
+			n.resolved[pl] = resolvedLink{kind: k, emulation: emu}
+			return
 		}
 	}
 	panic("unreachable: the last link kind accepts every link")
 }
+
+// kindOf returns the kind New or AddLink decided for a planned link.
+func (n *Network) kindOf(pl *topo.PlannedLink) *linkKind { return n.resolved[pl].kind }
 
 // linkIsSRIOV reports whether a planned link is built from a VF pair.
 func (n *Network) linkIsSRIOV(pl *topo.PlannedLink) bool { return n.kindOf(pl).name == linkKindVF }

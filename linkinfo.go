@@ -12,7 +12,8 @@ type LinkInfo struct {
 	Node1, Node2 string
 	Intf1, Intf2 string
 	// Kind is "veth", "emulated" (a veth link through hymn's emulator),
-	// "vf" (an SR-IOV VF pair) or "emulated-vf".
+	// "vf" (an SR-IOV VF pair), "emulated-vf" or "existing" (interfaces
+	// that existed before the network).
 	Kind string
 	// VLANs are the VLAN ids of a VF link's pairs (two when emulated).
 	VLANs []int
@@ -24,20 +25,9 @@ func (n *Network) Links() []LinkInfo {
 	defer n.mu.Unlock()
 	out := make([]LinkInfo, 0, len(n.links))
 	for _, l := range n.links {
-		li := LinkInfo{Node1: l.plan.Intf1.Node, Node2: l.plan.Intf2.Node, Intf1: l.plan.Intf1.Name, Intf2: l.plan.Intf2.Name, Kind: "veth"}
-		switch impl := l.impl.(type) {
-		case *emulatedVethLink:
-			li.Kind = "emulated"
-		case *vfLink:
-			li.Kind = "vf"
-			if impl.emulated {
-				li.Kind = "emulated-vf"
-			}
-			if impl.sl != nil {
-				for _, p := range impl.sl.pairs {
-					li.VLANs = append(li.VLANs, p.VLAN)
-				}
-			}
+		li := LinkInfo{Node1: l.plan.Intf1.Node, Node2: l.plan.Intf2.Node, Intf1: l.plan.Intf1.Name, Intf2: l.plan.Intf2.Name}
+		if l.impl != nil {
+			l.impl.describe(&li)
 		}
 		out = append(out, li)
 	}
@@ -70,15 +60,10 @@ func (n *Network) LinkDelayHistograms(node1, node2 string) (fwd, rev emulator.Hi
 // NodeBackendOf says what runs a planned node: BackendNetns or BackendVM
 // ("" for a name the plan does not have).
 func (n *Network) NodeBackendOf(name string) NodeBackend {
-	p := n.plan.Node(name)
-	if p == nil {
-		return ""
+	if b := n.backendOf(name); b != nil && n.Plan().Node(name) != nil {
+		return b.name
 	}
-	b, err := n.backendOf(p)
-	if err != nil {
-		return ""
-	}
-	return b
+	return ""
 }
 
 // Running reports whether the network is built and not stopped.

@@ -67,7 +67,7 @@ func natSubnet(slot int) (root, nat netip.Prefix) {
 
 // setupNAT configures every NAT node of the plan after the links exist.
 func (n *Network) setupNAT(ctx context.Context) error {
-	for _, p := range n.plan.Nodes {
+	for _, p := range n.Plan().Nodes {
 		if p.Params[NATParam] != "1" {
 			continue
 		}
@@ -120,8 +120,8 @@ func (n *Network) configureNAT(ctx context.Context, p *topo.PlannedNode) error {
 	}
 	// Hosts leave the network through the NAT node.
 	gw := p.IP.Addr().String()
-	return forEach(ctx, n.opts.Workers, len(n.plan.Hosts()), func(ctx context.Context, i int) error {
-		h := n.plan.Hosts()[i]
+	return forEach(ctx, n.opts.Workers, len(n.Plan().Hosts()), func(ctx context.Context, i int) error {
+		h := n.Plan().Hosts()[i]
 		if h.Name == p.Name || h.Params[NATParam] == "1" || h.Params["defaultRoute"] != "" || h.DefaultIntf() == nil {
 			return nil
 		}

@@ -70,18 +70,27 @@ type Options struct {
 // Network is a topology being built, running or stopped.
 type Network struct {
 	opts Options
-	plan *topo.Plan
+	// plan is the resolved topology (topo's plans are frozen); a live
+	// change, under mu, stores the plan it makes and puts the one it
+	// replaced back if deploying fails (runtime.go).
+	plan atomic.Pointer[topo.Plan]
 	run  string
 
 	mu    sync.Mutex
 	nodes map[string]Node
 	links []*netLink
-	// emulations are the emulated links' parameters, parsed once (in New,
-	// or AddLink for a live link): validate.go.
-	emulations map[*topo.PlannedLink]*linkEmulation
-	claimed    bool
-	built      bool
-	stopped    bool
+	// resolved holds each planned link's kind and parsed emulation,
+	// decided once (in New, or AddLink for a live link): link.go.
+	resolved map[*topo.PlannedLink]resolvedLink
+	// linkBackend is Options.Links and Options.SRIOV, resolved in New.
+	linkBackend linkBackendConfig
+	// backends holds each node's backend by name, decided once (in New,
+	// or AddNode): node.go. A sync.Map, so that front ends read it
+	// without waiting for a live change that holds mu.
+	backends sync.Map
+	claimed  bool
+	built    bool
+	stopped  bool
 
 	// switchNote says which switch SwitchAuto chose and why, for Build's
 	// log (switchauto.go); empty when the caller named the kind.
@@ -117,10 +126,19 @@ func New(t *topo.Topo, opts Options) (*Network, error) {
 	if err := checkLinkKinds(plan.Links, plan.Links); err != nil { // link.go
 		return nil, err
 	}
+	backend, err := resolveLinkBackend(opts) // sriovlink.go
+	if err != nil {
+		return nil, err
+	}
 	if opts.Workers <= 0 {
 		opts.Workers = defaultWorkers()
 	}
-	n := &Network{opts: opts, plan: plan, run: owner.NewRunID(), nodes: map[string]Node{}, emulations: emulations}
+	n := &Network{opts: opts, run: owner.NewRunID(), nodes: map[string]Node{}, linkBackend: backend,
+		resolved: make(map[*topo.PlannedLink]resolvedLink, len(plan.Links))}
+	n.plan.Store(plan)
+	for _, pl := range plan.Links {
+		n.resolveLink(pl, emulations[pl])
+	}
 	n.chooseSwitch() // switchauto.go: before anything asks which kind a switch is
 	if err := n.initSDN(t); err != nil {
 		return nil, err
@@ -129,24 +147,7 @@ func New(t *topo.Topo, opts Options) (*Network, error) {
 		return nil, err
 	}
 	// Backends and VM parameters are checked here, before anything exists.
-	var errs []error
-	var vms, vmMiB int64
-	for _, p := range plan.Nodes {
-		backend, err := n.backendOf(p)
-		if err == nil && backend == BackendVM {
-			var cfg vm.Config
-			cfg, err = n.vmConfig(p, owner.NamespaceName(n.run, p.Name))
-			if err == nil {
-				mib, _ := vm.MemoryMiB(cfg.Memory) // valid: vmConfig checked it
-				vms, vmMiB = vms+1, vmMiB+mib
-			}
-		}
-		errs = append(errs, err)
-	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	if err := (topo.Limits{MaxNodes: opts.MaxNodes}).CheckMemory(fmt.Sprintf("topology: %d VM nodes", vms), uint64(vmMiB)<<20); vms > 0 && err != nil {
+	if err := n.resolveNodes(plan.Nodes); err != nil { // node.go
 		return nil, err
 	}
 	// DPDK ports: on emulated VF links of a binary with DPDK (dpdklink.go).
@@ -159,8 +160,11 @@ func New(t *topo.Topo, opts Options) (*Network, error) {
 // RunID returns the id that marks everything this network creates.
 func (n *Network) RunID() string { return n.run }
 
-// Plan returns the resolved topology.
-func (n *Network) Plan() *topo.Plan { return n.plan }
+// Plan returns the resolved topology as it is now. A plan is never
+// changed: a live change (AddNode, AddLink, DeleteLink, DeleteNode)
+// publishes a new one, so a plan read while another goroutine changes the
+// network stays consistent (it may show a node or link still being made).
+func (n *Network) Plan() *topo.Plan { return n.plan.Load() }
 
 func (n *Network) log() *mnlog.Logger { return n.opts.Log }
 
@@ -208,7 +212,7 @@ func (n *Network) Build(ctx context.Context) (err error) {
 		lg.Infof("*** Switches: %s\n", n.switchNote)
 	}
 	lg.Info("*** Adding controller\n")
-	hosts, switches := n.plan.Hosts(), n.plan.Switches()
+	hosts, switches := n.Plan().Hosts(), n.Plan().Switches()
 
 	lg.Info("*** Adding hosts:\n")
 	t0 := time.Now()
@@ -230,8 +234,8 @@ func (n *Network) Build(ctx context.Context) (err error) {
 
 	lg.Info("*** Adding links:\n")
 	t0 = time.Now()
-	n.links = make([]*netLink, len(n.plan.Links))
-	for i, pl := range n.plan.Links {
+	n.links = make([]*netLink, len(n.Plan().Links))
+	for i, pl := range n.Plan().Links {
 		n.links[i] = &netLink{plan: pl}
 	}
 	// Every link is made and attached first, then all are waited for
@@ -243,7 +247,7 @@ func (n *Network) Build(ctx context.Context) (err error) {
 		return err
 	}
 	var b strings.Builder
-	for _, l := range n.plan.Links {
+	for _, l := range n.Plan().Links {
 		// Mininet's TCLink prints each shaped interface first.
 		b.WriteString(linkparams.TCIntfInfo(l.Params, Forward) + linkparams.TCIntfInfo(l.Params, Reverse))
 		fmt.Fprintf(&b, "(%s, %s) ", l.Intf1.Node, l.Intf2.Node)
@@ -287,54 +291,21 @@ func (n *Network) createNodes(ctx context.Context, list []*topo.PlannedNode) err
 	return err
 }
 
-// newNode starts one planned node on its backend: a VM, an OpenFlow
-// switch, or a namespace. Build and AddNode both come here, so a node
-// added to a running network is the node the same plan would have built.
-// A node that started but failed to configure comes back with the error,
-// for its caller to delete.
+// newNode starts one planned node on the backend New (or AddNode)
+// decided for it. Build and AddNode both come here, so a node added to a
+// running network is the node the same plan would have built. A node that
+// started but failed to configure comes back with the error, for its
+// caller to delete.
 func (n *Network) newNode(ctx context.Context, p *topo.PlannedNode) (Node, error) {
-	ns := owner.NamespaceName(n.run, p.Name)
-	backend, err := n.backendOf(p)
-	if err != nil {
-		return nil, err
+	b := n.backendOf(p.Name)
+	if b == nil {
+		return nil, fmt.Errorf("node %s: no backend was decided for it", p.Name)
 	}
-	if backend == BackendVM {
-		cfg, err := n.vmConfig(p, ns)
-		if err != nil {
-			return nil, err
-		}
-		node, err := vm.New(ctx, cfg)
-		if err != nil {
-			return nil, err
-		}
-		if p.Kind == topo.KindRouter {
-			res, err := node.Exec(ctx, "sh", "-c", "echo 1 > /proc/sys/net/ipv4/ip_forward")
-			if err == nil && res.ExitCode != 0 {
-				err = fmt.Errorf("router %s: enabling IPv4 forwarding in the guest: %s", p.Name, res.Stderr)
-			}
-			return node, err
-		}
-		return node, nil
-	}
-	if node, ok, err := n.newOpenFlowSwitch(p); ok {
-		n.debugf("*** %s: OpenFlow switch on %s\n", p.Name, n.sdn.ovs.Namespace())
-		return node, err
-	}
-	n.debugf("*** %s: ip netns add %s\n", p.Name, ns)
-	node, err := nodes.New(nodes.Config{Name: p.Name, Kind: p.Kind, Namespace: ns, STP: n.stp(p), CPU: n.cpuLimit(p),
-		OVS: p.IsSwitch() && n.opts.Switch == SwitchOVSBridge, BPF: n.isBPF(p), Ports: len(p.Intfs)})
-	if err != nil {
-		return nil, err
-	}
-	n.debugf("*** %s: ip -n %s link set lo up\n", p.Name, ns)
-	return node, nil
+	return b.start(ctx, n, p)
 }
 
-// guestOf returns the node of an interface as a GuestNode (a VM), or nil.
-func (n *Network) guestOf(i *topo.Intf) nodes.GuestNode {
-	g, _ := n.nodes[i.Node].(nodes.GuestNode)
-	return g
-}
+// namespaceOf names the namespace of a node (a VM's helper namespace).
+func (n *Network) namespaceOf(name string) string { return owner.NamespaceName(n.run, name) }
 
 // linkEnd describes one interface of a link for every link kind (veth,
 // emulated, VF): the node's namespace (a VM's helper namespace), the
@@ -346,6 +317,8 @@ func (n *Network) linkEnd(l *topo.PlannedLink, i *topo.Intf) links.End {
 	if n.guestOf(i) != nil {
 		e.MAC, e.IP = nil, netip.Prefix{}
 	}
+	// Open vSwitch's userspace datapath forwards frames as they are.
+	e.Complete = n.usesOVS() && n.Plan().Node(i.Node).IsSwitch()
 	return e
 }
 
@@ -377,7 +350,7 @@ func (n *Network) cpuLimit(p *topo.PlannedNode) *nodes.CPULimit {
 		lim.Fraction = n.opts.CPU.Fraction
 	}
 	if n.opts.CPU != nil && n.opts.CPU.Pin {
-		for i, h := range n.plan.Hosts() {
+		for i, h := range n.Plan().Hosts() {
 			if h.Name == p.Name {
 				lim.Cores = strconv.Itoa(i % runtime.NumCPU())
 			}
@@ -423,7 +396,7 @@ func truthy(v string) bool {
 // WaitConnected waits until every switch forwards (Mininet's -w), printing
 // Mininet's lines.
 func (n *Network) WaitConnected(ctx context.Context) error {
-	switches := n.plan.Switches()
+	switches := n.Plan().Switches()
 	n.log().Info("*** Waiting for switches to connect\n")
 	err := errors.Join(n.waitOpenFlow(ctx), n.waitSTP(ctx))
 	n.log().Info(names(switches) + "\n")
@@ -434,7 +407,7 @@ func (n *Network) WaitConnected(ctx context.Context) error {
 // learning (or after a minute, with an error).
 func (n *Network) waitSTP(ctx context.Context) error {
 	var stp []*topo.PlannedNode
-	for _, s := range n.plan.Switches() {
+	for _, s := range n.Plan().Switches() {
 		if n.opts.STP || truthy(s.Params["stp"]) {
 			stp = append(stp, s)
 		}
@@ -522,7 +495,7 @@ func (n *Network) teardown(verbose bool) error {
 	lg.Infof("*** Stopping %d links\n%s\n", len(n.links), strings.Repeat(".", len(n.links)))
 
 	errs = append(errs, n.removeNATLink())
-	switches, hosts := n.plan.Switches(), n.plan.Hosts()
+	switches, hosts := n.Plan().Switches(), n.Plan().Hosts()
 	t0 = time.Now()
 	lg.Infof("*** Stopping %d switches\n", len(switches))
 	errs = append(errs, n.deleteNodes(ctx, switches))
@@ -588,14 +561,14 @@ func (n *Network) Node(name string) (Node, error) {
 
 // Hosts returns the hosts (every node that is not a switch) in Mininet's
 // order.
-func (n *Network) Hosts() []*topo.PlannedNode { return n.plan.Hosts() }
+func (n *Network) Hosts() []*topo.PlannedNode { return n.Plan().Hosts() }
 
 // Switches returns the switches in Mininet's order.
-func (n *Network) Switches() []*topo.PlannedNode { return n.plan.Switches() }
+func (n *Network) Switches() []*topo.PlannedNode { return n.Plan().Switches() }
 
 // IP returns the address of a node's default interface.
 func (n *Network) IP(name string) (netip.Addr, error) {
-	p := n.plan.Node(name)
+	p := n.Plan().Node(name)
 	if p == nil {
 		return netip.Addr{}, fmt.Errorf("%w: %s", ErrUnknownNode, name)
 	}
@@ -613,7 +586,7 @@ func (n *Network) StaticARP(ctx context.Context) error {
 		mac net.HardwareAddr
 	}
 	var entries []entry
-	for _, h := range n.plan.Hosts() {
+	for _, h := range n.Plan().Hosts() {
 		d := h.DefaultIntf()
 		if d == nil || !d.IP.IsValid() {
 			continue
@@ -631,8 +604,8 @@ func (n *Network) StaticARP(ctx context.Context) error {
 		}
 		entries = append(entries, entry{d.IP.Addr(), mac})
 	}
-	return forEach(ctx, n.opts.Workers, len(n.plan.Hosts()), func(_ context.Context, i int) error {
-		h := n.plan.Hosts()[i]
+	return forEach(ctx, n.opts.Workers, len(n.Plan().Hosts()), func(_ context.Context, i int) error {
+		h := n.Plan().Hosts()[i]
 		d := h.DefaultIntf()
 		if d == nil || !d.IP.IsValid() {
 			return nil

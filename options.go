@@ -102,13 +102,25 @@ func (b LinkBackend) String() string {
 	return string(b)
 }
 
-// ParseLinkBackend parses a --links value: "veth", "sriov" or
-// "sriov,key=value,..." (keys pairs, vlans, inventory, sim, vfs, sysfs; see
-// sriov.ParseSpec). The SR-IOV settings go into Options.SRIOV.
+// ParseLinkBackend parses a --links value: "veth", "sriov" (or hwpair,
+// CIMininet's word) or "sriov,key=value,..." (keys pairs, vlans, inventory,
+// sim, vfs, sysfs, emulator; see sriov.ParseOptions). The SR-IOV settings
+// go into Options.SRIOV.
 func ParseLinkBackend(spec string) (LinkBackend, sriov.Config, error) {
-	backend, cfg, err := sriov.ParseSpec(spec)
-	if err != nil {
-		return "", cfg, fmt.Errorf("%w: %w", ErrSRIOV, err)
+	word, opts, hasOpts := strings.Cut(spec, ",")
+	var cfg sriov.Config
+	switch strings.TrimSpace(word) {
+	case "", string(LinksVeth), "default":
+		if hasOpts {
+			return "", cfg, fmt.Errorf("%w: --links %s: veth links take no options", ErrSRIOV, spec)
+		}
+		return LinksVeth, cfg, nil
+	case string(LinksSRIOV), "hwpair":
+		cfg, err := sriov.ParseOptions(opts)
+		if err != nil {
+			return "", cfg, fmt.Errorf("%w: --links %s: %w", ErrSRIOV, spec, err)
+		}
+		return LinksSRIOV, cfg, nil
 	}
-	return LinkBackend(backend), cfg, nil
+	return "", cfg, fmt.Errorf("%w: --links %q: unknown link backend (use veth or sriov)", ErrSRIOV, strings.TrimSpace(word))
 }

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hymn-net/hymn/nodes"
 	"github.com/hymn-net/hymn/topo"
 )
 
@@ -90,7 +89,7 @@ func (n *Network) pingOnce(ctx context.Context, src, dst string, timeout time.Du
 			wait = 10 * time.Second
 		}
 	}
-	if ns, ok := node.(*nodes.NsNode); ok {
+	if ns, ok := namespaceNode(node); ok {
 		r, err := nativePing(ctx, ns, ip, wait)
 		r.Src, r.Dst = src, dst
 		return r, err
@@ -224,7 +223,7 @@ func (n *Network) PingAll(ctx context.Context, timeout time.Duration) (float64, 
 
 // PingPair pings between the first two hosts.
 func (n *Network) PingPair(ctx context.Context) (float64, error) {
-	hosts := n.plan.Hosts()
+	hosts := n.Plan().Hosts()
 	if len(hosts) < 2 {
 		return 0, fmt.Errorf("pingpair needs two hosts; the network has %d", len(hosts))
 	}
@@ -260,7 +259,7 @@ func (n *Network) PingAllFull(ctx context.Context, timeout time.Duration) ([]Pin
 
 // PingPairFull is PingFull over the first two hosts.
 func (n *Network) PingPairFull(ctx context.Context) ([]PingResult, error) {
-	hosts := n.plan.Hosts()
+	hosts := n.Plan().Hosts()
 	if len(hosts) < 2 {
 		return nil, fmt.Errorf("pingpairfull needs two hosts; the network has %d", len(hosts))
 	}
@@ -269,11 +268,11 @@ func (n *Network) PingPairFull(ctx context.Context) ([]PingResult, error) {
 
 func (n *Network) hostList(names []string) ([]*topo.PlannedNode, error) {
 	if names == nil {
-		return n.plan.Hosts(), nil
+		return n.Plan().Hosts(), nil
 	}
 	var out []*topo.PlannedNode
 	for _, name := range names {
-		p := n.plan.Node(name)
+		p := n.Plan().Node(name)
 		if p == nil {
 			return nil, fmt.Errorf("%w: %s", ErrUnknownNode, name)
 		}

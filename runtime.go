@@ -19,10 +19,18 @@ func (n *Network) AddNode(ctx context.Context, name string, kind topo.Kind, para
 	if !n.built || n.stopped {
 		return ErrNotBuilt
 	}
-	p, err := n.plan.AddNode(name, kind, params)
+	before := n.Plan()
+	plan, p, err := before.WithNode(name, kind, params)
 	if err != nil {
 		return err
 	}
+	if err := n.resolveNodes([]*topo.PlannedNode{p}); err != nil { // node.go
+		return err
+	}
+	// The new plan is published before the node is made: what builds it
+	// reads the plan as Build does. A node that fails puts the plan it
+	// replaced back; nothing is undone in place (topo/live.go).
+	n.plan.Store(plan)
 	// The node Build would have made: a VM host under --nodes vm, an
 	// OpenFlow switch under --switch ovsk (started at once, as Build
 	// starts its switches), a BPF switch under --switch bpf.
@@ -31,7 +39,8 @@ func (n *Network) AddNode(ctx context.Context, name string, kind topo.Kind, para
 		err = n.sdn.ovs.StartBridges(ctx, []*nodes.OVSBridge{n.bridgeOf(p)})
 	}
 	if err != nil {
-		n.plan.RemoveLastNode()
+		n.plan.Store(before)
+		n.backends.Delete(name)
 		if node != nil {
 			err = errors.Join(err, node.Delete())
 		}
@@ -57,25 +66,21 @@ func (n *Network) AddLink(ctx context.Context, node1, node2 string, params topo.
 	if err != nil {
 		return nil, err
 	}
-	pl, err := n.plan.AddLink(node1, node2, params)
+	before := n.Plan()
+	plan, pl, err := before.WithLink(node1, node2, params)
 	if err != nil {
 		return nil, err
 	}
-	if err := n.checkLinkPorts([]*topo.PlannedLink{pl}); err != nil {
-		n.plan.RemoveLastLink()
+	n.resolveLink(pl, emu)
+	if err := errors.Join(n.checkLinkPorts([]*topo.PlannedLink{pl}), checkLinkKinds(plan.Links, []*topo.PlannedLink{pl})); err != nil {
+		delete(n.resolved, pl)
 		return nil, err
 	}
-	if err := checkLinkKinds(n.plan.Links, []*topo.PlannedLink{pl}); err != nil { // link.go
-		n.plan.RemoveLastLink()
-		return nil, err
-	}
-	if emu != nil {
-		n.emulations[pl] = emu
-	}
+	n.plan.Store(plan) // as in AddNode: published first, put back on failure
 	l := &netLink{plan: pl}
 	if err := n.createLink(ctx, l); err != nil {
-		delete(n.emulations, pl)
-		n.plan.RemoveLastLink()
+		delete(n.resolved, pl)
+		n.plan.Store(before)
 		if l.impl != nil {
 			err = errors.Join(err, l.impl.delete(), n.detachFromSwitches(pl))
 		}
@@ -145,8 +150,12 @@ func (n *Network) deleteLink(ctx context.Context, l *netLink) error {
 		errs = append(errs, l.impl.delete())
 	}
 	n.links = slices.DeleteFunc(n.links, func(x *netLink) bool { return x == l })
-	delete(n.emulations, pl)
-	errs = append(errs, n.plan.RemoveLink(pl))
+	delete(n.resolved, pl)
+	if plan, err := n.Plan().WithoutLink(pl); err != nil {
+		errs = append(errs, err)
+	} else {
+		n.plan.Store(plan)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("deleting link %s: %w", pl, err)
 	}
@@ -164,7 +173,7 @@ func (n *Network) DeleteNode(ctx context.Context, name string) error {
 	if !n.built || n.stopped {
 		return ErrNotBuilt
 	}
-	p := n.plan.Node(name)
+	p := n.Plan().Node(name)
 	node, ok := n.nodes[name]
 	if p == nil || !ok {
 		return fmt.Errorf("%w: %s", ErrUnknownNode, name)
@@ -186,7 +195,12 @@ func (n *Network) DeleteNode(ctx context.Context, name string) error {
 	}
 	errs = append(errs, node.Delete())
 	delete(n.nodes, name)
-	errs = append(errs, n.plan.RemoveNode(name))
+	n.backends.Delete(name)
+	if plan, err := n.Plan().WithoutNode(name); err != nil {
+		errs = append(errs, err)
+	} else {
+		n.plan.Store(plan)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("deleting node %s: %w", name, err)
 	}

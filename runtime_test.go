@@ -51,8 +51,14 @@ func TestDeleteLive(t *testing.T) {
 			if loss := pingLoss(t, n, "h1", "h2"); loss != 0 {
 				t.Fatalf("h1 <-> h2 before: %v%% dropped", loss)
 			}
+			snapshot := n.Plan()
 			if err := n.DeleteLink(ctx, "s1", "s2", ""); err != nil {
 				t.Fatal(err)
+			}
+			// Plans are frozen: the one read before the change still has
+			// the link and s1's port.
+			if len(snapshot.Links) != 3 || len(snapshot.Node("s1").Intfs) != 3 {
+				t.Errorf("the plan read before DeleteLink changed: %d links, s1 has %d interfaces; want 3 and 3", len(snapshot.Links), len(snapshot.Node("s1").Intfs))
 			}
 			if hasIntf(t, n, "s1", "s1-eth2") || hasIntf(t, n, "s2", "s2-eth2") {
 				t.Error("the deleted link's interfaces are still there")

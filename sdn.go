@@ -64,7 +64,7 @@ func (n *Network) initSDN(t *topo.Topo) error {
 		if err := c.Validate(); err != nil {
 			return err
 		}
-		if seen[c.Name] || n.plan.Node(c.Name) != nil {
+		if seen[c.Name] || n.Plan().Node(c.Name) != nil {
 			return fmt.Errorf("%w: %q is used twice (controllers and nodes share names)", topo.ErrDuplicateNode, c.Name)
 		}
 		seen[c.Name] = true
@@ -76,7 +76,7 @@ func (n *Network) initSDN(t *topo.Topo) error {
 		if err := nodes.OVSAvailable(); err != nil {
 			return err
 		}
-		for _, s := range n.plan.Switches() {
+		for _, s := range n.Plan().Switches() {
 			if _, err := nodes.DefaultDPID(s.Name, s.Params["dpid"]); err != nil {
 				return err
 			}
@@ -118,9 +118,16 @@ func (n *Network) OVS() *nodes.OVSNet {
 
 func (n *Network) debugf(format string, args ...any) { n.log().Debugf(format, args...) }
 
+// progressf writes a progress line at info level (nodeEnv's: a VM's boot).
+func (n *Network) progressf(format string, args ...any) {
+	if lg := n.log(); lg != nil {
+		lg.Infof(format, args...)
+	}
+}
+
 // buildOVS starts the shared Open vSwitch before the switches are made.
 func (n *Network) buildOVS() error {
-	if !n.isOpenFlow() || len(n.plan.Switches()) == 0 {
+	if !n.isOpenFlow() || len(n.Plan().Switches()) == 0 {
 		return nil
 	}
 	ns := owner.NamespaceName(n.run, nodes.OVSNetNode)
@@ -142,6 +149,7 @@ func (n *Network) newOpenFlowSwitch(p *topo.PlannedNode) (node Node, ok bool, er
 	if err != nil {
 		return nil, true, err
 	}
+	n.debugf("*** %s: OpenFlow switch on %s\n", p.Name, n.sdn.ovs.Namespace())
 	return sw, true, nil
 }
 
@@ -180,7 +188,7 @@ func (n *Network) SetSwitchControllers(ctx context.Context, name string, control
 	if !n.built || n.stopped {
 		return ErrNotBuilt
 	}
-	p := n.plan.Node(name)
+	p := n.Plan().Node(name)
 	if p == nil || !p.IsSwitch() {
 		return fmt.Errorf("%w: switch %s", ErrUnknownNode, name)
 	}
@@ -233,7 +241,7 @@ func (n *Network) startSDN(ctx context.Context) error {
 			if n.sdn.ovs != nil {
 				relay = filepath.Join(n.sdn.ovs.Dir(), spec.Name+".sock")
 			}
-			c, err := nodes.StartController(ctx, nodes.ControllerConfig{Name: spec.Name, Kind: spec.Kind, IP: spec.IP, Port: spec.Port, Protocols: n.controllerProtocols(), Switches: len(n.plan.Switches()),
+			c, err := nodes.StartController(ctx, nodes.ControllerConfig{Name: spec.Name, Kind: spec.Kind, IP: spec.IP, Port: spec.Port, Protocols: n.controllerProtocols(), Switches: len(n.Plan().Switches()),
 				Record: owner.NamespaceName(n.run, spec.Name), Relay: relay, Logf: n.debugf, Warnf: lg.Warningf})
 			if err != nil {
 				return err
@@ -243,7 +251,7 @@ func (n *Network) startSDN(ctx context.Context) error {
 		}
 	}
 	lg.Info(names.String() + "\n")
-	switches := n.plan.Switches()
+	switches := n.Plan().Switches()
 	lg.Infof("*** Starting %d switches\n", len(switches))
 	if n.sdn == nil || n.sdn.ovs == nil {
 		lg.Info(namesOf(switches) + "\n")
@@ -267,7 +275,7 @@ func namesOf(ns []*topo.PlannedNode) string { return names(ns) }
 // StartSwitch starts a stopped OpenFlow switch again (the shell's "switch
 // s1 start").
 func (n *Network) StartSwitch(ctx context.Context, name string) error {
-	p := n.plan.Node(name)
+	p := n.Plan().Node(name)
 	if p == nil || !p.IsSwitch() {
 		return fmt.Errorf("invalid switch: %s", name)
 	}
@@ -280,7 +288,7 @@ func (n *Network) StartSwitch(ctx context.Context, name string) error {
 // StopSwitch stops an OpenFlow switch, keeping its ports (the shell's
 // "switch s1 stop").
 func (n *Network) StopSwitch(ctx context.Context, name string) error {
-	p := n.plan.Node(name)
+	p := n.Plan().Node(name)
 	if p == nil || !p.IsSwitch() {
 		return fmt.Errorf("invalid switch: %s", name)
 	}
@@ -354,7 +362,7 @@ func (n *Network) debugLink(l *topo.PlannedLink) {
 		if n.usesOVS() {
 			n.debugf("*** %s: ethtool -K %s tx off rx off tso off gso off\n", i.Node, i.Name)
 		}
-		if p := n.plan.Node(i.Node); p != nil && p.IsSwitch() {
+		if p := n.Plan().Node(i.Node); p != nil && p.IsSwitch() {
 			n.debugf("*** %s: port %s joins the switch\n", i.Node, i.Name)
 		}
 	}
@@ -383,7 +391,7 @@ func (n *Network) controllerProtocols() string {
 		}
 	}
 	add(n.opts.Protocols)
-	for _, s := range n.plan.Switches() {
+	for _, s := range n.Plan().Switches() {
 		add(s.Params["protocols"])
 	}
 	return strings.Join(versions, ",")

@@ -84,28 +84,36 @@ func (n *Network) sriovState() *vfBackend {
 	return n.sriov.Load()
 }
 
-// linksBackend returns the network-wide link backend and its SR-IOV
-// configuration (Options.SRIOV, or the defaults).
-func (n *Network) linksBackend() (LinkBackend, sriov.Config, error) {
-	var cfg sriov.Config
-	switch n.opts.Links {
+// linkBackendConfig is the network-wide link backend (Options.Links) and
+// the SR-IOV configuration VF links use (Options.SRIOV, or the defaults),
+// resolved once by New.
+type linkBackendConfig struct {
+	backend LinkBackend
+	sriov   sriov.Config
+}
+
+// resolveLinkBackend checks and normalises Options.Links and Options.SRIOV.
+func resolveLinkBackend(opts Options) (linkBackendConfig, error) {
+	var c linkBackendConfig
+	switch opts.Links {
 	case "", LinksVeth, LinksSRIOV:
 	default:
-		return "", cfg, fmt.Errorf("%w: unknown link backend %q (use veth or sriov; parse --links specs with ParseLinkBackend)", ErrSRIOV, n.opts.Links)
+		return c, fmt.Errorf("%w: unknown link backend %q (use veth or sriov; parse --links specs with ParseLinkBackend)", ErrSRIOV, opts.Links)
 	}
 	// SR-IOV options alone do not switch the backend: links with kind
 	// sriov use them.
-	if n.opts.SRIOV != nil {
-		cfg = cfg.Merge(*n.opts.SRIOV)
+	if opts.SRIOV != nil {
+		c.sriov = c.sriov.Merge(*opts.SRIOV)
 	}
 	// Normalised here, so "DPDK" from Go means what emulator=dpdk does
 	// on the command line.
-	ports, err := linkparams.ParsePorts(cfg.Emulator)
+	ports, err := linkparams.ParsePorts(c.sriov.Emulator)
 	if err != nil {
-		return "", cfg, fmt.Errorf("%w: %w", ErrSRIOV, err)
+		return c, fmt.Errorf("%w: %w", ErrSRIOV, err)
 	}
-	cfg.Emulator = ports
-	return n.opts.Links, cfg, nil
+	c.sriov.Emulator = ports
+	c.backend = opts.Links
+	return c, nil
 }
 
 // linkKindVF is the kind= value of a link built from a VF pair.
@@ -120,20 +128,17 @@ func (n *Network) wantsVFPair(pl *topo.PlannedLink) bool {
 	case "veth":
 		return false
 	}
-	backend, _, err := n.linksBackend()
-	// A bad spec counts as sriov so that vfLink.create reports it.
-	return err != nil || backend == LinksSRIOV
+	return n.linkBackend.backend == LinksSRIOV
 }
 
 // CheckLinks validates Options.Links (and Options.SRIOV) without touching
 // the machine, for callers that want errors before Build.
 func CheckLinks(opts Options) error {
-	n := &Network{opts: opts}
-	_, cfg, err := n.linksBackend()
+	c, err := resolveLinkBackend(opts)
 	if err != nil {
 		return err
 	}
-	if _, err := cfg.LoadInventory(); err != nil {
+	if _, err := c.sriov.LoadInventory(); err != nil {
 		return fmt.Errorf("%w: %w", ErrSRIOV, err)
 	}
 	return nil
@@ -143,7 +148,7 @@ func CheckLinks(opts Options) error {
 // the simulated NIC.
 func (n *Network) countSRIOVLinks() int {
 	c := 0
-	for _, pl := range n.plan.Links {
+	for _, pl := range n.Plan().Links {
 		if n.linkIsSRIOV(pl) {
 			c += pairsFor(pl)
 		}
@@ -172,7 +177,7 @@ func (n *Network) sriovBackend() (*vfBackend, error) {
 // order.
 func (n *Network) reserveSRIOV(s *vfBackend) error {
 	s.reserved = map[*topo.PlannedLink][]*sriov.Pair{}
-	for _, pl := range n.plan.Links {
+	for _, pl := range n.Plan().Links {
 		if !n.linkIsSRIOV(pl) {
 			continue
 		}
@@ -186,10 +191,7 @@ func (n *Network) reserveSRIOV(s *vfBackend) error {
 }
 
 func (n *Network) initSRIOV(s *vfBackend) error {
-	_, cfg, err := n.linksBackend()
-	if err != nil {
-		return err
-	}
+	cfg := n.linkBackend.sriov
 	inv, err := cfg.LoadInventory()
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrSRIOV, err)
@@ -233,7 +235,7 @@ func (n *Network) initSRIOV(s *vfBackend) error {
 		vfs = max(n.countSRIOVLinks(), 8)
 	}
 	mtu := 1500
-	for _, pl := range n.plan.Links {
+	for _, pl := range n.Plan().Links {
 		mtu = max(mtu, pl.Params.MTU())
 	}
 	sim, err := sriov.NewSimNIC(sriov.SimConfig{Namespace: owner.NamespaceName(n.run, "sriov"), Dir: s.dir,
@@ -271,17 +273,14 @@ type vfLink struct {
 	vfio map[string]string
 }
 
-func (v *vfLink) create(n *Network, l *netLink) (err error) {
-	if _, _, err := n.linksBackend(); err != nil {
-		return err
-	}
-	emu := n.emulation(l.plan)
+func (v *vfLink) create(env linkEnv, l *netLink) (err error) {
+	emu := env.emulation(l.plan)
 	v.emulated = emu != nil
-	v.dpdk = v.emulated && n.linkPorts(l.plan) == linkparams.PortsDPDK
+	v.dpdk = v.emulated && env.linkPorts(l.plan) == linkparams.PortsDPDK
 	if v.emulated {
 		v.fc.AtoB, v.fc.BtoA = emu.ab, emu.ba
 	}
-	s, err := n.sriovBackend()
+	s, err := env.sriovBackend()
 	if err != nil {
 		return err
 	}
@@ -304,17 +303,16 @@ func (v *vfLink) create(n *Network, l *netLink) (err error) {
 		}
 	}()
 	first, last := l.plan.Intf1, l.plan.Intf2
-	sl.ends = []links.End{n.linkEnd(l.plan, first)}
+	sl.ends = []links.End{env.linkEnd(l.plan, first)}
 	if v.emulated {
-		if v.helper, err = n.emu().helperNamespace(n.run); err != nil {
+		if v.helper, err = env.helperNamespace(); err != nil {
 			return fmt.Errorf("link %s: %w", l.plan, err)
 		}
-		idx := n.linkIndex(l)
-		v.ports = [2]string{fmt.Sprintf("e%da", idx), fmt.Sprintf("e%db", idx)}
+		v.ports = env.emulatorPortNames(l)
 		mtu := sl.ends[0].MTU
 		sl.ends = append(sl.ends, links.End{NS: v.helper, Name: v.ports[0], MTU: mtu}, links.End{NS: v.helper, Name: v.ports[1], MTU: mtu})
 	}
-	sl.ends = append(sl.ends, n.linkEnd(l.plan, last))
+	sl.ends = append(sl.ends, env.linkEnd(l.plan, last))
 	for _, p := range pairs {
 		sl.vfs = append(sl.vfs, p.A.Netdev, p.B.Netdev)
 	}
@@ -341,7 +339,7 @@ func (v *vfLink) create(n *Network, l *netLink) (err error) {
 		}
 	}
 	for _, p := range pairs {
-		n.log().Debugf("*** link %s: VF pair %s vf %d / %s vf %d on VLAN %d\n", l.plan, p.Cable.A, p.A.Index, p.Cable.B, p.B.Index, p.VLAN)
+		env.debugf("*** link %s: VF pair %s vf %d / %s vf %d on VLAN %d\n", l.plan, p.Cable.A, p.A.Index, p.Cable.B, p.B.Index, p.VLAN)
 	}
 	return nil
 }
@@ -361,12 +359,12 @@ func (v *vfLink) waitEnds() []links.End {
 func (v *vfLink) hardwareDPDK() bool { return v.dpdk && v.s.sim == nil }
 
 // ready starts the emulator between the far VFs, now that they are up.
-func (v *vfLink) ready(n *Network, l *netLink) error {
+func (v *vfLink) ready(env linkEnv, l *netLink) error {
 	if !v.emulated {
 		return nil
 	}
 	if v.dpdk {
-		el, err := v.startDPDKEmulator(n, l.plan)
+		el, err := v.startDPDKEmulator(env, l.plan)
 		if err != nil {
 			return fmt.Errorf("link %s: %w", l.plan, err)
 		}
@@ -382,6 +380,18 @@ func (v *vfLink) ready(n *Network, l *netLink) error {
 }
 
 func (v *vfLink) emulator() *links.EmulatedLink { return v.el }
+
+func (v *vfLink) describe(li *LinkInfo) {
+	li.Kind = "vf"
+	if v.emulated {
+		li.Kind = "emulated-vf"
+	}
+	if v.sl != nil {
+		for _, p := range v.sl.pairs {
+			li.VLANs = append(li.VLANs, p.VLAN)
+		}
+	}
+}
 
 func (v *vfLink) stop() error {
 	if v.el == nil {

@@ -26,7 +26,7 @@ func (n *Network) chooseSwitch() {
 	if n.opts.Switch != SwitchAuto {
 		return
 	}
-	kind, why := autoSwitch(n.plan, n.stp)
+	kind, why := autoSwitch(n.Plan(), n.stp)
 	n.opts.Switch = kind
 	if kind == SwitchBPF {
 		n.switchNote = fmt.Sprintf("bpf (hymn's default for %s: eBPF switches, freed at once at teardown; --switch lxbr for Linux bridges)", why)

@@ -21,7 +21,7 @@ func (n *Network) checkBPFSwitches() error {
 		return nil
 	}
 	var errs []error
-	for _, p := range n.plan.Switches() {
+	for _, p := range n.Plan().Switches() {
 		if n.stp(p) {
 			errs = append(errs, fmt.Errorf("switch %s: %w", p.Name, nodes.ErrBPFSTP))
 		}
@@ -37,7 +37,7 @@ func (n *Network) checkBPFSwitches() error {
 func (n *Network) detachFromSwitches(l *topo.PlannedLink) error {
 	var errs []error
 	for _, i := range []*topo.Intf{l.Intf1, l.Intf2} {
-		if sw, ok := n.nodes[i.Node].(*nodes.NsNode); ok && sw.Kind() == topo.KindSwitch {
+		if sw := n.switchNode(i.Node); sw != nil {
 			errs = append(errs, sw.DetachPort(i.Name))
 		}
 	}

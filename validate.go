@@ -94,4 +94,4 @@ func checkLiveLink(node1, node2 string, p topo.Params) (*linkEmulation, error) {
 
 // emulation returns a planned link's parsed emulation parameters (nil
 // without any); n.mu is held or the network is being built.
-func (n *Network) emulation(pl *topo.PlannedLink) *linkEmulation { return n.emulations[pl] }
+func (n *Network) emulation(pl *topo.PlannedLink) *linkEmulation { return n.resolved[pl].emulation }

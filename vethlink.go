@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/hymn-net/hymn/links"
-	"github.com/hymn-net/hymn/topo"
 )
 
 // vethLink is a plain veth pair, its ends created directly in their
@@ -13,18 +12,19 @@ type vethLink struct {
 	veth *links.Veth
 }
 
-func (v *vethLink) create(n *Network, l *netLink) error {
-	n.debugLink(l.plan)
-	veth, err := links.CreateVeth(n.linkEnd(l.plan, l.plan.Intf1), n.linkEnd(l.plan, l.plan.Intf2))
+func (v *vethLink) create(env linkEnv, l *netLink) error {
+	env.debugLink(l.plan)
+	a, b := env.linkEnd(l.plan, l.plan.Intf1), env.linkEnd(l.plan, l.plan.Intf2)
+	veth, err := links.CreateVeth(a, b)
 	if err != nil {
 		return err
 	}
 	v.veth = veth
-	if n.usesOVS() && (n.plan.Node(l.plan.Intf1.Node).IsSwitch() || n.plan.Node(l.plan.Intf2.Node).IsSwitch()) {
+	if a.Complete || b.Complete {
 		// Open vSwitch's userspace datapath forwards frames as they are:
 		// checksums must be complete when they leave the senders.
-		for _, i := range []*topo.Intf{l.plan.Intf1, l.plan.Intf2} {
-			if err := links.DisableOffloads(n.nodes[i.Node], i.Name); err != nil {
+		for _, e := range []links.End{a, b} {
+			if err := links.DisableOffloads(e.NS, e.Name); err != nil {
 				return fmt.Errorf("link %s: %w", l.plan, err)
 			}
 		}
@@ -32,11 +32,12 @@ func (v *vethLink) create(n *Network, l *netLink) error {
 	return nil
 }
 
-func (v *vethLink) waitEnds() []links.End          { return nil }
-func (v *vethLink) ready(*Network, *netLink) error { return nil }
-func (v *vethLink) emulator() *links.EmulatedLink  { return nil }
-func (v *vethLink) stop() error                    { return nil }
-func (v *vethLink) release() error                 { return nil }
+func (v *vethLink) waitEnds() []links.End         { return nil }
+func (v *vethLink) ready(linkEnv, *netLink) error { return nil }
+func (v *vethLink) emulator() *links.EmulatedLink { return nil }
+func (v *vethLink) describe(li *LinkInfo)         { li.Kind = "veth" }
+func (v *vethLink) stop() error                   { return nil }
+func (v *vethLink) release() error                { return nil }
 
 // Links are not deleted one by one at teardown: deleting a veth waits for
 // an RCU grace period under the RTNL lock, while deleting a namespace

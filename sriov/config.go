@@ -37,36 +37,27 @@ type Config struct {
 	Conf Configurator `json:"-"`
 }
 
-// ParseSpec reads a --links value: "veth", "sriov" or
-// "sriov,key=value,..." with keys pairs (A:B, several joined by '+'),
-// vlans, inventory, sim (auto|on|off), vfs, sysfs and emulator
-// (afpacket|dpdk, the ports of emulated VF links), in the style of
-// Mininet's --link tc,delay=10ms. It returns the backend name and, for
-// sriov, its configuration.
-func ParseSpec(spec string) (string, Config, error) {
+// ParseOptions reads the SR-IOV options of a --links value, the part
+// after "sriov,": comma-separated key=value pairs with keys pairs (A:B,
+// several joined by '+'), vlans, inventory, sim (auto|on|off), vfs, sysfs
+// and emulator (afpacket|dpdk, the ports of emulated VF links), in the
+// style of Mininet's --link tc,delay=10ms. The backend word itself is the
+// root package's (hymn.ParseLinkBackend).
+func ParseOptions(opts string) (Config, error) {
 	var cfg Config
-	parts := strings.Split(spec, ",")
-	backend := strings.TrimSpace(parts[0])
-	switch backend {
-	case "", "veth", "default":
-		if len(parts) > 1 {
-			return "", cfg, fmt.Errorf("--links %s: veth links take no options", spec)
-		}
-		return "veth", cfg, nil
-	case "sriov", "hwpair":
-	default:
-		return "", cfg, fmt.Errorf("--links %q: unknown link backend (use veth or sriov)", backend)
+	if strings.TrimSpace(opts) == "" {
+		return cfg, nil
 	}
-	for _, kv := range parts[1:] {
+	for _, kv := range strings.Split(opts, ",") {
 		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
 		if !ok || v == "" {
-			return "", cfg, fmt.Errorf("--links %s: %q is not key=value", spec, kv)
+			return cfg, fmt.Errorf("%q is not key=value", kv)
 		}
 		if err := cfg.Set(k, v); err != nil {
-			return "", cfg, fmt.Errorf("--links %s: %w", spec, err)
+			return cfg, err
 		}
 	}
-	return "sriov", cfg, nil
+	return cfg, nil
 }
 
 // Set sets one option by its spec key.

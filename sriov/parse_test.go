@@ -5,32 +5,32 @@ import (
 	"testing"
 )
 
-func TestParseSpecBounds(t *testing.T) {
+func TestParseOptionsBounds(t *testing.T) {
 	cases := []struct {
 		spec, want string // want "" for accepted
 	}{
-		{"sriov,vfs=1000000", "at most 256 VFs per PF"},
-		{"sriov,vfs=256", ""},
-		{"sriov,vfs=0", "not a positive number"},
-		{"sriov,vfs=-5", "not a positive number"},
-		{"sriov,vfs=99999999999999999999", "not a positive number"},
-		{"sriov,sysfs=relative/dir", "absolute path"},
-		{"sriov,pairs=a:b", ""},
-		{"sriov,pairs=../x:b", "not an interface name"},
-		{"sriov,pairs=-a:b", "not an interface name"},
-		{"sriov,pairs=abcdefghijklmnop:b", "1 to 15 bytes"},
-		{"sriov,vlans=0-5000", "1 <= LO <= HI <= 4094"},
-		{"sriov,vlans=abc", "is not a number or LO-HI"},
-		{"sriov,nope=1", "unknown SR-IOV option"},
-		{"sriov,vfs", "is not key=value"},
-		{"sriov,emulator=dpdk", ""},
-		{"sriov,emulator=afpacket", ""},
-		{"sriov,emulator=xdp", "emulator=xdp: use afpacket or dpdk"},
-		{"sriov,emulator=", "is not key=value"},
+		{"vfs=1000000", "at most 256 VFs per PF"},
+		{"vfs=256", ""},
+		{"vfs=0", "not a positive number"},
+		{"vfs=-5", "not a positive number"},
+		{"vfs=99999999999999999999", "not a positive number"},
+		{"sysfs=relative/dir", "absolute path"},
+		{"pairs=a:b", ""},
+		{"pairs=../x:b", "not an interface name"},
+		{"pairs=-a:b", "not an interface name"},
+		{"pairs=abcdefghijklmnop:b", "1 to 15 bytes"},
+		{"vlans=0-5000", "1 <= LO <= HI <= 4094"},
+		{"vlans=abc", "is not a number or LO-HI"},
+		{"nope=1", "unknown SR-IOV option"},
+		{"vfs", "is not key=value"},
+		{"emulator=dpdk", ""},
+		{"emulator=afpacket", ""},
+		{"emulator=xdp", "emulator=xdp: use afpacket or dpdk"},
+		{"emulator=", "is not key=value"},
 	}
 	for _, c := range cases {
 		t.Run(c.spec, func(t *testing.T) {
-			_, _, err := ParseSpec(c.spec)
+			_, err := ParseOptions(c.spec)
 			if c.want == "" {
 				if err != nil {
 					t.Fatal(err)
@@ -71,12 +71,12 @@ func TestInventoryPortNames(t *testing.T) {
 	}
 }
 
-func FuzzParseSpec(f *testing.F) {
-	for _, s := range []string{"veth", "sriov", "sriov,vfs=1000000", "sriov,pairs=a:b+c:d,vlans=400-4094,sim=on", "hwpair,vlans=1,2,3", "sriov,sysfs=/x"} {
+func FuzzParseOptions(f *testing.F) {
+	for _, s := range []string{"", "vfs=1000000", "pairs=a:b+c:d,vlans=400-4094,sim=on", "vlans=1,2,3", "sysfs=/x"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, spec string) {
-		_, cfg, err := ParseSpec(spec)
+		cfg, err := ParseOptions(spec)
 		if err != nil {
 			return
 		}

@@ -147,15 +147,11 @@ func Resolve(t *Topo, opts AddressOptions) (*Plan, error) {
 			errs = append(errs, err)
 		}
 		pn.IP = ip
-		if mac, ok := n.Params["mac"]; ok {
-			hw, err := parseUnicastMAC(mac)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("node %s: mac: %w", n.Name, err))
-			}
-			pn.MAC = hw
-		} else if opts.AutoMAC {
-			pn.MAC = macFromIndex(next)
+		mac, err := hostMAC(n, opts.AutoMAC, next)
+		if err != nil {
+			errs = append(errs, err)
 		}
+		pn.MAC = mac
 		next++
 		plan.Nodes = append(plan.Nodes, pn)
 		plan.index[n.Name] = pn
@@ -200,22 +196,7 @@ func Resolve(t *Topo, opts AddressOptions) (*Plan, error) {
 		}
 	}
 	for _, l := range plan.Links {
-		for k, i := range map[string]*Intf{"1": l.Intf1, "2": l.Intf2} {
-			if v, ok := l.Params["ip"+k]; ok {
-				p, err := parseIP(v, i.IP.Bits())
-				if err != nil {
-					errs = append(errs, fmt.Errorf("link %s: ip%s: %w", l, k, err))
-				}
-				i.IP = p
-			}
-			if v, ok := l.Params["mac"+k]; ok {
-				hw, err := parseUnicastMAC(v)
-				if err != nil {
-					errs = append(errs, fmt.Errorf("link %s: mac%s: %w", l, k, err))
-				}
-				i.MAC = hw
-			}
-		}
+		errs = append(errs, l.applyAddresses()...)
 	}
 	if len(errs) == 0 {
 		errs = append(errs, plan.checkDuplicateAddresses()...)
@@ -225,104 +206,6 @@ func Resolve(t *Topo, opts AddressOptions) (*Plan, error) {
 	}
 	plan.base, plan.nextIP, plan.autoMAC = base, next, opts.AutoMAC
 	return plan, nil
-}
-
-// AddNode adds a node to a resolved plan, as Mininet's net.addHost does on a
-// running network: a host takes the next address of the plan.
-func (p *Plan) AddNode(name string, kind Kind, params Params) (*PlannedNode, error) {
-	if err := checkNodeName(name); err != nil {
-		return nil, err
-	}
-	if p.index[name] != nil {
-		return nil, fmt.Errorf("%w: %q already exists", ErrDuplicateNode, name)
-	}
-	n := &Node{Name: name, Kind: kind, Params: params.Clone()}
-	if n.Params == nil {
-		n.Params = Params{}
-	}
-	if err := checkNodeParams(n); err != nil {
-		return nil, err
-	}
-	pn := &PlannedNode{Node: *n}
-	if n.IsSwitch() {
-		if err := checkDPID(n); err != nil {
-			return nil, err
-		}
-	} else {
-		if p.nextIP >= uint64(1)<<(32-p.base.Bits())-1 {
-			return nil, fmt.Errorf("ipbase %s has no room for host %s", p.base, name)
-		}
-		ip, err := hostIP(n, netip.PrefixFrom(uintToIP(ipToUint(p.base.Masked().Addr())|uint32(p.nextIP)), p.base.Bits()))
-		if err != nil {
-			return nil, err
-		}
-		pn.IP = ip
-		if p.autoMAC {
-			pn.MAC = macFromIndex(p.nextIP)
-		}
-		p.nextIP++
-	}
-	p.Nodes = append(p.Nodes, pn)
-	p.index[name] = pn
-	return pn, nil
-}
-
-// AddLink adds a link between two planned nodes on their next free ports.
-// A host's first interface gets the host's address.
-func (p *Plan) AddLink(node1, node2 string, params Params) (*PlannedLink, error) {
-	n1, n2 := p.index[node1], p.index[node2]
-	for name, n := range map[string]*PlannedNode{node1: n1, node2: n2} {
-		if n == nil {
-			return nil, fmt.Errorf("link %s<->%s: %w %q", node1, node2, ErrUnknownNode, name)
-		}
-	}
-	if node1 == node2 {
-		return nil, fmt.Errorf("link %s<->%s: a node cannot be linked to itself", node1, node2)
-	}
-	if err := CheckLinkParams(params); err != nil {
-		return nil, fmt.Errorf("link %s<->%s: %w", node1, node2, err)
-	}
-	nextPort := func(n *PlannedNode) int {
-		port := n.PortBase()
-		for _, i := range n.Intfs {
-			port = max(port, i.Port+1)
-		}
-		return port
-	}
-	// intfName1/intfName2 name the ends, as Mininet's addLink takes them
-	// (an existing-interface link's are the interfaces it takes).
-	i1, err1 := newIntf(node1, nextPort(n1), params["intfName1"])
-	i2, err2 := newIntf(node2, nextPort(n2), params["intfName2"])
-	if err := errors.Join(err1, err2); err != nil {
-		return nil, err
-	}
-	for _, pair := range []struct {
-		n *PlannedNode
-		i *Intf
-	}{{n1, i1}, {n2, i2}} {
-		for _, have := range pair.n.Intfs {
-			if have.Name == pair.i.Name {
-				return nil, fmt.Errorf("link %s<->%s: %s has an interface %s already", node1, node2, pair.n.Name, have.Name)
-			}
-		}
-	}
-
-	l := &PlannedLink{Intf1: i1, Intf2: i2, Params: params.Clone()}
-	if l.Params == nil {
-		l.Params = Params{}
-	}
-	i1.Link, i2.Link = l, l
-	for _, pair := range []struct {
-		n *PlannedNode
-		i *Intf
-	}{{n1, i1}, {n2, i2}} {
-		if len(pair.n.Intfs) == 0 && !pair.n.IsSwitch() {
-			pair.i.IP, pair.i.MAC = pair.n.IP, pair.n.MAC
-		}
-		pair.n.Intfs = append(pair.n.Intfs, pair.i)
-	}
-	p.Links = append(p.Links, l)
-	return l, nil
 }
 
 func newIntf(node string, port int, name string) (*Intf, error) {
@@ -358,6 +241,49 @@ func hostIP(n *Node, planned netip.Prefix) (netip.Prefix, error) {
 		return netip.Prefix{}, fmt.Errorf("node %s: ip: %w", n.Name, err)
 	}
 	return p, nil
+}
+
+// hostMAC returns the host's MAC: its mac= parameter if given, else the
+// host's number under --mac, else nil (the kernel's).
+func hostMAC(n *Node, autoMAC bool, number uint64) (net.HardwareAddr, error) {
+	if v, ok := n.Params["mac"]; ok {
+		hw, err := parseUnicastMAC(v)
+		if err != nil {
+			return nil, fmt.Errorf("node %s: mac: %w", n.Name, err)
+		}
+		return hw, nil
+	}
+	if autoMAC {
+		return macFromIndex(number), nil
+	}
+	return nil, nil
+}
+
+// applyAddresses gives the link's ends the addresses and MACs its
+// ip1/ip2 and mac1/mac2 parameters name, over what their nodes gave them.
+func (l *PlannedLink) applyAddresses() []error {
+	var errs []error
+	for _, end := range []struct {
+		k string
+		i *Intf
+	}{{"1", l.Intf1}, {"2", l.Intf2}} {
+		k, i := end.k, end.i
+		if v, ok := l.Params["ip"+k]; ok {
+			p, err := parseIP(v, i.IP.Bits())
+			if err != nil {
+				errs = append(errs, fmt.Errorf("link %s: ip%s: %w", l, k, err))
+			}
+			i.IP = p
+		}
+		if v, ok := l.Params["mac"+k]; ok {
+			hw, err := parseUnicastMAC(v)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("link %s: mac%s: %w", l, k, err))
+			}
+			i.MAC = hw
+		}
+	}
+	return errs
 }
 
 // parseIP accepts "a.b.c.d/len" or "a.b.c.d" (then the default length).
@@ -414,59 +340,4 @@ func maskOf(bits int) uint32 {
 		return 0
 	}
 	return ^uint32(0) << (32 - bits)
-}
-
-// RemoveLastNode undoes the last AddNode (when deploying it failed).
-func (p *Plan) RemoveLastNode() {
-	if len(p.Nodes) == 0 {
-		return
-	}
-	last := p.Nodes[len(p.Nodes)-1]
-	delete(p.index, last.Name)
-	p.Nodes = p.Nodes[:len(p.Nodes)-1]
-}
-
-// RemoveLastLink undoes the last AddLink (when deploying it failed).
-func (p *Plan) RemoveLastLink() {
-	if len(p.Links) == 0 {
-		return
-	}
-	l := p.Links[len(p.Links)-1]
-	for _, i := range []*Intf{l.Intf1, l.Intf2} {
-		n := p.index[i.Node]
-		n.Intfs = n.Intfs[:len(n.Intfs)-1]
-	}
-	p.Links = p.Links[:len(p.Links)-1]
-}
-
-// RemoveLink takes a link out of a plan, with its interfaces (Mininet's
-// net.delLink on a running network). The nodes keep their addresses.
-func (p *Plan) RemoveLink(l *PlannedLink) error {
-	k := slices.Index(p.Links, l)
-	if k < 0 {
-		return fmt.Errorf("link %s is not in the plan", l)
-	}
-	for _, i := range []*Intf{l.Intf1, l.Intf2} {
-		if n := p.index[i.Node]; n != nil {
-			n.Intfs = slices.DeleteFunc(n.Intfs, func(x *Intf) bool { return x == i })
-		}
-	}
-	p.Links = slices.Delete(p.Links, k, k+1)
-	return nil
-}
-
-// RemoveNode takes a node without links out of a plan (Mininet's
-// net.delHost and net.delSwitch on a running network); remove its links
-// first. Its address is not given to a later node.
-func (p *Plan) RemoveNode(name string) error {
-	n := p.index[name]
-	if n == nil {
-		return fmt.Errorf("%w %q", ErrUnknownNode, name)
-	}
-	if len(n.Intfs) > 0 {
-		return fmt.Errorf("node %s still has %d links", name, len(n.Intfs))
-	}
-	p.Nodes = slices.DeleteFunc(p.Nodes, func(x *PlannedNode) bool { return x == n })
-	delete(p.index, name)
-	return nil
 }

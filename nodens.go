@@ -1,0 +1,57 @@
+package hymn
+
+import (
+	"context"
+
+	"github.com/hymn-net/hymn/nodes"
+	"github.com/hymn-net/hymn/topo"
+)
+
+// netnsBackend runs a node in a network namespace of its own (package
+// nodes): hosts, routers, and switches with the network's switch kind; a
+// switch of the network's shared OpenFlow Open vSwitch lives in that
+// switch's namespace instead (sdn.go).
+var netnsBackend = nodeBackend{
+	name:     BackendNetns,
+	switches: true,
+	check:    func(nodeEnv, *topo.PlannedNode) (int64, error) { return 0, nil },
+	start:    startNamespaceNode,
+}
+
+func startNamespaceNode(_ context.Context, env nodeEnv, p *topo.PlannedNode) (Node, error) {
+	if node, ok, err := env.newOpenFlowSwitch(p); ok {
+		return node, err
+	}
+	cfg := env.namespaceConfig(p)
+	env.debugf("*** %s: ip netns add %s\n", p.Name, cfg.Namespace)
+	node, err := nodes.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	env.debugf("*** %s: ip -n %s link set lo up\n", p.Name, cfg.Namespace)
+	return node, nil
+}
+
+// namespaceConfig is nodeEnv's: the node's switch plane follows the
+// network's switch kind.
+func (n *Network) namespaceConfig(p *topo.PlannedNode) nodes.Config {
+	return nodes.Config{Name: p.Name, Kind: p.Kind, Namespace: n.namespaceOf(p.Name), STP: n.stp(p), CPU: n.cpuLimit(p),
+		OVS: p.IsSwitch() && n.opts.Switch == SwitchOVSBridge, BPF: n.isBPF(p), Ports: len(p.Intfs)}
+}
+
+// namespaceNode returns a running node as a namespace node, for what only
+// those offer (their switch planes, ping from the namespace, Listen and
+// DialContext); ok is false for a VM, or an OpenFlow switch.
+func namespaceNode(node Node) (ns *nodes.NsNode, ok bool) {
+	ns, ok = node.(*nodes.NsNode)
+	return ns, ok
+}
+
+// switchNode returns a running switch node with a switch plane of its own,
+// or nil (a host, a router, an OpenFlow switch of the shared OVS).
+func (n *Network) switchNode(name string) *nodes.NsNode {
+	if sw, ok := namespaceNode(n.nodes[name]); ok && sw.Kind() == topo.KindSwitch {
+		return sw
+	}
+	return nil
+}
