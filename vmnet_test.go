@@ -88,6 +88,15 @@ func TestMixedVMAndNamespaceHosts(t *testing.T) {
 	if loss, err := net.Ping(ctx, []string{"h2", "h3"}, time.Second); err != nil || loss != 0 {
 		t.Errorf("h2 <-> h3 (a VM added live): %v%% lost, %v", loss, err)
 	}
+	// An emulator cannot be inserted live into a VM's plain link (its end
+	// is a NIC hot-plugged into the guest); the refusal leaves the link
+	// as it was.
+	if err := net.SetLinkParams("h3", "s1", BothDirections, "delay 5ms"); err == nil || !strings.Contains(err.Error(), "VM node h3") {
+		t.Errorf("inserting an emulator into h3's link: %v, want a refusal naming VM node h3", err)
+	}
+	if loss, err := net.Ping(ctx, []string{"h2", "h3"}, time.Second); err != nil || loss != 0 {
+		t.Errorf("h2 <-> h3 after the refused insertion: %v%% lost, %v", loss, err)
+	}
 }
 
 func TestBadVMParametersRejectedBeforeBuild(t *testing.T) {
