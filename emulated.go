@@ -3,7 +3,6 @@ package hymn
 import (
 	"fmt"
 	"net"
-	"slices"
 	"strings"
 	"sync"
 
@@ -83,10 +82,12 @@ func (e *helperNS) helperNamespace(run string) (*links.HelperNS, error) {
 func (n *Network) helperNamespace() (*links.HelperNS, error) { return n.emu().helperNamespace(n.run) }
 
 // emulatorPortNames names an emulated link's two ports in the helper
-// namespace by the link's place in the network's list.
+// namespace by the link's seq: unique among the network's links, also
+// those added and deleted while it runs (by its place in the list, a link
+// added live was -1 like the one before it, and one behind a deleted link
+// took the name of the link behind it).
 func (n *Network) emulatorPortNames(l *netLink) [2]string {
-	idx := slices.Index(n.links, l)
-	return [2]string{fmt.Sprintf("e%da", idx), fmt.Sprintf("e%db", idx)}
+	return [2]string{fmt.Sprintf("e%da", l.seq), fmt.Sprintf("e%db", l.seq)}
 }
 
 // emulatedVethLink is a veth link split by an emulator: a ─ [emulator] ─ b,

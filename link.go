@@ -16,6 +16,11 @@ import (
 type netLink struct {
 	plan *topo.PlannedLink
 	impl linkImpl
+	// seq numbers the link among every link the network ever had (the
+	// plan's index for the links Build makes, then one more for each
+	// link added live), so the names of its emulator ports stay unique
+	// when links come and go.
+	seq int
 }
 
 // linkEnv is what a link kind sees of the network while it makes and

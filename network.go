@@ -92,6 +92,9 @@ type Network struct {
 	built    bool
 	stopped  bool
 
+	// nextSeq is the seq of the next link added live (netLink.seq).
+	nextSeq int
+
 	// switchNote says which switch SwitchAuto chose and why, for Build's
 	// log (switchauto.go); empty when the caller named the kind.
 	switchNote string
@@ -236,8 +239,9 @@ func (n *Network) Build(ctx context.Context) (err error) {
 	t0 = time.Now()
 	n.links = make([]*netLink, len(n.Plan().Links))
 	for i, pl := range n.Plan().Links {
-		n.links[i] = &netLink{plan: pl}
+		n.links[i] = &netLink{plan: pl, seq: i}
 	}
+	n.nextSeq = len(n.links)
 	// Every link is made and attached first, then all are waited for
 	// (link.go: createAttached, waitReady).
 	if err := forEach(ctx, n.opts.Workers, len(n.links), func(_ context.Context, i int) error { return n.createAttached(n.links[i]) }); err != nil {

@@ -77,7 +77,8 @@ func (n *Network) AddLink(ctx context.Context, node1, node2 string, params topo.
 		return nil, err
 	}
 	n.plan.Store(plan) // as in AddNode: published first, put back on failure
-	l := &netLink{plan: pl}
+	l := &netLink{plan: pl, seq: n.nextSeq}
+	n.nextSeq++ // a failed link's names are not given again either
 	if err := n.createLink(ctx, l); err != nil {
 		delete(n.resolved, pl)
 		n.plan.Store(before)

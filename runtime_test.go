@@ -242,3 +242,41 @@ func TestDeleteVMLinkLive(t *testing.T) {
 		t.Errorf("h1 (VM) <-> h2 over the link added again: %v%% dropped", loss)
 	}
 }
+
+// TestEmulatedLinksComeAndGo: the emulator ports of links made while the
+// network runs get names no other link has. Two emulated links added live,
+// and an emulator inserted into a link behind a deleted one, once took
+// the names of another link's ports ("file exists").
+func TestEmulatedLinksComeAndGo(t *testing.T) {
+	testenv.Root(t)
+	ctx := context.Background()
+	top := topo.New()
+	s1 := top.AddSwitch("s1")
+	top.AddLink(top.AddHost("h1"), s1)
+	top.AddLink(top.AddHost("h2"), s1, topo.Params{"delay": "1ms"})
+	top.AddLink(top.AddHost("h3"), s1)
+	n := startNet(t, top, Options{})
+	if err := n.DeleteLink(ctx, "h1", "s1", ""); err != nil {
+		t.Fatal(err)
+	}
+	// h3-s1 is now where h2-s1, emulated, was in the list.
+	if err := n.SetLinkParams("h3", "s1", BothDirections, "delay 1ms"); err != nil {
+		t.Fatalf("inserting an emulator into h3-s1 after h1-s1 was deleted: %v", err)
+	}
+	for _, h := range []string{"h4", "h5"} {
+		if err := n.AddNode(ctx, h, topo.KindHost, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := n.AddLink(ctx, h, "s1", topo.Params{"delay": "1ms"}); err != nil {
+			t.Fatalf("adding %s-s1 with delay=1ms live: %v", h, err)
+		}
+	}
+	if got := len(n.EmulatedLinks()); got != 4 {
+		t.Errorf("%d emulated links, want 4 (h2, h3, h4, h5)", got)
+	}
+	for _, pair := range [][2]string{{"h2", "h3"}, {"h4", "h5"}, {"h2", "h5"}} {
+		if loss := pingLoss(t, n, pair[0], pair[1]); loss != 0 {
+			t.Errorf("%s <-> %s: %v%% dropped", pair[0], pair[1], loss)
+		}
+	}
+}
