@@ -57,8 +57,11 @@ func TestDeleteLive(t *testing.T) {
 			}
 			// Plans are frozen: the one read before the change still has
 			// the link and s1's port.
-			if len(snapshot.Links) != 3 || len(snapshot.Node("s1").Intfs) != 3 {
-				t.Errorf("the plan read before DeleteLink changed: %d links, s1 has %d interfaces; want 3 and 3", len(snapshot.Links), len(snapshot.Node("s1").Intfs))
+			if len(snapshot.Links) != 3 || len(snapshot.Node("s1").Intfs) != 2 {
+				t.Errorf("the plan read before DeleteLink changed: %d links, s1 has %d interfaces; want 3 and 2", len(snapshot.Links), len(snapshot.Node("s1").Intfs))
+			}
+			if got := len(n.Plan().Node("s1").Intfs); got != 1 {
+				t.Errorf("s1 has %d interfaces in the plan after DeleteLink, want 1", got)
 			}
 			if hasIntf(t, n, "s1", "s1-eth2") || hasIntf(t, n, "s2", "s2-eth2") {
 				t.Error("the deleted link's interfaces are still there")
