@@ -1,7 +1,10 @@
 package linkparams
 
 import (
+	"math"
+	"math/big"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hymn-net/hymn/emulator"
@@ -51,12 +54,39 @@ func Delay(d time.Duration) Param { return set("delay", duration(d)) }
 func Jitter(d time.Duration) Param { return set("jitter", duration(d)) }
 
 // Rate limits each direction to bitsPerSecond of Ethernet frames
-// (Mininet's bw, which is in Mbit/s).
-func Rate(bitsPerSecond float64) Param { return set("bw", float(bitsPerSecond/1e6)) }
+// (Mininet's bw, which is in Mbit/s). The emulator counts whole bits per
+// second; the text written is exactly that number over 1e6, so the link
+// gets the rate given, not one a float's rounding moved.
+func Rate(bitsPerSecond float64) Param {
+	if math.IsNaN(bitsPerSecond) || math.IsInf(bitsPerSecond, 0) || math.Abs(bitsPerSecond) > 1<<62 {
+		return set("bw", float(bitsPerSecond/1e6)) // refused, naming bw, when the topology is resolved
+	}
+	mbit := new(big.Rat).SetFrac64(int64(math.Round(bitsPerSecond)), 1e6).FloatString(6)
+	return set("bw", strings.TrimSuffix(strings.TrimRight(mbit, "0"), "."))
+}
 
 // Loss drops each packet with the given probability, from 0 to 1
-// (Mininet's loss, which is in percent).
-func Loss(probability float64) Param { return set("loss", float(probability*100)) }
+// (Mininet's loss, which is in percent). The percentage written is the
+// shortest that the parser turns back into exactly this probability.
+func Loss(probability float64) Param { return set("loss", percent(probability)) }
+
+// percent writes p×100 with the fewest digits that linkparams' parser
+// (which reads the decimal exactly and divides by 100 once) turns back
+// into p itself: 0.02 is "2", not 2.0000000000000004.
+func percent(p float64) string {
+	if math.IsNaN(p) || math.IsInf(p, 0) || p == 0 {
+		return float(p * 100)
+	}
+	x := new(big.Float).SetPrec(256).SetFloat64(p)
+	x.Mul(x, big.NewFloat(100))
+	for prec := 1; prec <= 40; prec++ {
+		s := x.Text('g', prec)
+		if scaled(s, 1, 100) == p {
+			return s
+		}
+	}
+	return x.Text('g', 40)
+}
 
 // QueuePackets bounds the packets queued in each direction (Mininet's
 // max_queue_size).

@@ -2,6 +2,8 @@ package linkparams_test
 
 import (
 	"errors"
+	"math"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -70,5 +72,43 @@ func TestOutOfRange(t *testing.T) {
 				t.Logf("error (not ErrLinkParams): %v", err)
 			}
 		})
+	}
+}
+
+// TestTypedValuesExact: the text the typed setters write gives back
+// exactly the values given. Before, Loss wrote probability×100 in a
+// float's shortest form and the parser divided a float by 100: 0.07 was
+// written "7.000000000000001" and came back 0.07000000000000002.
+func TestTypedValuesExact(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	probs := []float64{0.07, 0.02, 1e-9, 0.3, 1, math.Nextafter(0.5, 0), 5e-324}
+	for range 2000 {
+		probs = append(probs, rng.Float64())
+	}
+	for _, p := range probs {
+		ab, _, err := hymn.EmulatorConfigs(linkparams.Params(linkparams.Loss(p)))
+		if err != nil {
+			t.Fatalf("Loss(%v): %v", p, err)
+		}
+		if ab.Loss.Prob != p {
+			t.Fatalf("Loss(%v) wrote loss=%s, which gives %v", p, linkparams.Params(linkparams.Loss(p))["loss"], ab.Loss.Prob)
+		}
+	}
+	if got := linkparams.Params(linkparams.Loss(0.07))["loss"]; got != "7" {
+		t.Errorf("Loss(0.07) wrote loss=%s, want 7", got)
+	}
+	rates := []uint64{1, 300000, 1234567, 999999999, uint64(emulator.MaxRate)}
+	for range 2000 {
+		rates = append(rates, 1+rng.Uint64N(uint64(emulator.MaxRate)))
+	}
+	for _, r := range rates {
+		p := linkparams.Params(linkparams.Rate(float64(r)))
+		ab, _, err := hymn.EmulatorConfigs(p)
+		if err != nil {
+			t.Fatalf("Rate(%d) wrote bw=%s: %v", r, p["bw"], err)
+		}
+		if ab.Space.Rate != r {
+			t.Fatalf("Rate(%d) wrote bw=%s, which gives %d bit/s", r, p["bw"], ab.Space.Rate)
+		}
 	}
 }

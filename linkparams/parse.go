@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/big"
 	"slices"
 	"sort"
 	"strconv"
@@ -167,6 +168,9 @@ func Apply(c *emulator.Config, m map[string]string) error {
 		switch k {
 		case "bw":
 			bw, err := strconv.ParseFloat(v, 64)
+			if err == nil {
+				bw = scaled(v, 1e6, 1) / 1e6 // the value as written (bits/s below, exactly)
+			}
 			if err != nil || math.IsNaN(bw) || math.IsInf(bw, 0) {
 				return bad(k, "not a number of Mbit/s")
 			}
@@ -180,7 +184,7 @@ func Apply(c *emulator.Config, m map[string]string) error {
 			// preamble and gap, so bw carries no per-packet overhead: with
 			// bw=10 iperf's TCP goodput is 10·1448/1514 = 9.56 Mbit/s, as
 			// with Mininet. An explicit overhead= key (sorted later) wins.
-			c.Space = emulator.SpacerConfig{Enabled: true, Rate: uint64(math.Round(bw * 1e6)), Limit: 1 << 20}
+			c.Space = emulator.SpacerConfig{Enabled: true, Rate: uint64(math.Round(scaled(v, 1e6, 1))), Limit: 1 << 20}
 			c.Overhead = 0
 			// With bw the queue is the spacer's backlog, limited to N
 			// full-size frames in bytes, as Mininet's HTB queue of N
@@ -207,7 +211,7 @@ func Apply(c *emulator.Config, m map[string]string) error {
 			if err != nil || math.IsNaN(f) || f < 0 || f > 100 {
 				return bad(k, "must be a percentage between 0 and 100")
 			}
-			c.Loss = emulator.LossConfig{Model: emulator.RandomLoss, Prob: f / 100}
+			c.Loss = emulator.LossConfig{Model: emulator.RandomLoss, Prob: scaled(strings.TrimSuffix(v, "%"), 1, 100)}
 			continue
 		case "delay", "jitter":
 			if f := fields(v); len(f) == 1 {
@@ -274,6 +278,23 @@ func Apply(c *emulator.Config, m map[string]string) error {
 		return bad("delay", "must not be negative")
 	}
 	return c.Validate()
+}
+
+// scaled returns the decimal number v (as strconv.ParseFloat accepts it;
+// the caller has checked it) times num/den, rounded once: v is read as
+// the exact fraction it writes, not first rounded to a float64. So the text
+// the typed setters write (linkparams.Rate, Loss) gives back exactly the
+// value they were given: bw=0.3 is 300000 bit/s, not 299999.99999999994,
+// and loss=P% is the float64 nearest to P/100.
+func scaled(v string, num, den int64) float64 {
+	r, ok := new(big.Rat).SetString(strings.TrimSpace(v))
+	if !ok {
+		// Forms big.Rat does not read (hexadecimal floats): rounded twice.
+		f, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		return f * float64(num) / float64(den)
+	}
+	f, _ := r.Mul(r, big.NewRat(num, den)).Float64()
+	return f
 }
 
 // fields splits a value on blanks and '/', so `ge=1%/30%` works inside a
