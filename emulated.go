@@ -131,7 +131,7 @@ func (e *emulatedVethLink) waitEnds() []links.End {
 
 func (e *emulatedVethLink) ready(linkEnv, *netLink) error { return nil }
 func (e *emulatedVethLink) emulator() *links.EmulatedLink { return e.el }
-func (e *emulatedVethLink) describe(li *LinkInfo)         { li.Kind = "emulated" }
+func (e *emulatedVethLink) describe(li *LinkInfo)         { li.Kind = linkKindEmulated }
 func (e *emulatedVethLink) release() error                { return nil }
 
 func (e *emulatedVethLink) stop() error {
