@@ -50,6 +50,7 @@ func TestBrowserLinear1000(t *testing.T) {
 	watched := cpuTime() - c1
 	ev1 := eval[int](t, ctx, `hymnUI.events`)
 	pct := func(d time.Duration) float64 { return 100 * d.Seconds() / window.Seconds() }
+	t.Logf("linear,1000: the page's marks (ms after navigation start): %s", eval[string](t, ctx, `JSON.stringify(hymnUI.marks)`))
 	t.Logf("linear,1000: first paint %.0f ms, graph complete %.0f ms after navigation start (%v until the test saw it; chromium's CPU meanwhile %v)", fp, complete, wall.Round(time.Millisecond), chromeCPU)
 	t.Logf("linear,1000: CPU of this process over %v: %.2f%% of a core without the page, %.2f%% with it (%d updates), difference %.2f%%",
 		window, pct(idle), pct(watched), ev1-ev0, pct(watched)-pct(idle))
