@@ -29,7 +29,7 @@ type api struct {
 	mu       sync.Mutex
 	smp      *sampler
 	latest   *Sample
-	sent     map[int][]byte // what the stream last said of each link
+	sent     map[int]sentLink // what the stream last said of each link
 	subs     map[chan []byte]struct{}
 	wantTill time.Time // keep sampling until then (a snapshot asked)
 	running  bool
@@ -62,7 +62,7 @@ type uiCapture struct {
 }
 
 func newAPI(net *hymn.Network, opts Options) (*api, error) {
-	a := &api{net: net, opts: opts, sent: map[int][]byte{}, subs: map[chan []byte]struct{}{}, stopLoop: make(chan struct{})}
+	a := &api{net: net, opts: opts, sent: map[int]sentLink{}, subs: map[chan []byte]struct{}{}, stopLoop: make(chan struct{})}
 	a.capDir = opts.CaptureDir
 	a.mux = http.NewServeMux()
 	a.mux.HandleFunc("GET /api/snapshot", a.snapshot)
@@ -208,7 +208,7 @@ func (a *api) loop() {
 		if a.smp.changes != a.sentGen {
 			a.sentGen = a.smp.changes
 			a.broadcastLocked(sse("topology", map[string]int{"links": len(a.latest.Links)}))
-			a.sent = map[int][]byte{}
+			a.sent = map[int]sentLink{}
 		}
 		if len(a.subs) > 0 {
 			a.broadcastLocked(sse("stats", a.diffLocked()))
@@ -222,14 +222,47 @@ func (a *api) loop() {
 func (a *api) diffLocked() *Sample {
 	d := &Sample{Time: a.latest.Time}
 	for _, l := range a.latest.Links {
-		b, _ := json.Marshal(l)
-		if bytes.Equal(a.sent[l.ID], b) {
+		now := sentOf(l)
+		if prev, ok := a.sent[l.ID]; ok && prev.same(now) {
 			continue
 		}
-		a.sent[l.ID] = b
+		a.sent[l.ID] = now
 		d.Links = append(d.Links, l)
 	}
 	return d
+}
+
+// sentLink is what the stream said of a link: a plain link's state and
+// counters as a value (comparing them costs nothing; marshalling 2000
+// links to compare their JSON was a tenth of the sampler's CPU), the JSON
+// of one with an emulator or a schedule, whose views hold pointers.
+type sentLink struct {
+	plain plainSample
+	json  []byte
+}
+
+type plainSample struct {
+	known, up bool
+	ab, ba    DirSample
+}
+
+func sentOf(l LinkSample) sentLink {
+	if l.AB.Emu != nil || l.BA.Emu != nil || l.Sched != nil {
+		b, _ := json.Marshal(l) // plain values, maps and pointers to them: cannot fail
+		return sentLink{json: b}
+	}
+	p := plainSample{known: l.Up != nil, ab: l.AB, ba: l.BA}
+	if l.Up != nil {
+		p.up = *l.Up
+	}
+	return sentLink{plain: p}
+}
+
+func (s sentLink) same(o sentLink) bool {
+	if s.json != nil || o.json != nil {
+		return bytes.Equal(s.json, o.json)
+	}
+	return s.plain == o.plain
 }
 
 func (a *api) broadcastLocked(msg []byte) {
@@ -247,7 +280,8 @@ func sse(event string, v any) []byte {
 }
 
 // events is GET /api/events: a server-sent event stream. It opens with
-// "stats" carrying every link, then sends every interval a "stats" with
+// "stats" carrying every link and a "log" for each action so far, then
+// sends every interval a "stats" with
 // the links that changed, a "log" for each action, and "topology" when
 // links were added or changed kind (the client fetches the snapshot
 // again).
@@ -266,6 +300,8 @@ func (a *api) events(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a.subs[ch] = struct{}{}
+	// Lines logged from here on come through ch.
+	backlog := append([]LogLine(nil), a.log...)
 	a.mu.Unlock()
 	defer func() {
 		a.mu.Lock()
@@ -278,6 +314,11 @@ func (a *api) events(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 	if _, err := w.Write(sse("stats", st)); err != nil {
 		return
+	}
+	for _, l := range backlog {
+		if _, err := w.Write(sse("log", l)); err != nil {
+			return
+		}
 	}
 	fl.Flush()
 	for {

@@ -23,7 +23,7 @@ import (
 func TestBrowserLinear1000(t *testing.T) {
 	testenv.Root(t)
 	testenv.Tools(t, "chromium")
-	net := hymntest.Start(t, hymntest.Topo(t, "linear,1000"), hymn.Options{})
+	net := hymntest.Start(t, hymntest.Topo(t, "linear,1000"), hymn.Options{Switch: hymn.SwitchAuto}) // the hymn command's default
 	srv := serve(t, net, ui.Options{Interval: time.Second})
 	ctx, profile := browserProfile(t)
 	const window = 30 * time.Second

@@ -1,6 +1,9 @@
 package ui
 
 import (
+	"fmt"
+	"os"
+	"os/exec"
 	"testing"
 
 	"github.com/hymn-net/hymn/internal/testenv"
@@ -108,5 +111,61 @@ func BenchmarkLinkSock(b *testing.B) {
 		if err := s.dump(m); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestLinkSockFollowsChanges changes interfaces between samplings, by other
+// means than the sampler, in a namespace of its own: each sampling after a
+// change shows it (state from the kernel's link notifications, no full
+// dump in between), and an interface made or deleted meanwhile appears or
+// goes.
+func TestLinkSockFollowsChanges(t *testing.T) {
+	testenv.RootAndTools(t, "ip")
+	name := fmt.Sprintf("hymn-uitest-%d", os.Getpid())
+	ip := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %v: %v: %s", args, err, out)
+		}
+	}
+	ip("netns", "add", name)
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", name).Run() }) // gone with its interfaces
+	ip("-n", name, "link", "add", "x1", "type", "veth", "peer", "name", "x2")
+	ip("-n", name, "link", "set", "x1", "up")
+	ip("-n", name, "link", "set", "x2", "up")
+	ns, err := netns.GetFromName(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = ns.Close() }()
+	s, err := openLinkSock(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	sample := func() map[string]ifStats {
+		t.Helper()
+		m := map[string]ifStats{}
+		if err := s.read(m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	if m := sample(); !m["x1"].up || !m["x2"].up {
+		t.Fatalf("first sampling: x1 %+v, x2 %+v, want both up", m["x1"], m["x2"])
+	}
+	ip("-n", name, "link", "set", "x1", "down")
+	ip("-n", name, "link", "set", "x2", "down")
+	if m := sample(); m["x1"].up || m["x2"].up || s.stale {
+		t.Errorf("after x1, x2 down: %+v, %+v (stale %v), want both down from the notifications", m["x1"], m["x2"], s.stale)
+	}
+	ip("-n", name, "link", "add", "y1", "type", "veth", "peer", "name", "y2")
+	ip("-n", name, "link", "del", "x1")
+	m := sample()
+	if _, ok := m["y1"]; !ok {
+		t.Errorf("y1 made between samplings is missing: %v", m)
+	}
+	if _, ok := m["x1"]; ok {
+		t.Errorf("x1 deleted between samplings is still there: %v", m)
 	}
 }

@@ -599,17 +599,16 @@ function addLog(line) {
 }
 
 // ---- start
+// The graph needs only the topology: the counters (a sampling of every
+// namespace) and the log so far come with the stream's first events,
+// while the graph is laid out.
 async function load() {
-  const info = await api('/api/info');
+  const [info, topology] = await Promise.all([api('/api/info'), api('/api/topology')]);
   readOnly = info.read_only;
-  const snap = await api('/api/snapshot');
-  mark('snapshot');
-  ui.topology = snap.topology;
-  buildGraph(snap.topology);
-  setupMeasure(snap.topology);
-  if (snap.stats) applySamples(snap.stats.links || []);
-  logBox.replaceChildren(el('h3', {}, 'Log'));
-  (snap.log || []).forEach(addLog);
+  mark('topology');
+  ui.topology = topology;
+  buildGraph(topology);
+  setupMeasure(topology);
 }
 
 function stream() {
@@ -622,12 +621,14 @@ function stream() {
     status.className = 'live';
     applySamples(s.links || []);
   });
+  // Each (re)connection sends the log so far: start it afresh.
+  es.addEventListener('open', () => logBox.replaceChildren(el('h3', {}, 'Log')));
   es.addEventListener('log', (e) => addLog(JSON.parse(e.data)));
   es.addEventListener('topology', async () => {
-    const snap = await api('/api/snapshot');
-    ui.topology = snap.topology;
+    const topology = await api('/api/topology');
+    ui.topology = topology;
     // Kinds change (an emulator inserted): restyle, keep the layout.
-    for (const l of snap.topology.links) {
+    for (const l of topology.links) {
       if (l.id < 0) continue;
       const e = cy.getElementById('l' + l.id);
       if (e.nonempty()) {
