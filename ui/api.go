@@ -234,7 +234,7 @@ func (a *api) diffLocked() *Sample {
 
 // sentLink is what the stream said of a link: a plain link's state and
 // counters as a value (comparing them costs nothing; marshalling 2000
-// links to compare their JSON was a tenth of the sampler's CPU), the JSON
+// links to compare their JSON was a fifth of the sampling loop's CPU), the JSON
 // of one with an emulator or a schedule, whose views hold pointers.
 type sentLink struct {
 	plain plainSample
@@ -281,10 +281,9 @@ func sse(event string, v any) []byte {
 
 // events is GET /api/events: a server-sent event stream. It opens with
 // "stats" carrying every link and a "log" for each action so far, then
-// sends every interval a "stats" with
-// the links that changed, a "log" for each action, and "topology" when
-// links were added or changed kind (the client fetches the snapshot
-// again).
+// sends every interval a "stats" with the links that changed, a "log" for
+// each action, and "topology" when links were added or changed kind (the
+// client fetches the topology again).
 func (a *api) events(w http.ResponseWriter, r *http.Request) {
 	fl, ok := w.(http.Flusher)
 	if !ok {
