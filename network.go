@@ -82,7 +82,8 @@ type Network struct {
 	// resolved holds each planned link's kind and parsed emulation,
 	// decided once (in New, or AddLink for a live link): link.go.
 	resolved map[*topo.PlannedLink]resolvedLink
-	// linkBackend is Options.Links and Options.SRIOV, resolved in New.
+	// linkBackend is Options.SRIOV resolved in New (which checks
+	// Options.Links there too).
 	linkBackend linkBackendConfig
 	// backends holds each node's backend by name, decided once (in New,
 	// or AddNode): node.go. A sync.Map, so that front ends read it
@@ -590,7 +591,8 @@ func (n *Network) StaticARP(ctx context.Context) error {
 		mac net.HardwareAddr
 	}
 	var entries []entry
-	for _, h := range n.Plan().Hosts() {
+	hosts := n.Plan().Hosts() // one plan for both passes, filtered once
+	for _, h := range hosts {
 		d := h.DefaultIntf()
 		if d == nil || !d.IP.IsValid() {
 			continue
@@ -608,8 +610,8 @@ func (n *Network) StaticARP(ctx context.Context) error {
 		}
 		entries = append(entries, entry{d.IP.Addr(), mac})
 	}
-	return forEach(ctx, n.opts.Workers, len(n.Plan().Hosts()), func(_ context.Context, i int) error {
-		h := n.Plan().Hosts()[i]
+	return forEach(ctx, n.opts.Workers, len(hosts), func(_ context.Context, i int) error {
+		h := hosts[i]
 		d := h.DefaultIntf()
 		if d == nil || !d.IP.IsValid() {
 			return nil

@@ -84,12 +84,11 @@ func (n *Network) sriovState() *vfBackend {
 	return n.sriov.Load()
 }
 
-// linkBackendConfig is the network-wide link backend (Options.Links) and
-// the SR-IOV configuration VF links use (Options.SRIOV, or the defaults),
-// resolved once by New.
+// linkBackendConfig is the SR-IOV configuration VF links use
+// (Options.SRIOV, or the defaults), resolved once by New, which also
+// checks the network-wide backend (Options.Links).
 type linkBackendConfig struct {
-	backend LinkBackend
-	sriov   sriov.Config
+	sriov sriov.Config
 }
 
 // resolveLinkBackend checks and normalises Options.Links and Options.SRIOV.
@@ -112,7 +111,6 @@ func resolveLinkBackend(opts Options) (linkBackendConfig, error) {
 		return c, fmt.Errorf("%w: %w", ErrSRIOV, err)
 	}
 	c.sriov.Emulator = ports
-	c.backend = opts.Links
 	return c, nil
 }
 
@@ -128,7 +126,7 @@ func (n *Network) wantsVFPair(pl *topo.PlannedLink) bool {
 	case "veth":
 		return false
 	}
-	return n.linkBackend.backend == LinksSRIOV
+	return n.opts.Links == LinksSRIOV
 }
 
 // CheckLinks validates Options.Links (and Options.SRIOV) without touching

@@ -167,24 +167,24 @@ func Apply(c *emulator.Config, m map[string]string) error {
 		var args []string
 		switch k {
 		case "bw":
-			bw, err := strconv.ParseFloat(v, 64)
-			if err == nil {
-				bw = scaled(v, 1e6, 1) / 1e6 // the value as written (bits/s below, exactly)
-			}
-			if err != nil || math.IsNaN(bw) || math.IsInf(bw, 0) {
+			if _, err := strconv.ParseFloat(v, 64); err != nil {
 				return bad(k, "not a number of Mbit/s")
 			}
-			if bw <= 0 {
+			bps := scaled(v, 1e6, 1) // the value as written, in bits/s
+			if math.IsNaN(bps) || math.IsInf(bps, 0) {
+				return bad(k, "not a number of Mbit/s")
+			}
+			if bps <= 0 {
 				return bad(k, "bw must be greater than 0 Mbit/s")
 			}
-			if bw*1e6 > emulator.MaxRate {
+			if bps > emulator.MaxRate {
 				return bad(k, "above %g Mbit/s", emulator.MaxRate/1e6)
 			}
 			// Mininet's HTB counts the Ethernet frame without FCS,
 			// preamble and gap, so bw carries no per-packet overhead: with
 			// bw=10 iperf's TCP goodput is 10·1448/1514 = 9.56 Mbit/s, as
 			// with Mininet. An explicit overhead= key (sorted later) wins.
-			c.Space = emulator.SpacerConfig{Enabled: true, Rate: uint64(math.Round(scaled(v, 1e6, 1))), Limit: 1 << 20}
+			c.Space = emulator.SpacerConfig{Enabled: true, Rate: uint64(math.Round(bps)), Limit: 1 << 20}
 			c.Overhead = 0
 			// With bw the queue is the spacer's backlog, limited to N
 			// full-size frames in bytes, as Mininet's HTB queue of N

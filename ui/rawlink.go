@@ -26,8 +26,8 @@ type linkSock struct {
 	// counters come from RTM_GETSTATS, whose kernel side fills only the
 	// 64-bit counters. An RTM_GETLINK dump fills every attribute, IPv6's
 	// configuration and statistics included: repeated every fifth
-	// sampling, as it was, it cost a third of the sampler's CPU on
-	// linear,1000. The full dump runs again only when stale is set (an
+	// sampling, as it was, it cost about a quarter of the sampler's CPU
+	// on linear,1000. The full dump runs again only when stale is set (an
 	// action, an interface the notifications did not name, or
 	// notifications lost to a full socket buffer).
 	names map[int32]string
