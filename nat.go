@@ -120,8 +120,9 @@ func (n *Network) configureNAT(ctx context.Context, p *topo.PlannedNode) error {
 	}
 	// Hosts leave the network through the NAT node.
 	gw := p.IP.Addr().String()
-	return forEach(ctx, n.opts.Workers, len(n.Plan().Hosts()), func(ctx context.Context, i int) error {
-		h := n.Plan().Hosts()[i]
+	hosts := n.Plan().Hosts()
+	return forEach(ctx, n.opts.Workers, len(hosts), func(ctx context.Context, i int) error {
+		h := hosts[i]
 		if h.Name == p.Name || h.Params[NATParam] == "1" || h.Params["defaultRoute"] != "" || h.DefaultIntf() == nil {
 			return nil
 		}
