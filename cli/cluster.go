@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -17,8 +18,10 @@ import (
 	"github.com/hymn-net/hymn"
 	"github.com/hymn-net/hymn/cluster"
 	"github.com/hymn-net/hymn/internal/fileio"
+	"github.com/hymn-net/hymn/mnlog"
 	"github.com/hymn-net/hymn/partition"
 	"github.com/hymn-net/hymn/topo"
+	"github.com/hymn-net/hymn/ui"
 	"github.com/spf13/cobra"
 )
 
@@ -92,7 +95,10 @@ func runWorker(ctx context.Context, f *workerFlags, stdin io.Reader, stdout io.W
 	if _, err := spec.Resolve(); err != nil {
 		return fmt.Errorf("%w: worker: %s: %v", ErrUsage, f.spec, err)
 	}
-	opts := cluster.WorkerOptions{Spec: spec, BuildTimeout: f.buildTimeout}
+	opts := cluster.WorkerOptions{Spec: spec, BuildTimeout: f.buildTimeout,
+		// The coordinator's live view reads and acts through it; the
+		// coordinator logs the actions.
+		View: func(n *hymn.Network) (http.Handler, func(), error) { return ui.Handler(n, ui.Options{}) }}
 	if f.address != "" {
 		if opts.Address, err = netip.ParseAddr(f.address); err != nil || !opts.Address.IsGlobalUnicast() && !opts.Address.IsPrivate() {
 			return fmt.Errorf("%w: worker: --address %q is not a unicast IP address", ErrUsage, f.address)
@@ -161,6 +167,7 @@ type clusterFlags struct {
 	image, kubeconfig, namespace, pull string
 	// passed to every worker
 	switchSpec, nodes string
+	ui                uiFlags
 }
 
 // newClusterCmd returns "hymn cluster": split a topology over workers
@@ -343,6 +350,7 @@ stderr. Exit status 1 if a test fails, 2 for bad input.`,
 	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kube: kubectl's --kubeconfig")
 	fl.StringVar(&f.namespace, "namespace", "", "kube: the Kubernetes namespace of the worker pods (default: default)")
 	fl.StringVar(&f.pull, "pull-policy", "", "kube: the image pull policy: Never (default: an image imported into the node), IfNotPresent or Always (from a registry)")
+	addUIFlags(fl, &f.ui)
 	return cmd
 }
 
@@ -454,6 +462,17 @@ func runCluster(ctx context.Context, f *clusterFlags, args []string, stdin *os.F
 		return err
 	}
 	rep := &ClusterReport{Workers: n, Split: c.Split, BuildMS: c.BuildTime.Milliseconds(), LinkMS: c.LinkTime.Milliseconds(), Ready: c.Ready}
+	cn := &clusterNet{c: c}
+	if f.ui.listen != "" {
+		v, err := cn.LiveView(f.ui.listen, f.ui.readOnly, mnlog.New(stderr, mnlog.Info))
+		if err != nil {
+			sctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			_ = c.Stop(sctx) // the view's error is the news
+			cancel()
+			return err
+		}
+		logf("*** Live view: %s\n", v.URL())
+	}
 	var testErr error
 	if tests["pingall"] {
 		rep.PingAll, testErr = clusterPingAll(ctx, c, logf)
@@ -480,7 +499,10 @@ func runCluster(ctx context.Context, f *clusterFlags, args []string, stdin *os.F
 		if stdin == nil {
 			stdin = os.Stdin
 		}
-		RunRemoteShell(ctx, &clusterNet{c: c}, stdin, stderr, stderr)
+		RunRemoteShell(ctx, cn, stdin, stderr, stderr)
+	}
+	if cn.view != nil {
+		_ = cn.view.Close() // the network is going down: see startLiveView
 	}
 	logf("*** Stopping %d workers\n", n)
 	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -544,6 +566,7 @@ type clusterNet struct {
 	c       *cluster.Cluster
 	plan    *topo.Plan
 	planErr error
+	view    *ui.Server // the live view, once started
 }
 
 func (n *clusterNet) Plan() *topo.Plan {

@@ -38,7 +38,7 @@ var remoteCommands = sync.OnceValue(func() map[string]shellCommand {
 		"pingall":  {shellCommands["pingall"].help, (*shell).doRemotePingAll},
 		"pingpair": {shellCommands["pingpair"].help, (*shell).doRemotePingPair},
 	}
-	for _, name := range []string{"help", "sh", "time", "noecho", "source", "exit", "quit", "EOF"} {
+	for _, name := range []string{"help", "sh", "time", "noecho", "source", "exit", "quit", "EOF", "ui"} {
 		m[name] = shellCommands[name]
 	}
 	return m

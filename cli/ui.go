@@ -92,11 +92,18 @@ func init() {
 }
 
 func (s *shell) doUI(context.Context, string) bool {
-	if s.net == nil {
-		s.out("ui: not available for a network split over workers\n")
+	var v *ui.Server
+	var err error
+	if lv, ok := s.remote.(interface {
+		LiveView(listen string, readOnly bool, lg *mnlog.Logger) (*ui.Server, error)
+	}); ok {
+		v, err = lv.LiveView(ui.DefaultListen, false, s.lg)
+	} else if s.net != nil {
+		v, err = liveView(s.net, ui.DefaultListen, false, s.lg)
+	} else {
+		s.out("ui: this network has no live view\n")
 		return false
 	}
-	v, err := liveView(s.net, ui.DefaultListen, false, s.lg)
 	if err != nil {
 		s.outf("%v\n", err)
 		return false

@@ -371,11 +371,44 @@ func (c *Cluster) RTT(ctx context.Context, node string, dst netip.Addr, count in
 	return e.RTTMicros, err
 }
 
+// API runs one request of the live view's API in worker w's process (see
+// WorkerOptions.View): GET or POST, a target under /api/, a JSON body for
+// POST. Waiting for the worker's line (another exchange with it runs) is
+// bounded by ctx too.
+func (c *Cluster) API(ctx context.Context, w int, method, target string, body []byte) (Event, error) {
+	if w < 0 || w >= len(c.Specs) {
+		return Event{}, fmt.Errorf("no worker %d", w)
+	}
+	if err := lockCtx(ctx, &c.mu[w]); err != nil {
+		return Event{}, fmt.Errorf("worker %d: %w", w, err)
+	}
+	defer c.mu[w].Unlock()
+	id := c.nextID()
+	if err := c.conn(w).Send(Command{Cmd: "api", ID: id, Method: method, Target: target, Body: body}); err != nil {
+		return Event{}, fmt.Errorf("worker %d: %w", w, err)
+	}
+	return c.await(ctx, w, "api", id)
+}
+
+// lockCtx locks mu unless ctx ends first.
+func lockCtx(ctx context.Context, mu *sync.Mutex) error {
+	for !mu.TryLock() {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
 // Stats asks every worker for its cut links' counters.
 func (c *Cluster) Stats(ctx context.Context) ([]Event, error) {
 	out := make([]Event, len(c.conns))
 	for i := range c.conns {
-		c.mu[i].Lock()
+		if err := lockCtx(ctx, &c.mu[i]); err != nil {
+			return nil, fmt.Errorf("worker %d: %w", i, err)
+		}
 		id := c.nextID()
 		err := c.conn(i).Send(Command{Cmd: "stats", ID: id})
 		if err == nil {

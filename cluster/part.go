@@ -343,7 +343,12 @@ const guestAttachTimeout = time.Minute
 
 // CutStats are one cut link's counters on this side.
 type CutStats struct {
-	Link     string     `json:"link"`
+	Link string `json:"link"`
+	// Index is the link's place in the whole topology's links; First
+	// says this worker holds its first end (the tunnel's tx is then the
+	// link's a>b).
+	Index    int        `json:"index"`
+	First    bool       `json:"first,omitempty"`
 	VNI      int        `json:"vni"`
 	Peer     int        `json:"peer"`
 	Remote   netip.Addr `json:"remote"`
@@ -374,7 +379,7 @@ func (side *cutSide) stats() (CutStats, error) {
 	if err != nil {
 		return CutStats{}, fmt.Errorf("cut link %s: %w", side.CutLink, err)
 	}
-	return CutStats{Link: side.Link.String(), VNI: side.VNI, Peer: side.Peer, Remote: side.remote,
+	return CutStats{Link: side.Link.String(), Index: side.Index, First: side.First, VNI: side.VNI, Peer: side.Peer, Remote: side.remote,
 		Emulated: side.emu != nil, XDP: side.emu != nil && side.emu.inKernel, Tunnel: c}, nil
 }
 

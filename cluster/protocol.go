@@ -12,7 +12,7 @@ import (
 
 // Command is a line from the coordinator to a worker.
 type Command struct {
-	Cmd string `json:"cmd"` // link, relink, stats, exec, rtt, ready (say it again), stop
+	Cmd string `json:"cmd"` // link, relink, stats, exec, rtt, api, ready (say it again), stop
 	ID  int    `json:"id,omitempty"`
 	// link: every worker's address, by worker number.
 	Peers []string `json:"peers,omitempty"`
@@ -30,11 +30,16 @@ type Command struct {
 	Dst   string  `json:"dst,omitempty"`
 	Count int     `json:"count,omitempty"`
 	GapMs float64 `json:"gap_ms,omitempty"`
+	// api: one request of the live view's API for the worker's part
+	// (GET or POST, a target under /api/, a JSON body for POST).
+	Method string `json:"method,omitempty"`
+	Target string `json:"target,omitempty"`
+	Body   []byte `json:"body,omitempty"`
 }
 
 // Event is a line from a worker to the coordinator.
 type Event struct {
-	Event  string `json:"event"` // ready, linked, relinked, stats, exec, rtt, error, stopped
+	Event  string `json:"event"` // ready, linked, relinked, stats, exec, rtt, api, error, stopped
 	ID     int    `json:"id,omitempty"`
 	Worker int    `json:"worker"`
 	// ready: the worker's address (where its tunnels end), its network's
@@ -52,6 +57,11 @@ type Event struct {
 	Stderr string `json:"stderr,omitempty"`
 	// rtt: the round-trip time of each echo answered, in µs (to the ns).
 	RTTMicros []float64 `json:"rtt_us,omitempty"`
+	// api: the answer's status, Content-Type and Content-Disposition, and
+	// body (at most MaxAPIBody bytes).
+	Status int               `json:"status,omitempty"`
+	Header map[string]string `json:"header,omitempty"`
+	Body   []byte            `json:"body,omitempty"`
 	// error: what went wrong; Fatal says the worker is tearing down.
 	Error string `json:"error,omitempty"`
 	Fatal bool   `json:"fatal,omitempty"`
@@ -63,6 +73,10 @@ type Event struct {
 // MaxLine bounds one protocol line in either direction: a longer one is
 // refused rather than buffered without limit.
 const MaxLine = 4 << 20
+
+// MaxAPIBody bounds an api answer's body: encoded in base64 it must fit
+// in a line.
+const MaxAPIBody = MaxLine/4*3 - 64<<10
 
 // MaxOutput bounds each of an exec's stdout and stderr in an event.
 const MaxOutput = 1 << 20

@@ -1,13 +1,17 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/hymn-net/hymn"
@@ -35,6 +39,10 @@ type WorkerOptions struct {
 	Net hymn.Options
 	// BuildTimeout bounds building the part (0: 5 minutes).
 	BuildTimeout time.Duration
+	// View makes the live view's API for the part's network (ui.Handler;
+	// this package does not import the view), which the coordinator's
+	// view reaches with "api" commands; nil: the worker answers none.
+	View func(*hymn.Network) (h http.Handler, closeIt func(), err error)
 }
 
 // RunWorker runs one worker: builds its part, reports "ready", then serves
@@ -86,6 +94,15 @@ func RunWorker(ctx context.Context, opts WorkerOptions, in io.Reader, out io.Wri
 		}
 		_ = w.write(Event{Event: "stopped", Worker: me, Millis: time.Since(t).Milliseconds()})
 	}()
+	var view http.Handler
+	if opts.View != nil {
+		h, closeView, err := opts.View(part.Net)
+		if err != nil {
+			return fatal(fmt.Errorf("live view: %w", err))
+		}
+		defer closeView() // before the part stops (deferred earlier)
+		view = h
+	}
 	var names []string
 	for _, pn := range r.LocalNodes() {
 		names = append(names, pn.Name)
@@ -133,6 +150,10 @@ func RunWorker(ctx context.Context, opts WorkerOptions, in io.Reader, out io.Wri
 				// Said again for a coordinator that attached late (a
 				// pod's attach stream starts with no earlier output).
 				_ = w.write(ready)
+				continue
+			}
+			if c.Cmd == "api" {
+				serveAPI(ctx, view, me, c, w)
 				continue
 			}
 			if err := serve(ctx, part, me, c, w); err != nil {
@@ -241,9 +262,49 @@ func serve(ctx context.Context, part *Part, me int, c Command, w *lineWriter) er
 		}
 		reply(Event{Event: "rtt", RTTMicros: us})
 	default:
-		bad("unknown command %q (use link, relink, stats, exec, rtt, ready, stop)", clip(c.Cmd, 40))
+		bad("unknown command %q (use link, relink, stats, exec, rtt, api, ready, stop)", clip(c.Cmd, 40))
 	}
 	return nil
+}
+
+// serveAPI answers an "api" command: one request of the live view's API
+// for this worker's part, run in this process. Event streams are refused:
+// the coordinator samples with /api/stats.
+func serveAPI(ctx context.Context, view http.Handler, me int, c Command, w *lineWriter) {
+	reply := func(e Event) { e.ID, e.Worker = c.ID, me; _ = w.write(e) }
+	bad := func(format string, a ...any) { reply(Event{Event: "error", Error: fmt.Sprintf(format, a...)}) }
+	switch {
+	case view == nil:
+		bad("api: this worker serves no live view")
+		return
+	case c.Method != http.MethodGet && c.Method != http.MethodPost:
+		bad("api: method %q: GET or POST", clip(c.Method, 20))
+		return
+	case !strings.HasPrefix(c.Target, "/api/") || strings.HasPrefix(c.Target, "/api/events"):
+		bad("api: target %q: a request under /api/ other than the event stream", clip(c.Target, 80))
+		return
+	}
+	req, err := http.NewRequestWithContext(ctx, c.Method, c.Target, bytes.NewReader(c.Body))
+	if err != nil {
+		bad("api: %v", err)
+		return
+	}
+	if c.Method == http.MethodPost {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	rec := httptest.NewRecorder()
+	view.ServeHTTP(rec, req)
+	if rec.Body.Len() > MaxAPIBody {
+		bad("api: %s: the answer has %d bytes, more than a protocol line carries (%d)", clip(c.Target, 80), rec.Body.Len(), MaxAPIBody)
+		return
+	}
+	h := map[string]string{}
+	for _, k := range []string{"Content-Type", "Content-Disposition"} {
+		if v := rec.Header().Get(k); v != "" {
+			h[k] = v
+		}
+	}
+	reply(Event{Event: "api", Status: rec.Code, Header: h, Body: rec.Body.Bytes()})
 }
 
 // guessAddress returns the first global unicast IPv4 address of an up,

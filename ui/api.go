@@ -20,34 +20,18 @@ import (
 	"github.com/vishvananda/netlink"
 )
 
-// api serves /api/* for one network in this process.
+// api serves /api/* for one network in this process: the stream, and
+// the actions through the network's own calls.
 type api struct {
-	net  *hymn.Network
-	opts Options
-	mux  *http.ServeMux
+	*stream
+	net *hymn.Network
+	mux *http.ServeMux
 
-	mu       sync.Mutex
-	smp      *sampler
-	latest   *Sample
-	sent     map[int]sentLink // what the stream last said of each link
-	subs     map[chan []byte]struct{}
-	wantTill time.Time // keep sampling until then (a snapshot asked)
-	running  bool
-	sentGen  int // the sampler's changes when the stream last said "topology"
-	log      []LogLine
-	caps     []*uiCapture
-	capDir   string
-	ownDir   bool
-	measure  sync.Mutex // one measure at a time
-	closed   bool
-	stopLoop chan struct{}
-}
-
-// LogLine is one action taken from a page, as the stream's "log" event
-// and the snapshot's "log" give it.
-type LogLine struct {
-	Time time.Time `json:"time"`
-	Text string    `json:"text"`
+	// Guarded by the stream's mu.
+	caps    []*uiCapture
+	capDir  string
+	ownDir  bool
+	measure sync.Mutex // one measure at a time
 }
 
 type uiCapture struct {
@@ -62,42 +46,30 @@ type uiCapture struct {
 }
 
 func newAPI(net *hymn.Network, opts Options) (*api, error) {
-	a := &api{net: net, opts: opts, sent: map[int]sentLink{}, subs: map[chan []byte]struct{}{}, stopLoop: make(chan struct{})}
-	a.capDir = opts.CaptureDir
+	a := &api{net: net, capDir: opts.CaptureDir}
+	a.stream = newStream(opts, func() Topology { return topology(net) }, func() feed { return newSampler(net) })
 	a.mux = http.NewServeMux()
-	a.mux.HandleFunc("GET /api/snapshot", a.snapshot)
-	a.mux.HandleFunc("GET /api/topology", a.topology)
-	a.mux.HandleFunc("GET /api/events", a.events)
+	a.routes(a.mux)
 	a.mux.HandleFunc("GET /api/node", a.node)
 	a.mux.HandleFunc("GET /api/histogram", a.histogram)
 	a.mux.HandleFunc("GET /api/captures", a.captures)
 	a.mux.HandleFunc("GET /api/capture/file", a.captureFile)
-	a.mux.HandleFunc("POST /api/link/state", a.action(a.linkState))
-	a.mux.HandleFunc("POST /api/link/emu", a.action(a.linkEmu))
-	a.mux.HandleFunc("POST /api/capture/start", a.action(a.captureStart))
-	a.mux.HandleFunc("POST /api/capture/stop", a.action(a.captureStop))
-	a.mux.HandleFunc("POST /api/measure", a.action(a.measureRun))
+	a.mux.HandleFunc("POST /api/link/state", action(a.linkState))
+	a.mux.HandleFunc("POST /api/link/emu", action(a.linkEmu))
+	a.mux.HandleFunc("POST /api/capture/start", action(a.captureStart))
+	a.mux.HandleFunc("POST /api/capture/stop", action(a.captureStop))
+	a.mux.HandleFunc("POST /api/measure", action(a.measureRun))
 	return a, nil
 }
 
 func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.mux.ServeHTTP(w, r) }
 
 func (a *api) close() {
-	a.mu.Lock()
-	if a.closed {
-		a.mu.Unlock()
+	if !a.closeStream() {
 		return
 	}
-	a.closed = true
-	close(a.stopLoop)
-	if a.smp != nil {
-		a.smp.closeSocks()
-	}
+	a.mu.Lock()
 	caps := a.caps
-	for ch := range a.subs {
-		close(ch)
-		delete(a.subs, ch)
-	}
 	a.mu.Unlock()
 	for _, c := range caps {
 		if c.Running {
@@ -132,229 +104,9 @@ func httpError(w http.ResponseWriter, err error) {
 	_ = json.NewEncoder(w).Encode(map[string]string{"error": err.Error()}) // as in writeJSON
 }
 
-// current returns a sample no older than one interval, sampling now if
-// the loop is not running, and keeps the loop running for a while so a
-// client polling the snapshot gets rates.
-func (a *api) current() *Sample {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.wantTill = time.Now().Add(10 * a.opts.Interval)
-	if a.latest == nil || time.Since(a.latest.Time) > 2*a.opts.Interval {
-		a.sampleLocked()
-	}
-	a.startLoopLocked()
-	return a.latest
-}
-
-func (a *api) sampleLocked() {
-	if a.smp == nil {
-		a.smp = newSampler(a.net)
-	}
-	a.latest = a.smp.sample()
-}
-
-// Snapshot is GET /api/snapshot: the topology, the latest sample and the
-// log of actions.
-type Snapshot struct {
-	Topology Topology  `json:"topology"`
-	Stats    *Sample   `json:"stats"`
-	Log      []LogLine `json:"log"`
-	Interval float64   `json:"interval_s"`
-}
-
-func (a *api) snapshot(w http.ResponseWriter, _ *http.Request) {
-	st := a.current()
-	a.mu.Lock()
-	lg := append([]LogLine(nil), a.log...)
-	a.mu.Unlock()
-	writeJSON(w, Snapshot{Topology: topology(a.net), Stats: st, Log: lg, Interval: a.opts.Interval.Seconds()})
-}
-
-func (a *api) topology(w http.ResponseWriter, _ *http.Request) { writeJSON(w, topology(a.net)) }
-
-// startLoopLocked starts the sampling loop unless it runs: it samples
-// every interval while a stream is open or a snapshot was asked for
-// recently, and stops by itself after, so an unwatched network costs
-// nothing.
-func (a *api) startLoopLocked() {
-	if a.running || a.closed {
-		return
-	}
-	a.running = true
-	go a.loop()
-}
-
-func (a *api) loop() {
-	t := time.NewTicker(a.opts.Interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-a.stopLoop:
-			return
-		case <-t.C:
-		}
-		a.mu.Lock()
-		if len(a.subs) == 0 && time.Now().After(a.wantTill) {
-			a.running = false
-			a.latest = nil // rates would span the idle time
-			if a.smp != nil {
-				a.smp.prev = nil
-				a.smp.closeSocks()
-			}
-			a.mu.Unlock()
-			return
-		}
-		a.sampleLocked()
-		if a.smp.changes != a.sentGen {
-			a.sentGen = a.smp.changes
-			a.broadcastLocked(sse("topology", map[string]int{"links": len(a.latest.Links)}))
-			a.sent = map[int]sentLink{}
-		}
-		if len(a.subs) > 0 {
-			a.broadcastLocked(sse("stats", a.diffLocked()))
-		}
-		a.mu.Unlock()
-	}
-}
-
-// diffLocked is the latest sample's links that changed since the stream
-// last sent them: at rest a large network's update is nearly empty.
-func (a *api) diffLocked() *Sample {
-	d := &Sample{Time: a.latest.Time}
-	for _, l := range a.latest.Links {
-		now := sentOf(l)
-		if prev, ok := a.sent[l.ID]; ok && prev.same(now) {
-			continue
-		}
-		a.sent[l.ID] = now
-		d.Links = append(d.Links, l)
-	}
-	return d
-}
-
-// sentLink is what the stream said of a link: a plain link's state and
-// counters as a value (comparing them costs nothing; marshalling 2000
-// links to compare their JSON was a fifth of the sampling loop's CPU), the JSON
-// of one with an emulator or a schedule, whose views hold pointers.
-type sentLink struct {
-	plain plainSample
-	json  []byte
-}
-
-type plainSample struct {
-	known, up bool
-	ab, ba    DirSample
-}
-
-func sentOf(l LinkSample) sentLink {
-	if l.AB.Emu != nil || l.BA.Emu != nil || l.Sched != nil {
-		b, _ := json.Marshal(l) // plain values, maps and pointers to them: cannot fail
-		return sentLink{json: b}
-	}
-	p := plainSample{known: l.Up != nil, ab: l.AB, ba: l.BA}
-	if l.Up != nil {
-		p.up = *l.Up
-	}
-	return sentLink{plain: p}
-}
-
-func (s sentLink) same(o sentLink) bool {
-	if s.json != nil || o.json != nil {
-		return bytes.Equal(s.json, o.json)
-	}
-	return s.plain == o.plain
-}
-
-func (a *api) broadcastLocked(msg []byte) {
-	for ch := range a.subs {
-		select {
-		case ch <- msg:
-		default: // a client too slow for the stream misses an update
-		}
-	}
-}
-
-func sse(event string, v any) []byte {
-	b, _ := json.Marshal(v)
-	return []byte("event: " + event + "\ndata: " + string(b) + "\n\n")
-}
-
-// events is GET /api/events: a server-sent event stream. It opens with
-// "stats" carrying every link and a "log" for each action so far, then
-// sends every interval a "stats" with the links that changed, a "log" for
-// each action, and "topology" when links were added or changed kind (the
-// client fetches the topology again).
-func (a *api) events(w http.ResponseWriter, r *http.Request) {
-	fl, ok := w.(http.Flusher)
-	if !ok {
-		httpError(w, errors.New("streaming unsupported"))
-		return
-	}
-	st := a.current()
-	ch := make(chan []byte, 16)
-	a.mu.Lock()
-	if a.closed {
-		a.mu.Unlock()
-		httpError(w, hymn.ErrNotBuilt)
-		return
-	}
-	a.subs[ch] = struct{}{}
-	// Lines logged from here on come through ch.
-	backlog := append([]LogLine(nil), a.log...)
-	a.mu.Unlock()
-	defer func() {
-		a.mu.Lock()
-		delete(a.subs, ch)
-		a.mu.Unlock()
-	}()
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	if _, err := w.Write(sse("stats", st)); err != nil {
-		return
-	}
-	for _, l := range backlog {
-		if _, err := w.Write(sse("log", l)); err != nil {
-			return
-		}
-	}
-	fl.Flush()
-	for {
-		select {
-		case <-r.Context().Done():
-			return
-		case msg, ok := <-ch:
-			if !ok {
-				return
-			}
-			if _, err := w.Write(msg); err != nil {
-				return
-			}
-			fl.Flush()
-		}
-	}
-}
-
-// logAction records an action in the run's log and on every open page.
-func (a *api) logAction(format string, args ...any) {
-	text := fmt.Sprintf(format, args...)
-	if a.opts.Log != nil {
-		a.opts.Log.Infof("*** ui: %s\n", text)
-	}
-	line := LogLine{Time: time.Now(), Text: text}
-	a.mu.Lock()
-	a.log = append(a.log, line)
-	if len(a.log) > 200 {
-		a.log = a.log[len(a.log)-200:]
-	}
-	a.broadcastLocked(sse("log", line))
-	a.mu.Unlock()
-}
-
 // action decodes a JSON request body (at most 64 KiB) into the handler's
 // argument and writes its result.
-func (a *api) action(fn func(ctx context.Context, body []byte) (any, error)) http.HandlerFunc {
+func action(fn func(ctx context.Context, body []byte) (any, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(io.LimitReader(r.Body, 64<<10))
 		if err != nil {
@@ -410,8 +162,8 @@ func (a *api) linkState(_ context.Context, body []byte) (any, error) {
 		return nil, fmt.Errorf("%w: %v", errBadRequest, err)
 	}
 	a.mu.Lock()
-	if a.smp != nil {
-		a.smp.stale()
+	if s, ok := a.feed.(*sampler); ok {
+		s.stale()
 	}
 	a.mu.Unlock()
 	a.logAction("link %s %s %s", req.Node1, req.Node2, state)

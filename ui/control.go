@@ -70,6 +70,21 @@ func (c *Control) Close() error {
 	return err
 }
 
+// Handler is net's API without the gate, for a process that carries
+// requests to it by other means (a cluster worker's protocol); close
+// releases what it holds, before the network stops.
+func Handler(net *hymn.Network, opts Options) (h http.Handler, closeIt func(), err error) {
+	opts.Token = "-" // unused: no gate
+	if err := opts.fill(); err != nil {
+		return nil, nil, err
+	}
+	a, err := newAPI(net, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	return a, a.close, nil
+}
+
 // ServeControl serves net's API on the run's control socket, for `hymn ui
 // --run RUN` in another process (Proxy). Requests need no token there: only
 // this user's processes can connect. opts.Log gets the actions.
@@ -176,7 +191,7 @@ func Proxy(run string, opts Options) (*Server, error) {
 		q.Del("token")
 		pr.Out.URL.RawQuery = q.Encode()
 	}}
-	s, err := listen(opts, rp, nil, run)
+	s, err := listen(opts, rp, run)
 	if err != nil {
 		return nil, err
 	}

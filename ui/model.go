@@ -24,6 +24,8 @@ type NodeView struct {
 	Role    string     `json:"role"`
 	Backend string     `json:"backend"`
 	Intfs   []IntfView `json:"intfs,omitempty"`
+	// Worker runs the node, in a network split over workers.
+	Worker *int `json:"worker,omitempty"`
 }
 
 // IntfView is a planned interface.
@@ -34,8 +36,9 @@ type IntfView struct {
 }
 
 // LinkView is one link: its ends and kind (veth, emulated, vf,
-// emulated-vf; control for a controller's connection to a switch, which
-// has no counters).
+// emulated-vf, existing; control for a controller's connection to a
+// switch, which has no counters; cut for a VXLAN tunnel between two
+// workers of a split network).
 type LinkView struct {
 	ID    int    `json:"id"`
 	Node1 string `json:"node1"`
@@ -44,6 +47,11 @@ type LinkView struct {
 	Intf2 string `json:"intf2,omitempty"`
 	Kind  string `json:"kind"`
 	VLANs []int  `json:"vlans,omitempty"`
+	// A cut link's workers (node1's, node2's), its tunnel's VNI and
+	// whether it is emulated.
+	Workers  []int `json:"workers,omitempty"`
+	VNI      int   `json:"vni,omitempty"`
+	Emulated bool  `json:"emulated,omitempty"`
 }
 
 // Sample is one sampling of every link: the stream's "stats" event and the
@@ -51,6 +59,10 @@ type LinkView struct {
 type Sample struct {
 	Time  time.Time    `json:"time"`
 	Links []LinkSample `json:"links"`
+	// Changes counts the times the list of links changed (a link added,
+	// an emulator inserted): a client that sees it move reads the
+	// topology again.
+	Changes int `json:"changes"`
 }
 
 // LinkSample is one link's live state. ab is node1→node2.
@@ -222,6 +234,12 @@ func (s *sampler) closeSocks() {
 	}
 }
 
+// idle closes the sockets and forgets the last sample: nobody watches.
+func (s *sampler) idle() {
+	s.prev = nil
+	s.closeSocks()
+}
+
 // stale makes the next sampling re-read every interface's state (after an
 // action changed one).
 func (s *sampler) stale() {
@@ -254,7 +272,7 @@ func (s *sampler) sample() *Sample {
 	for _, ls := range s.net.LinkSchedules() {
 		scheds[[2]string{ls.Node1, ls.Node2}] = ls
 	}
-	out := &Sample{Time: now, Links: make([]LinkSample, len(s.links))}
+	out := &Sample{Time: now, Links: make([]LinkSample, len(s.links)), Changes: s.changes}
 	for i, l := range s.links {
 		ls := LinkSample{ID: i}
 		if kc[i].ok {

@@ -67,12 +67,14 @@ func (o *Options) fill() error {
 
 // Server is a running live view.
 type Server struct {
-	url   string
-	srv   *http.Server
-	api   *api // nil for a proxy
-	done  chan struct{}
-	close sync.Once
-	stop  func()
+	url string
+	srv *http.Server
+	// closeAPI releases what the API holds (sampling, captures); nil
+	// for a proxy.
+	closeAPI func()
+	done     chan struct{}
+	close    sync.Once
+	stop     func()
 }
 
 // URL is the page's address, token included: the one line to give the
@@ -97,8 +99,8 @@ func (s *Server) Close() error {
 		if err != nil {
 			err = s.srv.Close()
 		}
-		if s.api != nil {
-			s.api.close()
+		if s.closeAPI != nil {
+			s.closeAPI()
 		}
 		close(s.done)
 	})
@@ -116,17 +118,17 @@ func Serve(net *hymn.Network, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := listen(opts, a, a, net.RunID())
+	s, err := listen(opts, a, net.RunID())
 	if err != nil {
 		a.close()
 		return nil, err
 	}
-	s.api = a
+	s.closeAPI = a.close
 	return s, nil
 }
 
 // listen serves backend (the API, or a proxy to it) behind the gate.
-func listen(opts Options, backend http.Handler, a *api, run string) (*Server, error) {
+func listen(opts Options, backend http.Handler, run string) (*Server, error) {
 	ln, err := net.Listen("tcp", opts.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("ui: listening on %s: %w", opts.Listen, err)

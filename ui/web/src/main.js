@@ -89,6 +89,8 @@ const usText = (v) => (v >= 1000 ? (v / 1000).toFixed(2) + ' ms' : v.toFixed(1) 
 
 // ---- graph
 let cy;
+// The border of a split network's nodes, by worker.
+const workerColours = ['#e6194b', '#3cb44b', '#4363d8', '#f58231', '#911eb4', '#42d4f4', '#f032e6', '#9a6324'];
 const roleShape = { host: 'ellipse', switch: 'round-rectangle', router: 'diamond', nat: 'hexagon', controller: 'tag' };
 
 // shape tells a tree whose switches branch (tree,D,F: "branching"), any
@@ -173,12 +175,14 @@ function buildGraph(t) {
   const n = t.nodes.length;
   const elements = [];
   for (const nd of t.nodes) {
-    elements.push({ group: 'nodes', data: { id: 'n:' + nd.name, label: nd.name, role: nd.role, backend: nd.backend }, classes: nd.role + ' ' + nd.backend });
+    // A split network's nodes carry their worker (a coloured border).
+    const w = nd.worker === undefined ? '' : ' w' + (nd.worker % workerColours.length);
+    elements.push({ group: 'nodes', data: { id: 'n:' + nd.name, label: nd.name, role: nd.role, backend: nd.backend }, classes: nd.role + ' ' + nd.backend + w });
   }
   let c = 0;
   for (const l of t.links) {
     const id = l.id >= 0 ? 'l' + l.id : 'c' + c++;
-    const label = l.vlans && l.vlans.length ? 'VLAN ' + l.vlans.join('/') : '';
+    const label = l.vlans && l.vlans.length ? 'VLAN ' + l.vlans.join('/') : l.kind === 'cut' ? 'VNI ' + l.vni : '';
     elements.push({ group: 'edges', data: { id, source: 'n:' + l.node1, target: 'n:' + l.node2, kind: l.kind, link: l.id, label, base: label }, classes: l.kind });
   }
   if (cy) cy.destroy();
@@ -205,9 +209,11 @@ function buildGraph(t) {
       { selector: 'node.nat', style: { 'background-color': '#8a5bb0' } },
       { selector: 'node.controller', style: { 'background-color': '#888', shape: 'tag' } },
       { selector: 'node.vm', style: { 'border-width': 3, 'border-style': 'double', 'border-color': '#222' } },
+      ...workerColours.map((c, i) => ({ selector: 'node.w' + i, style: { 'border-width': 3, 'border-color': c } })),
       { selector: 'edge', style: { width: 1.5, 'line-color': '#9aa', 'curve-style': 'haystack', label: big ? '' : 'data(label)', 'font-size': 8, 'min-zoomed-font-size': 11, 'text-background-color': '#fff', 'text-background-opacity': 0.8, 'text-background-padding': 1 } },
       { selector: 'edge.emulated, edge.emulated-vf', style: { 'line-color': '#d88a2a' } },
       { selector: 'edge.vf, edge.emulated-vf', style: { 'line-style': 'dashed', 'line-dash-pattern': [6, 2] } },
+      { selector: 'edge.cut', style: { 'line-color': '#7b3fb5', 'line-style': 'dashed', 'line-dash-pattern': [8, 3], width: 2.5 } },
       { selector: 'edge.control', style: { 'line-style': 'dotted', 'line-color': '#bbb', width: 1 } },
       { selector: 'edge.active', style: { 'line-color': '#1a73e8', 'z-index': 5 } },
       { selector: 'edge.emulated.active, edge.emulated-vf.active', style: { 'line-color': '#e8591a' } },
@@ -366,13 +372,19 @@ function renderLink(id, fresh) {
     details.replaceChildren();
     linkDom = { id, stats: el('div', { id: 'link-stats' }), emu: el('div', { id: 'link-emu' }), sched: el('div', { id: 'link-sched' }) };
     const title = el('h3', {}, `${l.node1} — ${l.node2}`);
-    const kind = el('p', { class: 'kind' }, `${l.kind} link, ${l.intf1} ↔ ${l.intf2}` + (l.vlans && l.vlans.length ? `, VLAN ${l.vlans.join('/')}` : ''));
+    const kind = el(
+      'p',
+      { class: 'kind' },
+      l.kind === 'cut'
+        ? `cut link${l.emulated ? ' (emulated)' : ''}: VXLAN VNI ${l.vni} from worker ${l.workers[0]} (${l.intf1}) to worker ${l.workers[1]} (${l.intf2}); counters are the tunnel's`
+        : `${l.kind} link, ${l.intf1} ↔ ${l.intf2}` + (l.vlans && l.vlans.length ? `, VLAN ${l.vlans.join('/')}` : ''),
+    );
     const rateChart = el('div', { id: 'rate-chart' });
     const histChart = el('div', { id: 'hist-chart' });
     linkDom.rateChart = rateChart;
     linkDom.histChart = histChart;
     details.append(title, kind, linkDom.stats, histChart, el('h4', {}, 'Rate (bit/s): ', el('span', { class: 'ab' }, `${l.node1}→${l.node2}`), ' ', el('span', { class: 'ba' }, `${l.node2}→${l.node1}`)), rateChart, linkDom.emu, linkDom.sched);
-    if (!readOnly) details.append(linkActions(l));
+    if (!readOnly && l.kind !== 'cut') details.append(linkActions(l));
     const h = history.get(id);
     const rc = new uPlot(
       { width: 380, height: 130, legend: { show: false }, scales: { x: { time: true } }, series: [{}, { label: `${l.node1}→${l.node2}`, stroke: '#1a73e8' }, { label: `${l.node2}→${l.node1}`, stroke: '#e8591a' }], axes: [{}, { values: (u, v) => v.map((x) => si(x, '')), size: 50 }] },
@@ -541,7 +553,7 @@ async function renderNode(name, refresh) {
   const planned = (d.intfs || []).map((i) => [i.name, i.ip || '', i.mac || '']);
   details.replaceChildren(
     el('h3', {}, name),
-    el('p', { class: 'kind' }, `${d.role}, ${d.backend}`),
+    el('p', { class: 'kind' }, `${d.role}, ${d.backend}` + (d.worker === undefined ? '' : `, worker ${d.worker}`)),
     rows.length ? table(rows, ['interface', 'state', 'addresses', 'MAC', 'MTU', 'rx pkts/bytes', 'tx pkts/bytes', 'drops']) : table(planned, ['interface', 'address', 'MAC']),
   );
   if (!refresh && d.role === 'host') measureFrom.value = name;
