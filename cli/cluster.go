@@ -53,6 +53,7 @@ once the part is built; it then reads commands on stdin:
   {"cmd":"link","id":1,"peers":["10.251.0.1","10.251.0.2"]}   make the cut links -> "linked"
   {"cmd":"stats","id":2}                                      tunnel counters   -> "stats"
   {"cmd":"exec","id":3,"node":"h1","argv":["ping","-c1","10.0.0.2"],"timeout":10}  -> "exec"
+  {"cmd":"api","id":4,"method":"GET","target":"/api/stats"}   the live view's API -> "api"
   {"cmd":"stop"}
 A bad command gets {"event":"error",...} and the worker goes on; a failure
 that leaves the part unusable is a "fatal" error. On stop, the end of stdin,
@@ -327,7 +328,9 @@ cut link shows), stats (each worker's tunnel counters), cli (the mininet>
 shell, after the other tests: node commands run by the worker holding the
 node; nodes, net, pingall, pingpair, sh, time, source), none. --json prints one JSON object on stdout: the split,
 each worker's build and link times, the test results; progress stays on
-stderr. Exit status 1 if a test fails, 2 for bad input.`,
+stderr. --ui serves the live view of the whole split network in the browser
+(docs/ui.md; the URL is printed) while it runs: with --test cli, until the
+shell ends. Exit status 1 if a test fails, 2 for bad input.`,
 		Args:          usageArgs(cobra.MaximumNArgs(1)),
 		SilenceUsage:  true,
 		SilenceErrors: true,

@@ -429,6 +429,9 @@ function renderLink(id, fresh) {
         ['', `${l.node1}→${l.node2}`, `${l.node2}→${l.node1}`],
       ),
     );
+  } else if (l.kind === 'cut') {
+    const how = l.emulated ? "Emulated in the workers' tunnels, each direction on its sending side (not shown here)." : 'No emulator on this tunnel.';
+    linkDom.emu.replaceChildren(el('p', { class: 'hint' }, how + ' A cut link is not changed from the page.'));
   } else {
     linkDom.emu.replaceChildren(el('p', { class: 'hint' }, 'No emulator on this link (setting parameters inserts one).'));
   }
