@@ -259,6 +259,8 @@ func (a *api) histogram(w http.ResponseWriter, r *http.Request) {
 type NodeDetails struct {
 	NodeView
 	Live []LiveIntf `json:"live,omitempty"`
+	// LiveError says why a VM's live interfaces could not be read.
+	LiveError string `json:"live_error,omitempty"`
 }
 
 // LiveIntf is one interface of a running node.
@@ -312,6 +314,14 @@ func (a *api) node(w http.ResponseWriter, r *http.Request) {
 			}
 			return nil
 		})
+	}
+	if node, err := a.net.Node(name); err == nil && nv.Backend == "vm" {
+		// A VM's interfaces live in its guest: one command there.
+		if live, err := guestInterfaces(r.Context(), node); err != nil {
+			d.LiveError = err.Error()
+		} else {
+			d.Live = live
+		}
 	}
 	writeJSON(w, d)
 }

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -235,19 +234,10 @@ func TestBrowserClusterView(t *testing.T) {
 		t.Fatal(err)
 	}
 	v := newClusterView(&fakeParts{}, opts)
-	defer v.closeStream()
+	t.Cleanup(func() { v.closeStream() })
 	srv := httptest.NewServer(&gate{token: "t", backend: v, run: "aaaa+bbbb"})
-	defer srv.Close()
-	path, _ := exec.LookPath("chromium")
-	copts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.NoFirstRun, chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1200, 800))
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), copts...)
-	defer cancelAlloc()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	tctx, cancelT := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancelT()
+	t.Cleanup(srv.Close) // after chromium ends (headless), which holds the event stream open
+	tctx := headless(t, t.TempDir(), 1200, 800, 2*time.Minute)
 	if err := chromedp.Do(tctx, chromedp.Navigate(srv.URL+"/?token=t"),
 		chromedp.Poll[chromedp.Void](`window.hymnUI && hymnUI.ready`, chromedp.WithPollingTimeout(time.Minute)),
 		// Two stats events: the cut link has rates.

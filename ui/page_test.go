@@ -53,6 +53,25 @@ func fakeAPI(k int) http.Handler {
 	return mux
 }
 
+// headless starts chromium with a fresh profile in dir and a window of
+// w×h, for tests of this package that need no network; it ends with the
+// test or after timeout.
+func headless(t *testing.T, dir string, w, h int, timeout time.Duration) context.Context {
+	t.Helper()
+	path, _ := exec.LookPath("chromium")
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.NoFirstRun, chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.UserDataDir(dir), chromedp.WindowSize(w, h))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(actx)
+	tctx, cancelT := context.WithTimeout(ctx, timeout)
+	t.Cleanup(func() { cancelT(); cancel(); cancelAlloc() })
+	if err := chromedp.Do(tctx); err != nil {
+		t.Fatal(err)
+	}
+	return tctx
+}
+
 // ChromiumCPU is the CPU time (user and system) of every process of the
 // chromium started with this profile directory: the page's cost, which a
 // loaded machine stretches in wall time but not here.
@@ -84,21 +103,9 @@ func ChromiumCPU(profile string) time.Duration {
 func TestPageLarge(t *testing.T) {
 	testenv.Tools(t, "chromium")
 	srv := httptest.NewServer(&gate{token: "t", backend: fakeAPI(1000), run: "0000000000000000"})
-	defer srv.Close()
-	path, _ := exec.LookPath("chromium")
+	t.Cleanup(srv.Close) // after chromium ends (headless), which holds the event stream open
 	profile := t.TempDir()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.NoFirstRun, chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.UserDataDir(profile), chromedp.WindowSize(1400, 900))
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	tctx, cancelT := context.WithTimeout(ctx, 3*time.Minute)
-	defer cancelT()
-	if err := chromedp.Do(tctx); err != nil {
-		t.Fatal(err)
-	}
+	tctx := headless(t, profile, 1400, 900, 3*time.Minute)
 	cpu0 := ChromiumCPU(profile)
 	layout := os.Getenv("HYMN_UI_LAYOUT")
 	if err := chromedp.Do(tctx, chromedp.Navigate(srv.URL+"/?token=t&layout="+layout),

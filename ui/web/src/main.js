@@ -559,6 +559,8 @@ async function renderNode(name, refresh) {
     el('p', { class: 'kind' }, `${d.role}, ${d.backend}` + (d.worker === undefined ? '' : `, worker ${d.worker}`)),
     rows.length ? table(rows, ['interface', 'state', 'addresses', 'MAC', 'MTU', 'rx pkts/bytes', 'tx pkts/bytes', 'drops']) : table(planned, ['interface', 'address', 'MAC']),
   );
+  // A VM's guest that did not answer: its planned interfaces, and why.
+  if (d.live_error) details.append(el('p', { class: 'hint' }, 'Live interfaces unavailable: ' + d.live_error));
   if (!refresh && d.role === 'host') measureFrom.value = name;
 }
 
