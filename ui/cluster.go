@@ -82,7 +82,8 @@ type clusterView struct {
 	changes []int       // per worker: its Changes when its topology was read
 	offsets []int       // per worker: its first link's id in the merged view
 	cutBase int         // the first cut link's id
-	gen     int         // the merged topology's changes
+	gen     int         // the merged topology's changes since it was first served
+	served  bool        // a client has read the merged topology
 	// prevCuts are the cut links' last counters, for rates.
 	prevCuts map[int]LinkSample
 	prevTime time.Time
@@ -156,6 +157,7 @@ func (v *clusterView) topology() Topology {
 	v.pmu.Lock()
 	defer v.pmu.Unlock()
 	v.readTopologiesLocked(ctx)
+	v.served = true
 	return v.mergeLocked()
 }
 
@@ -169,7 +171,9 @@ func (v *clusterView) readTopologiesLocked(ctx context.Context) {
 			continue // drawn without this part until it answers
 		}
 		v.topos[w] = &nt
-		v.gen++
+		if v.served {
+			v.gen++ // pages drew it without this part, or with its old links
+		}
 	}
 }
 

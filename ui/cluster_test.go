@@ -152,6 +152,9 @@ func TestClusterViewMerge(t *testing.T) {
 	for _, l := range s2.Links {
 		ids[l.ID] = l
 	}
+	if s1.Changes != 0 || s2.Changes != 0 {
+		t.Errorf("changes %d, %d before any change: the page would draw the graph again", s1.Changes, s2.Changes)
+	}
 	if len(s1.Links) != 7 || len(ids) != 7 {
 		t.Fatalf("samples of %d and %d links, want 7: %+v", len(s1.Links), len(ids), s2.Links)
 	}
@@ -182,6 +185,9 @@ func TestClusterViewMerge(t *testing.T) {
 	if code, _ := post("/api/link/emu", `{"node1":"h4","node2":"s4","dir":"a>b","params":"delay 5ms"}`); code != 200 ||
 		f.lastCall(1) != `POST /api/link/emu {"node1":"h4","node2":"s4","dir":"a>b","params":"delay 5ms"}` {
 		t.Errorf("emu h4 s4: %d, worker 1 got %q", code, f.lastCall(1))
+	}
+	if s := v.sample(); s.Changes == 0 {
+		t.Errorf("no change after an emulator went in: the page would keep the link's old kind")
 	}
 	if code, body := post("/api/link/state", `{"node1":"s3","node2":"s2","up":false}`); code != 400 || !strings.Contains(body, "worker 1") {
 		t.Errorf("the cut link down: %d %s", code, body)
