@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"github.com/hymn-net/hymn"
+	"github.com/hymn-net/hymn/mnlog"
 	"github.com/hymn-net/hymn/pyapi"
+	"github.com/hymn-net/hymn/ui"
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 )
@@ -28,6 +30,8 @@ const (
 	envPyLinks  = "HYMN_PY_LINKS"  // veth | sriov[,...]: every Link's backend
 	envPySwitch = "HYMN_PY_SWITCH" // a switch kind overriding Mininet(switch=...)
 	envPyKeep   = "HYMN_PY_KEEP"   // 1: leave the network when the script ends
+	envPyUI     = "HYMN_PY_UI"     // ADDR: pyserve serves the live view there (--ui)
+	envPyUIRO   = "HYMN_PY_UI_RO"  // 1: that view only shows (--ui-read-only)
 )
 
 // systemPython is Debian's interpreter, whose dist-packages hold the real
@@ -37,8 +41,9 @@ const systemPython = "/usr/bin/python3"
 func newPythonCmd(stdout io.Writer) *cobra.Command {
 	var nodes, linksSpec, switchKind, module string
 	var keep, path bool
+	var uiF uiFlags
 	cmd := &cobra.Command{
-		Use:   "python [--nodes netns|vm] [--links veth|sriov[,...]] [--switch K] [--keep] (SCRIPT | -m MODULE) [ARGS...] | python --path",
+		Use:   "python [--nodes netns|vm] [--links veth|sriov[,...]] [--switch K] [--keep] [--ui[=ADDR]] (SCRIPT | -m MODULE) [ARGS...] | python --path",
 		Short: "Run a Mininet Python script against hymn",
 		Long: `hymn python runs the system's python3 with hymn's mininet package first on
 PYTHONPATH, so an unchanged Mininet script (from mininet.net import Mininet)
@@ -51,6 +56,10 @@ hymn clean removes it then).
 Host a VM (--nodes vm), every Link a VF pair (--links sriov), every switch
 of kind K (lxbr, ovsbr, ovsk, bpf). Child processes inherit them.
 
+--ui[=ADDR] serves the live view of each network the script builds in the
+browser (docs/ui.md): the URL is printed on stderr once it is built. Every
+such network can also be shown by hymn ui from another terminal.
+
 --path prints the directory to put first on PYTHONPATH for tools that
 start python3 themselves. See docs/python.md.`,
 		Args:          cobra.ArbitraryArgs,
@@ -62,8 +71,8 @@ start python3 themselves. See docs/python.md.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var help bool
 			var err error
-			if args, err = parsePythonFlags(args, map[string]*string{"nodes": &nodes, "links": &linksSpec, "switch": &switchKind},
-				map[string]*bool{"keep": &keep, "path": &path, "help": &help}, &module); err != nil {
+			if args, err = parsePythonFlags(args, map[string]*string{"nodes": &nodes, "links": &linksSpec, "switch": &switchKind, "ui": &uiF.listen},
+				map[string]*bool{"keep": &keep, "path": &path, "help": &help, "ui-read-only": &uiF.readOnly}, &module); err != nil {
 				return err
 			}
 			if help {
@@ -99,6 +108,11 @@ start python3 themselves. See docs/python.md.`,
 					return fmt.Errorf("%w: --switch: %v", ErrUsage, err)
 				}
 			}
+			if uiF.listen != "" {
+				if _, _, err := net.SplitHostPort(uiF.listen); err != nil {
+					return fmt.Errorf("%w: --ui %q: give HOST:PORT (%v)", ErrUsage, uiF.listen, err)
+				}
+			}
 			py := systemPython
 			if _, err := os.Stat(py); err != nil {
 				if py, err = exec.LookPath("python3"); err != nil {
@@ -120,6 +134,12 @@ start python3 themselves. See docs/python.md.`,
 			if keep {
 				env = append(env, envPyKeep+"=1")
 			}
+			if uiF.listen != "" {
+				env = append(env, envPyUI+"="+uiF.listen)
+				if uiF.readOnly {
+					env = append(env, envPyUIRO+"=1")
+				}
+			}
 			// The script takes this process's place: its exit status,
 			// signals and terminal are the user's.
 			return syscall.Exec(py, argv, env)
@@ -129,6 +149,7 @@ start python3 themselves. See docs/python.md.`,
 	cmd.Flags().StringVar(&linksSpec, "links", "", "backend of every Link: veth or sriov[,key=value...]")
 	cmd.Flags().StringVar(&switchKind, "switch", "", "kind of every switch: lxbr, ovsbr, ovsk or bpf")
 	cmd.Flags().BoolVar(&keep, "keep", false, "leave the network running when the script ends (hymn clean removes it)")
+	addUIFlags(cmd.Flags(), &uiF)
 	cmd.Flags().BoolVar(&path, "path", false, "print the directory to put first on PYTHONPATH and exit")
 	cmd.Flags().StringVarP(&module, "module", "m", "", "run a module as python3 -m does")
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return fmt.Errorf("%w: %v", ErrUsage, err) })
@@ -162,7 +183,13 @@ func parsePythonFlags(args []string, strs map[string]*string, bools map[string]*
 			return args, nil
 		}
 		name, value, hasValue := strings.Cut(a[2:], "=")
-		if p, ok := strs[name]; ok {
+		if p, ok := strs[name]; ok && name == "ui" {
+			// As hymn --ui: the address is optional, and only after '='.
+			*p = ui.DefaultListen
+			if hasValue {
+				*p = value
+			}
+		} else if p, ok := strs[name]; ok {
 			if !hasValue {
 				if len(args) < 2 {
 					return nil, fmt.Errorf("%w: python: --%s needs a value", ErrUsage, name)
@@ -239,7 +266,14 @@ func newPyserveCmd(stdout, stderr io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			cfg := pyapi.Config{Keep: keep, Version: Version}
+			cfg := pyapi.Config{Keep: keep, Version: Version,
+				// The run's control socket (hymn ui from elsewhere) and,
+				// with hymn python --ui, the page; the URL goes to the
+				// script's stderr.
+				Started: func(n *hymn.Network) (func(), error) {
+					f := uiFlags{listen: os.Getenv(envPyUI), readOnly: os.Getenv(envPyUIRO) == "1"}
+					return startLiveView(n, f, mnlog.New(stderr, mnlog.Info))
+				}}
 			if debug {
 				cfg.Debug = stderr
 			}

@@ -1,7 +1,12 @@
 package pyapi_test
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -182,4 +187,102 @@ func TestSystemMininetExamples(t *testing.T) {
 			}
 		})
 	}
+}
+
+// hymn python --ui: the network a script builds is served in the browser
+// (the URL on the script's stderr) until the script stops it; a --ui
+// address that is not HOST:PORT is a usage error.
+func TestPythonLiveView(t *testing.T) {
+	testenv.RootAndTools(t, "python3", "ip")
+	dir := t.TempDir()
+	script := filepath.Join(dir, "view.py")
+	if err := os.WriteFile(script, []byte(`import sys
+from mininet.net import Mininet
+from mininet.node import LinuxBridge
+from mininet.topo import LinearTopo
+net = Mininet(topo=LinearTopo(k=2), switch=LinuxBridge, controller=None)
+net.start()
+print('started', flush=True)
+sys.stdin.readline()
+net.stop()
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, hymnBinary(t), "python", "--ui", script)
+	cmd.WaitDelay = 10 * time.Second
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = stdin.Close(); _ = cmd.Wait() }()
+	urlc := make(chan string, 1)
+	var errText strings.Builder
+	var mu sync.Mutex
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			mu.Lock()
+			errText.WriteString(sc.Text() + "\n")
+			mu.Unlock()
+			if u, ok := strings.CutPrefix(sc.Text(), "*** Live view: "); ok {
+				urlc <- u
+			}
+		}
+	}()
+	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "started\n" {
+		mu.Lock()
+		defer mu.Unlock()
+		t.Fatalf("the script printed %q (%v):\n%s", line, err, errText.String())
+	}
+	var pageURL string
+	select {
+	case pageURL = <-urlc:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no live view URL on stderr")
+	}
+	base, token, _ := strings.Cut(pageURL, "/?token=")
+	req, _ := http.NewRequest(http.MethodGet, base+"/api/topology", nil)
+	req.Header.Set("X-Hymn-Token", token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var topo struct {
+		Nodes []struct{ Name string } `json:"nodes"`
+		Links []struct{ Kind string } `json:"links"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&topo)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK || len(topo.Nodes) != 4 || len(topo.Links) != 3 {
+		t.Errorf("topology: %d %v %+v, want 4 nodes and 3 links", resp.StatusCode, err, topo)
+	}
+	if _, err := io.WriteString(stdin, "\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("the script: %v\n%s", err, errText.String())
+	}
+	if _, err := http.Get(pageURL); err == nil {
+		t.Errorf("the view still answers after the network stopped")
+	}
+
+	out, err := exec.Command(hymnBinary(t), "python", "--ui=nohostport", script).CombinedOutput()
+	if code := exitCode(err); code != 2 || !strings.Contains(string(out), "HOST:PORT") {
+		t.Errorf("--ui=nohostport: exit %d: %s", code, out)
+	}
+}
+
+func exitCode(err error) int {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
 }

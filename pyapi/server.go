@@ -44,6 +44,10 @@ type Config struct {
 	Version string
 	// Debug receives one line per request when non-nil.
 	Debug io.Writer
+	// Started, when non-nil, runs once the network is built (the live
+	// view); the function it returns runs before the network stops. Its
+	// error fails the build.
+	Started func(*hymn.Network) (stop func(), err error)
 }
 
 // Server serves one client's network.
@@ -53,6 +57,7 @@ type Server struct {
 	mu      sync.Mutex // the network pointer and stopped
 	net     *hymn.Network
 	stopped bool
+	unstart func() // Config.Started's stop, once the network is built
 
 	wmu sync.Mutex // one answer line at a time
 	w   *bufio.Writer
@@ -231,9 +236,13 @@ func (s *Server) stop() error {
 	n := s.net
 	already := s.stopped
 	s.stopped = true
+	unstart := s.unstart
 	s.mu.Unlock()
 	if n == nil || already {
 		return nil
+	}
+	if unstart != nil {
+		unstart()
 	}
 	return n.Stop()
 }
@@ -475,6 +484,15 @@ func (s *Server) build(ctx context.Context, raw json.RawMessage) (any, error) {
 		if err := n.StaticARP(ctx); err != nil {
 			return nil, err
 		}
+	}
+	if s.cfg.Started != nil {
+		unstart, err := s.cfg.Started(n)
+		if err != nil {
+			return nil, err
+		}
+		s.mu.Lock()
+		s.unstart = unstart
+		s.mu.Unlock()
 	}
 	return networkInfo(n), nil
 }
