@@ -245,7 +245,7 @@ func do(t *testing.T, req *http.Request, v any) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	b, _ := io.ReadAll(resp.Body)
 	if v != nil && len(b) > 0 && json.Unmarshal(b, v) != nil && resp.StatusCode == http.StatusOK {
 		t.Fatalf("%s: %s", req.URL.Path, b)

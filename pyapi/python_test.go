@@ -256,7 +256,7 @@ net.stop()
 		Links []struct{ Kind string } `json:"links"`
 	}
 	err = json.NewDecoder(resp.Body).Decode(&topo)
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	if err != nil || resp.StatusCode != http.StatusOK || len(topo.Nodes) != 4 || len(topo.Links) != 3 {
 		t.Errorf("topology: %d %v %+v, want 4 nodes and 3 links", resp.StatusCode, err, topo)
 	}
