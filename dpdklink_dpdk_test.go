@@ -5,8 +5,10 @@ package hymn
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -163,8 +165,14 @@ func testPortsInTopology(t *testing.T, ports string) {
 		}
 	}
 	const baseDelay = time.Millisecond
+	want := float64(len(path)) * float64(delay/time.Microsecond)
+	// The path's own latency: the 1 ms measurement less its 3 ms.
+	baseWant := float64(len(path)) * float64(baseDelay/time.Microsecond)
 	var base, res *measure.Result
 	stalled := false
+	// Each attempt is a round of the two measurements taken in turn; its
+	// median's excess over the path's own, kept for every round.
+	var roundsP50 []float64
 	for attempt := 1; ; attempt++ {
 		watch := stallwatch.Start()
 		setDelay(baseDelay)
@@ -178,6 +186,10 @@ func testPortsInTopology(t *testing.T, ports string) {
 		// probe took 16 ms more than the median and the forwarders'
 		// lateness p99 stayed at 0.2 ms), so a probe that far beyond
 		// its run's median counts as one too.
+		roundsP50 = append(roundsP50, res.Latency.P50-(base.Latency.P50-baseWant)-want)
+		if res.Latency.Min < want {
+			t.Errorf("%s ports: a probe crossed in %.1f µs, less than the %.0f µs of delay", ports, res.Latency.Min, want)
+		}
 		tail := max(base.Latency.Max-base.Latency.P50, res.Latency.Max-res.Latency.P50)
 		stalled = r.Stalled() || tail > 5000
 		if !stalled || attempt == 5 {
@@ -186,16 +198,10 @@ func testPortsInTopology(t *testing.T, ports string) {
 		}
 		t.Logf("%s ports: the machine stalled (stall watcher: %v; a probe took %.0f µs beyond its median) during attempt %d; measuring again", ports, r, tail, attempt)
 	}
-	want := float64(len(path)) * float64(delay/time.Microsecond)
-	// The path's own latency: the 1 ms measurement less its 3 ms.
-	baseWant := float64(len(path)) * float64(baseDelay/time.Microsecond)
 	ownMean, ownP50 := base.Latency.Mean-baseWant, base.Latency.P50-baseWant
 	added := res.Latency.Mean - ownMean - want
 	addedP50 := res.Latency.P50 - ownP50 - want
 	t.Logf("%s ports: beyond %.0f µs and the path's own: mean %+.1f µs (%+.2f %%), p50 %+.1f µs (%+.2f %%)", ports, want, added, 100*added/want, addedP50, 100*addedP50/want)
-	if res.Latency.Min < want {
-		t.Errorf("%s ports: a probe crossed in %.1f µs, less than the %.0f µs of delay", ports, res.Latency.Min, want)
-	}
 	for _, r := range []*measure.Result{base, res} {
 		// A stall of the whole machine overflows the rings; otherwise
 		// nothing may be lost or reordered.
@@ -204,12 +210,33 @@ func testPortsInTopology(t *testing.T, ports string) {
 		}
 	}
 	what, got, path0, now := "mean", added, ownMean, res.Latency.Mean
+	bound := 0.01 * want
 	if stalled {
-		t.Logf("%s ports: the machine stalled in every attempt: judging the median", ports)
-		what, got, path0, now = "median", addedP50, ownP50, res.Latency.P50
+		// An episode of slow wake-ups moves a whole measurement's
+		// median, and the path's own latency with it, by hundreds of µs
+		// while the forwarders release on time (fresh-root run of
+		// 2026-12-02: rounds -34, +28, -128, +165, +632 µs, lateness p50
+		// 150 ns; beside stall-inject three rounds in a row +321 to
+		// +673 µs). Then the median round is judged against what the
+		// rounds can resolve: three standard errors of a median of n,
+		// 1.2533·σ/√n with σ from the rounds' median absolute deviation
+		// (1.4826·MAD), at least the 1 % of a quiet machine and at most
+		// 5 %, so a systematic error of the emulator still fails. The
+		// emulator's own timing is judged below (lateness).
+		slices.Sort(roundsP50)
+		med := roundsP50[len(roundsP50)/2]
+		dev := make([]float64, len(roundsP50))
+		for i, r := range roundsP50 {
+			dev[i] = math.Abs(r - med)
+		}
+		slices.Sort(dev)
+		se := 1.2533 * 1.4826 * dev[len(dev)/2] / math.Sqrt(float64(len(roundsP50)))
+		bound = min(max(bound, 3*se), 0.05*want)
+		t.Logf("%s ports: the machine stalled in every attempt: judging the median round of %.1f µs within %.0f µs", ports, roundsP50, bound)
+		what, got, path0, now = "median round's median", med, ownP50, res.Latency.P50
 	}
-	if got > 0.01*want || got < -0.01*want {
-		t.Errorf("%s ports: %s one-way delay %.1f µs is %+.1f µs from %.0f µs plus the path's own %.1f µs; want within 1 %%", ports, what, now, got, want, path0)
+	if got > bound || got < -bound {
+		t.Errorf("%s ports: %s one-way delay %.1f µs is %+.1f µs from %.0f µs plus the path's own %.1f µs; want within %.0f µs", ports, what, now, got, want, path0, bound)
 	}
 	for _, l := range path {
 		st, err := net.LinkStats(l[0], l[1])
