@@ -244,8 +244,14 @@ func (n *Network) Build(ctx context.Context) (err error) {
 	}
 	n.nextSeq = len(n.links)
 	// Every link is made and attached first, then all are waited for
-	// (link.go: createAttached, waitReady).
-	if err := forEach(ctx, n.opts.Workers, len(n.links), func(_ context.Context, i int) error { return n.createAttached(n.links[i]) }); err != nil {
+	// (link.go: createAttached, waitReady); they are made in an order that
+	// keeps the broadcast domains small until the end (buildorder.go).
+	ends := make([][2]string, len(n.links))
+	for i, l := range n.links {
+		ends[i] = [2]string{l.plan.Intf1.Node, l.plan.Intf2.Node}
+	}
+	order := mergeOrder(ends)
+	if err := forEach(ctx, n.opts.Workers, len(n.links), func(_ context.Context, i int) error { return n.createAttached(n.links[order[i]]) }); err != nil {
 		return err
 	}
 	if err := forEach(ctx, n.opts.Workers, len(n.links), func(ctx context.Context, i int) error { return n.waitReady(ctx, n.links[i]) }); err != nil {
