@@ -254,6 +254,7 @@ func (n *Network) Build(ctx context.Context) (err error) {
 	if err := forEach(ctx, n.opts.Workers, len(n.links), func(_ context.Context, i int) error { return n.createAttached(n.links[order[i]]) }); err != nil {
 		return err
 	}
+	lg.Debugf("*** made and attached %d links in %v\n", len(n.links), time.Since(t0))
 	if err := forEach(ctx, n.opts.Workers, len(n.links), func(ctx context.Context, i int) error { return n.waitReady(ctx, n.links[i]) }); err != nil {
 		return err
 	}
@@ -330,6 +331,9 @@ func (n *Network) linkEnd(l *topo.PlannedLink, i *topo.Intf) links.End {
 	}
 	// Open vSwitch's userspace datapath forwards frames as they are.
 	e.Complete = n.usesOVS() && n.Plan().Node(i.Node).IsSwitch()
+	if sw := n.switchNode(i.Node); sw != nil {
+		e.UpLater = sw.SetsPortsUp()
+	}
 	return e
 }
 

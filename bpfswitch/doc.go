@@ -33,10 +33,11 @@
 //
 // The ports' indexes are an array map with one value, the flood list, which
 // Attach and Detach rewrite. The flood loop is bounded: the verifier walks
-// it once per possible iteration (about 12 µs of load time per port of
-// room), so a switch loads a program with room for the ports it has (at
-// least 8, a power of two) and a larger one, with a larger list, when a
-// port beyond that is attached, up to MaxPorts (1024: the verifier refuses
+// it once per possible iteration (about 50 µs of load time per port of
+// room on a 2-vCPU paravirtualised guest), so a switch loads a program
+// with room for the ports it is told it will have, and a larger one (at
+// least 8 ports, a power of two), with a larger list, when a port beyond
+// that is attached, up to MaxPorts (1024: the verifier refuses
 // much longer loops); Attach refuses more. The learning table holds 4096
 // addresses; beyond that frames to the unlearned ones are flooded.
 //

@@ -50,7 +50,7 @@ func TestProgramLoads(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%d ports: %v", ports, err)
 		}
-		if s.bound != boundFor(ports) {
+		if s.bound != initialBound(ports) {
 			t.Errorf("%d ports: room for %d", ports, s.bound)
 		}
 		if err := s.Close(); err != nil {
@@ -293,7 +293,7 @@ func TestSwitchForwardsAndLearns(t *testing.T) {
 // port list on every port, the learned table kept.
 func TestSwitchGrows(t *testing.T) {
 	testenv.Root(t)
-	const n = 10 // beyond the minimum room of 8
+	const n = 10 // room for 2, then 8 (minBound), then 16
 	l := newLab(t, n)
 	s, err := New("grow", 2)
 	if err != nil {

@@ -37,6 +37,12 @@ type End struct {
 	// kernel completes what the emulator sends into it); a plain veth's
 	// caller turns the offloads of both ends off.
 	Complete bool
+	// UpLater says that the caller sets the end up itself: a switch port,
+	// which its switch sets up once it is a port (package nodes). A
+	// plain veth then leaves such an end without an address as the kernel
+	// made it (down, with the pair's MTU), which saves two netlink round
+	// trips per port: a 2000-node build has 3000 such ends.
+	UpLater bool
 }
 
 // Veth is a created veth pair.
@@ -66,6 +72,8 @@ func CreateVeth(a, b End) (*Veth, error) {
 		index := 0
 		if i == 0 {
 			index = v.Attrs().Index // 0 if LinkAdd could not learn it: then as for B
+		} else if e.UpLater && !e.IP.IsValid() && (e.MTU == 0 || e.MTU == a.MTU) {
+			continue // made with A's MTU (the request's MTU is the peer's too)
 		}
 		if err := configure(e, index); err != nil {
 			_ = pair.Delete() // best effort: err is the one to report

@@ -9,6 +9,10 @@ func (n *NsNode) AttachPort(intf string) error {
 	return n.plane.attach(n, intf)
 }
 
+// SetsPortsUp reports whether AttachPort sets the port up: it does for
+// every switch with a forwarding plane (every plane's attach ends so).
+func (n *NsNode) SetsPortsUp() bool { return n.plane != nil }
+
 // DetachPort takes an interface out of the switch: a BPF switch floods to
 // it no more and forgets what it learned on it; an OVS bridge loses the
 // port from its database (OVS would keep a port whose device is gone). A
