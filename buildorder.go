@@ -91,3 +91,43 @@ func (h *linkHeap) Pop() any {
 	*h = old[:len(old)-1]
 	return x
 }
+
+// splitOrder returns the indexes of nodes in the order teardown deletes
+// them: an end of each link mergeOrder makes last first, so that the
+// first deletions cut the network into halves, quarters..., and what the
+// hosts keep flooding (their IPv6 router solicitations repeat every few
+// seconds) stops crossing the whole network while the rest is deleted.
+// Deleted end to start, a linear,1000 chain stays whole until its last
+// switches go, and a teardown met by such a wave took 2 to 4.5 s instead
+// of 0.3. Nodes on no link keep their place, after the others.
+func splitOrder(nodes []string, ends [][2]string) []int {
+	index := make(map[string]int, len(nodes))
+	for i, name := range nodes {
+		index[name] = i
+	}
+	order := make([]int, 0, len(nodes))
+	taken := make([]bool, len(nodes))
+	// A link is cut once either end is deleted: one end per link not cut
+	// yet, the first of its ends that is in nodes.
+	cut := func(name string) bool { i, ok := index[name]; return ok && taken[i] }
+	merges := mergeOrder(ends)
+	for k := len(merges) - 1; k >= 0; k-- {
+		e := ends[merges[k]]
+		if cut(e[0]) || cut(e[1]) {
+			continue
+		}
+		for _, name := range e {
+			if i, ok := index[name]; ok {
+				taken[i] = true
+				order = append(order, i)
+				break
+			}
+		}
+	}
+	for i := range nodes {
+		if !taken[i] {
+			order = append(order, i)
+		}
+	}
+	return order
+}

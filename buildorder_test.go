@@ -92,3 +92,43 @@ func identity(n int) []int {
 	}
 	return s
 }
+
+func TestSplitOrderCutsTheChainFirst(t *testing.T) {
+	const n = 1000
+	ends := linearEnds(n)
+	var switches []string
+	for i := n; i >= 1; i-- {
+		switches = append(switches, fmt.Sprintf("s%d", i))
+	}
+	switches = append(switches, "lonely") // on no link: kept, last
+	order := splitOrder(switches, ends)
+	if got := slices.Sorted(slices.Values(order)); !slices.Equal(got, identity(len(switches))) {
+		t.Fatalf("splitOrder is not a permutation of the %d nodes", len(switches))
+	}
+	if last := switches[order[len(order)-1]]; last != "lonely" {
+		t.Errorf("the node on no link comes at %q's place, not last", last)
+	}
+	// After the first k deletions the chain is in at least k+1 pieces
+	// (each deleted switch cuts it, at worst beside a cut already made),
+	// and with balanced cuts the longest piece is at most about n/k: after
+	// 16 deletions, none is longer than a few times n/16.
+	const k = 16
+	gone := map[int]bool{}
+	for _, i := range order[:k] {
+		var idx int
+		fmt.Sscanf(switches[i], "s%d", &idx)
+		gone[idx] = true
+	}
+	longest, run := 0, 0
+	for i := 1; i <= n; i++ {
+		if gone[i] {
+			run = 0
+			continue
+		}
+		run++
+		longest = max(longest, run)
+	}
+	if longest > 2*n/k {
+		t.Errorf("after %d deletions the longest piece of the chain has %d switches, want at most %d", k, longest, 2*n/k)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -246,11 +247,7 @@ func (n *Network) Build(ctx context.Context) (err error) {
 	// Every link is made and attached first, then all are waited for
 	// (link.go: createAttached, waitReady); they are made in an order that
 	// keeps the broadcast domains small until the end (buildorder.go).
-	ends := make([][2]string, len(n.links))
-	for i, l := range n.links {
-		ends[i] = [2]string{l.plan.Intf1.Node, l.plan.Intf2.Node}
-	}
-	order := mergeOrder(ends)
+	order := mergeOrder(n.linkEnds())
 	if err := forEach(ctx, n.opts.Workers, len(n.links), func(_ context.Context, i int) error { return n.createAttached(n.links[order[i]]) }); err != nil {
 		return err
 	}
@@ -540,6 +537,15 @@ func (n *Network) teardown(verbose bool) error {
 	return errors.Join(errs...)
 }
 
+// linkEnds lists each link's end nodes, for mergeOrder and splitOrder.
+func (n *Network) linkEnds() [][2]string {
+	ends := make([][2]string, len(n.links))
+	for i, l := range n.links {
+		ends[i] = [2]string{l.plan.Intf1.Node, l.plan.Intf2.Node}
+	}
+	return ends
+}
+
 // deleteNodes deletes every node of list that was made. A failure does not
 // stop the others: teardown removes all it can and reports what it could
 // not.
@@ -548,8 +554,17 @@ func (n *Network) deleteNodes(ctx context.Context, list []*topo.PlannedNode) err
 		mu   sync.Mutex
 		errs []error
 	)
+	// Last made first (a network's later nodes may use its earlier ones),
+	// the switches that split the broadcast domains before all others.
+	rev := slices.Clone(list)
+	slices.Reverse(rev)
+	names := make([]string, len(rev))
+	for i, p := range rev {
+		names[i] = p.Name
+	}
+	order := splitOrder(names, n.linkEnds())
 	err := forEach(ctx, n.opts.Workers, len(list), func(_ context.Context, i int) error {
-		p := list[len(list)-1-i]
+		p := rev[order[i]]
 		if node, ok := n.nodes[p.Name]; ok {
 			n.debugf("*** ip netns del %s\n", node.Namespace())
 			if err := node.Delete(); err != nil {
