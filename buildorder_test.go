@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -115,8 +117,10 @@ func TestSplitOrderCutsTheChainFirst(t *testing.T) {
 	const k = 16
 	gone := map[int]bool{}
 	for _, i := range order[:k] {
-		var idx int
-		fmt.Sscanf(switches[i], "s%d", &idx)
+		idx, err := strconv.Atoi(strings.TrimPrefix(switches[i], "s"))
+		if err != nil {
+			t.Fatalf("switch %q deleted among the first %d", switches[i], k)
+		}
 		gone[idx] = true
 	}
 	longest, run := 0, 0
