@@ -110,10 +110,12 @@ func TestSplitOrderCutsTheChainFirst(t *testing.T) {
 	if last := switches[order[len(order)-1]]; last != "lonely" {
 		t.Errorf("the node on no link comes at %q's place, not last", last)
 	}
-	// After the first k deletions the chain is in at least k+1 pieces
-	// (each deleted switch cuts it, at worst beside a cut already made),
-	// and with balanced cuts the longest piece is at most about n/k: after
-	// 16 deletions, none is longer than a few times n/16.
+	// Each of the first k deletions cuts a link of the chain not cut yet,
+	// the links merged last first: balanced cuts leave pieces of about
+	// n/(k+1) switches (the plan's order reversed leaves one of n-k).
+	// Merges of a chain whose length is no power of two are balanced
+	// within a factor of two, so after 16 deletions none is longer than
+	// 2n/16.
 	const k = 16
 	gone := map[int]bool{}
 	for _, i := range order[:k] {
