@@ -65,6 +65,9 @@ TESTS=$(cat <<'EOF'
 ./emulator/dpdk       TestForwarderOverWire            -tags=dpdk norace
 ./emulator/dpdk       TestAFPacketBetweenNamespaces    -tags=dpdk norace
 ./links               TestEmulatedOffloadsTCPRate
+# The BPF switch: pings with a 1 s reply bound, ports waited for 10 s.
+./bpfswitch           TestSwitchForwardsAndLearns
+./bpfswitch           TestSwitchGrows
 ./measure             TestLoopback
 ./measure             TestZeroLossSearch
 ./internal/stallwatch TestSeesAStoppedProcess
