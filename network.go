@@ -510,12 +510,14 @@ func (n *Network) teardown(verbose bool) error {
 	switches, hosts := n.Plan().Switches(), n.Plan().Hosts()
 	t0 = time.Now()
 	lg.Infof("*** Stopping %d switches\n", len(switches))
-	errs = append(errs, n.deleteNodes(ctx, switches))
+	errs = append(errs, n.deleteNodes(ctx, n.splitOrdered(switches)))
 	// Controllers stop after the switches that use them (sdn.go).
 	errs = append(errs, n.stopSDN())
 	lg.Info(names(switches) + "\n")
 	lg.Infof("*** Stopping %d hosts\n", len(hosts))
-	errs = append(errs, n.deleteNodes(ctx, hosts))
+	lastFirst := slices.Clone(hosts) // the order teardown has always used
+	slices.Reverse(lastFirst)
+	errs = append(errs, n.deleteNodes(ctx, lastFirst))
 	lg.Info(names(hosts) + "\n")
 	n.log().Debugf("*** deleted namespaces in %v\n", time.Since(t0))
 
@@ -546,7 +548,21 @@ func (n *Network) linkEnds() [][2]string {
 	return ends
 }
 
-// deleteNodes deletes every node of list that was made. A failure does not
+// splitOrdered returns the switches in the order that cuts the network's
+// broadcast domains first (splitOrder).
+func (n *Network) splitOrdered(switches []*topo.PlannedNode) []*topo.PlannedNode {
+	names := make([]string, len(switches))
+	for i, p := range switches {
+		names[i] = p.Name
+	}
+	out := make([]*topo.PlannedNode, 0, len(switches))
+	for _, i := range splitOrder(names, n.linkEnds()) {
+		out = append(out, switches[i])
+	}
+	return out
+}
+
+// deleteNodes deletes every node of list that was made, in list's order. A failure does not
 // stop the others: teardown removes all it can and reports what it could
 // not.
 func (n *Network) deleteNodes(ctx context.Context, list []*topo.PlannedNode) error {
@@ -554,17 +570,8 @@ func (n *Network) deleteNodes(ctx context.Context, list []*topo.PlannedNode) err
 		mu   sync.Mutex
 		errs []error
 	)
-	// Last made first (a network's later nodes may use its earlier ones),
-	// the switches that split the broadcast domains before all others.
-	rev := slices.Clone(list)
-	slices.Reverse(rev)
-	names := make([]string, len(rev))
-	for i, p := range rev {
-		names[i] = p.Name
-	}
-	order := splitOrder(names, n.linkEnds())
 	err := forEach(ctx, n.opts.Workers, len(list), func(_ context.Context, i int) error {
-		p := rev[order[i]]
+		p := list[i]
 		if node, ok := n.nodes[p.Name]; ok {
 			n.debugf("*** ip netns del %s\n", node.Namespace())
 			if err := node.Delete(); err != nil {
