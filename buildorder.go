@@ -11,9 +11,9 @@ import "container/heap"
 // frame is flooded through the whole piece of network it reaches. Built in
 // the plan's order, linear,1000's switch chain grows from one end, each
 // host's chatter crosses a chain as long as what is built so far, and the
-// flooding cost grows with the square of the size: half the CPU of the
-// link phase went into forwarding it, and the last 1000 links took 8 s
-// instead of 1.3. Joined in balanced merges, the pieces double in size
+// flooding cost grows with the square of the size: about half of the link
+// phase's CPU samples were that forwarding, and the 999 switch links took
+// 8-10 s where the 1000 host links before them took 1.3. Joined in balanced merges, the pieces double in size
 // round by round and the chatter of the build crosses a few hops on
 // average. The finished network is the same; only the order of the (already
 // concurrent, so unordered) link creations changes.

@@ -45,8 +45,8 @@ func ensureDir() error {
 // (a /run that is not a tmpfs, as on some VM images): each namespace is a
 // file there, and on ext4 creating thousands of files right after deleting
 // thousands (the last run's teardown) makes every new inode scan for
-// recently deleted ones; a 2000-node build spent 15 % of its CPU in that
-// scan and its namespaces took twice as long. iproute2 works the same on
+// recently deleted ones; that scan was about 11 % of a 2000-node build's
+// CPU samples, and its namespaces took twice as long to make. iproute2 works the same on
 // either. A Dir that holds anything is left alone (mounting over it would
 // hide those namespaces), and the tmpfs stays after hymn exits, as
 // iproute2's own bind mount of Dir does. An unreadable Dir is left alone
