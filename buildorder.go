@@ -22,28 +22,13 @@ import "container/heap"
 // link's stored size is a lower bound, and a link popped with a stale size
 // goes back with its current one. Ties keep the plan's order.
 func mergeOrder(ends [][2]string) []int {
-	parent := map[string]string{}
-	size := map[string]int{}
-	var find func(string) string
-	find = func(v string) string {
-		p, ok := parent[v]
-		if !ok {
-			parent[v], size[v] = v, 1
-			return v
-		}
-		if p == v {
-			return v
-		}
-		r := find(p)
-		parent[v] = r
-		return r
-	}
+	sets := newNodeSets()
 	cost := func(i int) int {
-		a, b := find(ends[i][0]), find(ends[i][1])
+		a, b := sets.find(ends[i][0]), sets.find(ends[i][1])
 		if a == b {
-			return size[a]
+			return sets.size[a]
 		}
-		return size[a] + size[b]
+		return sets.size[a] + sets.size[b]
 	}
 	h := make(linkHeap, len(ends))
 	for i := range ends {
@@ -58,16 +43,49 @@ func mergeOrder(ends [][2]string) []int {
 			continue
 		}
 		order = append(order, top.link)
-		a, b := find(ends[top.link][0]), find(ends[top.link][1])
-		if a != b {
-			if size[a] < size[b] {
-				a, b = b, a
-			}
-			parent[b] = a
-			size[a] += size[b]
-		}
+		sets.join(ends[top.link][0], ends[top.link][1])
 	}
 	return order
+}
+
+// nodeSets is a union-find over node names, with each set's size (what
+// mergeOrder needs; switchLoop asks only whether two nodes are joined).
+type nodeSets struct {
+	parent map[string]string
+	size   map[string]int // of each set, at its root
+}
+
+func newNodeSets() *nodeSets {
+	return &nodeSets{parent: map[string]string{}, size: map[string]int{}}
+}
+
+// find returns the root of v's set; a name not seen before is a set of one.
+func (s *nodeSets) find(v string) string {
+	p, ok := s.parent[v]
+	if !ok {
+		s.parent[v], s.size[v] = v, 1
+		return v
+	}
+	if p == v {
+		return v
+	}
+	r := s.find(p)
+	s.parent[v] = r
+	return r
+}
+
+// join merges the sets of a and b; it reports false if they were one set.
+func (s *nodeSets) join(a, b string) bool {
+	ra, rb := s.find(a), s.find(b)
+	if ra == rb {
+		return false
+	}
+	if s.size[ra] < s.size[rb] {
+		ra, rb = rb, ra
+	}
+	s.parent[rb] = ra
+	s.size[ra] += s.size[rb]
+	return true
 }
 
 // linkCost is a link and the size of the domain it would make.

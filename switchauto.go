@@ -72,28 +72,15 @@ func switchLoop(plan *topo.Plan) (a, b string, ok bool) {
 	for _, p := range plan.Switches() {
 		isSwitch[p.Name] = true
 	}
-	parent := map[string]string{}
-	var find func(string) string
-	find = func(x string) string {
-		p, seen := parent[x]
-		if !seen || p == x {
-			parent[x] = x
-			return x
-		}
-		r := find(p)
-		parent[x] = r
-		return r
-	}
+	sets := newNodeSets() // buildorder.go
 	for _, l := range plan.Links {
 		n1, n2 := l.Intf1.Node, l.Intf2.Node
 		if !isSwitch[n1] || !isSwitch[n2] {
 			continue
 		}
-		r1, r2 := find(n1), find(n2)
-		if r1 == r2 {
+		if !sets.join(n1, n2) {
 			return n1, n2, true
 		}
-		parent[r1] = r2
 	}
 	return "", "", false
 }
