@@ -106,6 +106,9 @@ type Network struct {
 	sriov    atomic.Pointer[vfBackend]
 
 	sdn *sdnNet // controllers and OpenFlow switches (sdn.go)
+	// switchNS is the namespace the BPF switches share (switchbpf.go);
+	// nil without BPF switches, or when their port names collide.
+	switchNS *netnsx.Named
 }
 
 // New resolves a topology into a network, validating it completely; nothing
@@ -231,11 +234,14 @@ func (n *Network) Build(ctx context.Context) (err error) {
 	if err := n.buildOVS(); err != nil {
 		return err
 	}
+	if err := n.buildSwitchNamespace(); err != nil { // switchbpf.go
+		return err
+	}
 	if err := n.createNodes(ctx, switches); err != nil {
 		return err
 	}
 	lg.Info(names(switches) + "\n")
-	lg.Debugf("*** created %d switch namespaces in %v\n", len(switches), time.Since(t0))
+	lg.Debugf("*** created %d switches in %v\n", len(switches), time.Since(t0))
 
 	lg.Info("*** Adding links:\n")
 	t0 = time.Now()
@@ -511,6 +517,7 @@ func (n *Network) teardown(verbose bool) error {
 	t0 = time.Now()
 	lg.Infof("*** Stopping %d switches\n", len(switches))
 	errs = append(errs, n.deleteNodes(ctx, n.splitOrdered(switches)))
+	errs = append(errs, n.deleteSwitchNamespace()) // switchbpf.go
 	// Controllers stop after the switches that use them (sdn.go).
 	errs = append(errs, n.stopSDN())
 	lg.Info(names(switches) + "\n")
@@ -573,7 +580,11 @@ func (n *Network) deleteNodes(ctx context.Context, list []*topo.PlannedNode) err
 	err := forEach(ctx, n.opts.Workers, len(list), func(_ context.Context, i int) error {
 		p := list[i]
 		if node, ok := n.nodes[p.Name]; ok {
-			n.debugf("*** ip netns del %s\n", node.Namespace())
+			if ns, ok := namespaceNode(node); ok && ns.SharesNamespace() {
+				n.debugf("*** %s leaves %s\n", p.Name, node.Namespace())
+			} else {
+				n.debugf("*** ip netns del %s\n", node.Namespace())
+			}
 			if err := node.Delete(); err != nil {
 				mu.Lock()
 				errs = append(errs, err)

@@ -23,7 +23,11 @@ func startNamespaceNode(_ context.Context, env nodeEnv, p *topo.PlannedNode) (No
 		return node, err
 	}
 	cfg := env.namespaceConfig(p)
-	env.debugf("*** %s: ip netns add %s\n", p.Name, cfg.Namespace)
+	if cfg.Shared {
+		env.debugf("*** %s: BPF switch in %s\n", p.Name, cfg.Namespace)
+	} else {
+		env.debugf("*** %s: ip netns add %s\n", p.Name, cfg.Namespace)
+	}
 	node, err := nodes.New(cfg)
 	if err != nil {
 		return nil, err
@@ -35,8 +39,12 @@ func startNamespaceNode(_ context.Context, env nodeEnv, p *topo.PlannedNode) (No
 // namespaceConfig is nodeEnv's: the node's switch plane follows the
 // network's switch kind.
 func (n *Network) namespaceConfig(p *topo.PlannedNode) nodes.Config {
-	return nodes.Config{Name: p.Name, Kind: p.Kind, Namespace: n.namespaceOf(p.Name), STP: n.stp(p), CPU: n.cpuLimit(p),
+	cfg := nodes.Config{Name: p.Name, Kind: p.Kind, Namespace: n.namespaceOf(p.Name), STP: n.stp(p), CPU: n.cpuLimit(p),
 		OVS: p.IsSwitch() && n.opts.Switch == SwitchOVSBridge, BPF: n.isBPF(p), Ports: len(p.Intfs)}
+	if cfg.BPF && n.switchNS != nil {
+		cfg.Namespace, cfg.Shared = n.switchNS.Namespace(), true
+	}
+	return cfg
 }
 
 // namespaceNode returns a running node as a namespace node, for what only

@@ -3,6 +3,7 @@ package hymn
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/hymn-net/hymn/bpfswitch"
 	"github.com/hymn-net/hymn/nodes"
@@ -30,6 +31,57 @@ func (n *Network) checkBPFSwitches() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// switchNamespaceNode is the node-name part of the namespace the BPF
+// switches share ("@" cannot start a node's name, so it names no node).
+const switchNamespaceNode = "@switches"
+
+// buildSwitchNamespace makes the namespace the BPF switches share, before
+// the switches. Sharing needs every switch port name to be unique among
+// all the switches (Mininet's are, all being in the root namespace); a
+// topology file that gives two switches' ports the same name gets a
+// namespace per switch instead, as before.
+func (n *Network) buildSwitchNamespace() error {
+	if n.opts.Switch != SwitchBPF {
+		return nil
+	}
+	var ports []string
+	for _, p := range n.Plan().Switches() {
+		for _, i := range p.Intfs {
+			ports = append(ports, i.Name)
+		}
+	}
+	if len(ports) == 0 {
+		return nil
+	}
+	slices.Sort(ports)
+	for i := 1; i < len(ports); i++ {
+		if ports[i] == ports[i-1] || ports[i] == "lo" {
+			n.debugf("*** two switch ports are named %s: every BPF switch gets a namespace of its own\n", ports[i])
+			return nil
+		}
+	}
+	ns, err := nodes.NewSwitchNamespace(n.namespaceOf(switchNamespaceNode))
+	if err != nil {
+		return fmt.Errorf("switch namespace: %w", err)
+	}
+	n.debugf("*** BPF switches share namespace %s\n", ns.Namespace())
+	n.switchNS = ns
+	return nil
+}
+
+// deleteSwitchNamespace removes the BPF switches' shared namespace after
+// the switches were deleted (which only closed their handles on it). With
+// it go all their ports, in one batch of the kernel's.
+func (n *Network) deleteSwitchNamespace() error {
+	if n.switchNS == nil {
+		return nil
+	}
+	n.debugf("*** ip netns del %s\n", n.switchNS.Namespace())
+	err := n.switchNS.Delete()
+	n.switchNS = nil
+	return err
 }
 
 // detachFromSwitches takes a removed link's switch ends out of their BPF

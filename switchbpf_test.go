@@ -157,6 +157,62 @@ func TestBPFSwitchLivePorts(t *testing.T) {
 	}
 }
 
+// The BPF switches share one namespace: a switch deleted live leaves it
+// to the others, Stop removes it, and a topology whose switch ports share
+// a name gets a namespace per switch instead.
+func TestBPFSwitchesShareNamespace(t *testing.T) {
+	testenv.Root(t)
+	ctx := context.Background()
+	net := bpfNet(t, "linear,3")
+	shared := net.namespaceOf(switchNamespaceNode)
+	for _, p := range net.Switches() {
+		sw, _ := net.NsNode(p.Name)
+		if sw.Namespace() != shared || !sw.SharesNamespace() {
+			t.Errorf("%s is in %s (shares: %v), want %s", p.Name, sw.Namespace(), sw.SharesNamespace(), shared)
+		}
+	}
+	if left, _ := owner.Namespaces(net.run); len(left) != len(net.Hosts())+1 {
+		t.Errorf("namespaces of the run: %v; want one per host and the switches' one", left)
+	}
+	// s1's shell sees every switch's ports, as a Mininet switch in the
+	// root namespace does.
+	s1, _ := net.Node("s1")
+	if out, err := s1.Cmd(ctx, "ip -o link show s3-eth1"); err != nil || !strings.Contains(out, "s3-eth1") {
+		t.Errorf("s1 does not see s3-eth1: %q %v", out, err)
+	}
+	if err := net.DeleteNode(ctx, "s3"); err != nil {
+		t.Fatal(err)
+	}
+	if out, _ := s1.Cmd(ctx, "ip -o link show | grep -c s3-"); strings.TrimSpace(out) != "0" {
+		t.Errorf("s3's ports outlive it: %q", out)
+	}
+	if loss, err := net.Ping(ctx, []string{"h1", "h2"}, time.Second); err != nil || loss != 0 {
+		t.Fatalf("after deleting s3: loss %v%%, %v", loss, err)
+	}
+	if err := net.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := owner.Namespaces(net.run); len(left) != 0 {
+		t.Errorf("after Stop: %v", left)
+	}
+
+	// Two switches with a port named p1 each: one namespace per switch.
+	top := topo.New()
+	s1n, s2n := top.AddSwitch("s1"), top.AddSwitch("s2")
+	top.AddLink(top.AddHost("h1"), s1n, topo.Params{"intfName2": "p1"})
+	top.AddLink(top.AddHost("h2"), s2n, topo.Params{"intfName2": "p1"})
+	top.AddLink(s1n, s2n)
+	apart := startNet(t, top, Options{Switch: SwitchBPF})
+	a, _ := apart.NsNode("s1")
+	b, _ := apart.NsNode("s2")
+	if a.Namespace() == b.Namespace() || a.SharesNamespace() {
+		t.Errorf("s1 in %s, s2 in %s: ports named alike must not share a namespace", a.Namespace(), b.Namespace())
+	}
+	if loss, err := apart.PingAll(ctx, 0); err != nil || loss != 0 {
+		t.Fatalf("PingAll with a namespace per switch = %v%%, %v", loss, err)
+	}
+}
+
 // What a BPF switch cannot do is refused before anything is built.
 func TestBPFSwitchRefusals(t *testing.T) {
 	for _, c := range []struct {

@@ -11,7 +11,10 @@
 // its 100 bridges, against 0.3 s for hymn's own build and teardown. Veths
 // with a clsact qdisc and a BPF filter have no such barrier: the same
 // namespaces are freed within tenths of a second. Nothing else changes
-// for the hosts: a switch is still a namespace whose ports are veth ends.
+// for the hosts: a switch's ports are still veth ends. Package hymn puts
+// all the BPF switches of a network in one namespace (each switch's
+// program sees only its own ports), one namespace to make and free
+// instead of one per switch.
 //
 // # What the program does
 //
@@ -45,7 +48,7 @@
 // and loaded through bpf(2) (sys.go): no compiler, no libbpf. The maps and
 // the program are kernel objects that live while a descriptor or a filter
 // holds them: Close drops the descriptors, and the filters go with their
-// devices, so deleting a switch's namespace frees everything.
+// devices, so deleting the switches' namespace frees everything.
 //
 // # Differences from a bridge
 //

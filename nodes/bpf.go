@@ -4,30 +4,69 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 
 	"github.com/hymn-net/hymn/bpfswitch"
+	"github.com/hymn-net/hymn/internal/netnsx"
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
 )
 
 // bpfPlane is a BPF switch (package bpfswitch): no bridge device, a
-// MAC-learning program on each port's tc ingress instead.
-type bpfPlane struct{ sw *bpfswitch.Switch }
+// MAC-learning program on each port's tc ingress instead. shared: the
+// switch lives in the network's switch namespace with the others.
+type bpfPlane struct {
+	sw     *bpfswitch.Switch
+	shared bool
+}
 
-// newBPFPlane makes the switch a BPF switch. The namespace's stack must
-// stay out of the way: without IPv6 its ports send nothing of their own
-// (no router solicitations, no MLD reports), and without addresses they
-// answer nothing.
+// newBPFPlane makes the switch a BPF switch. In a namespace of its own
+// the stack is first put out of the way (quietSwitchStack); a shared
+// namespace was made quiet once, by NewSwitchNamespace.
 func newBPFPlane(n *NsNode, cfg Config) (switchPlane, error) {
-	for _, key := range []string{"net/ipv6/conf/default/disable_ipv6", "net/ipv6/conf/all/disable_ipv6"} {
-		if err := n.Sysctl(key, "1"); err != nil && !errors.Is(err, fs.ErrNotExist) { // a kernel without IPv6
-			return nil, fmt.Errorf("disabling IPv6: %w", err)
+	if !cfg.Shared {
+		if err := quietSwitchStack(n.NsHandle()); err != nil {
+			return nil, err
 		}
 	}
 	sw, err := bpfswitch.New(cfg.Name, cfg.Ports)
 	if err != nil {
 		return nil, err
 	}
-	return &bpfPlane{sw: sw}, nil
+	return &bpfPlane{sw: sw, shared: cfg.Shared}, nil
+}
+
+// quietSwitchStack keeps a BPF switch's namespace stack out of the way:
+// without IPv6 its ports send nothing of their own (no router
+// solicitations, no MLD reports), and without addresses they answer
+// nothing.
+func quietSwitchStack(ns netns.NsHandle) error {
+	return netnsx.Do(ns, func() error {
+		for _, key := range []string{"net/ipv6/conf/default/disable_ipv6", "net/ipv6/conf/all/disable_ipv6"} {
+			if err := os.WriteFile("/proc/sys/"+key, []byte("1"), 0o644); err != nil && !errors.Is(err, fs.ErrNotExist) { // a kernel without IPv6
+				return fmt.Errorf("disabling IPv6: %w", err)
+			}
+		}
+		return nil
+	})
+}
+
+// NewSwitchNamespace creates the namespace that all BPF switches of a
+// network share (Config.Shared), with its stack made quiet as a BPF
+// switch's own would be. Mininet's switches all live in the root
+// namespace; one namespace for all of them is as close as hymn gets
+// without touching the machine's, and it is one namespace to create and
+// free instead of one per switch. The caller deletes it (Named.Delete)
+// after the switches. On failure nothing is left behind.
+func NewSwitchNamespace(name string) (*netnsx.Named, error) {
+	named, err := netnsx.CreateNamed(name)
+	if err != nil {
+		return nil, err
+	}
+	if err := quietSwitchStack(named.NsHandle()); err != nil {
+		return nil, errors.Join(err, named.Delete())
+	}
+	return named, nil
 }
 
 // attach puts the switch's program on the port, then sets it up (frames
@@ -55,7 +94,7 @@ func (b *bpfPlane) detach(n *NsNode, intf string) error {
 func (b *bpfPlane) ovsEnv() []string      { return nil }
 func (b *bpfPlane) close() error          { return b.sw.Close() }
 func (b *bpfPlane) release()              {}
-func (b *bpfPlane) sharesNamespace() bool { return false }
+func (b *bpfPlane) sharesNamespace() bool { return b.shared }
 
 // BPFSwitch returns the switch's BPF switch, or nil for any other node.
 func (n *NsNode) BPFSwitch() *bpfswitch.Switch {

@@ -61,6 +61,10 @@ type Config struct {
 	BPF       bool      // switches: a MAC-learning BPF program on the ports instead of a Linux bridge (bpf.go)
 	Ports     int       // switches: how many ports are planned (a BPF switch sizes its program by it)
 	CPU       *CPULimit // hosts: Mininet's CPULimitedHost; nil for none
+	// Shared: the switch joins Namespace, which the network made for all
+	// its BPF switches (NewSwitchNamespace), instead of creating its own;
+	// deleting the node leaves the namespace. BPF switches only.
+	Shared bool
 }
 
 // New creates the node's namespace and sets it up for its kind: loopback up
@@ -70,14 +74,25 @@ func New(cfg Config) (_ *NsNode, err error) {
 	if cfg.BPF && cfg.STP { // refused before anything is made
 		return nil, fmt.Errorf("switch %s: %w", cfg.Name, ErrBPFSTP)
 	}
-	named, err := netnsx.CreateNamed(cfg.Namespace)
+	if cfg.Shared && !cfg.BPF {
+		return nil, fmt.Errorf("node %s: only BPF switches share a namespace", cfg.Name)
+	}
+	open := netnsx.CreateNamed
+	if cfg.Shared {
+		open = netnsx.OpenNamed
+	}
+	named, err := open(cfg.Namespace)
 	if err != nil {
 		return nil, err
 	}
 	n := &NsNode{Named: named, name: cfg.Name, kind: cfg.Kind}
 	defer func() {
-		if err != nil {
-			_ = n.Delete() // best effort: err is the one to report
+		if err != nil { // best effort: err is the one to report
+			if cfg.Shared {
+				_ = n.Close() // the namespace is the network's
+			} else {
+				_ = n.Delete()
+			}
 		}
 	}()
 	if cfg.CPU != nil {
@@ -246,10 +261,10 @@ func (n *NsNode) Close() error {
 // processes inside must be gone already.
 func (n *NsNode) Delete() error {
 	closeErr := n.Close()
+	if n.SharesNamespace() {
+		return closeErr // its owner (OVSNet.Delete, the network's switch namespace) removes it
+	}
 	if n.plane != nil {
-		if n.plane.sharesNamespace() {
-			return closeErr // OVSNet.Delete removes the shared namespace
-		}
 		n.plane.release()
 	}
 	return errors.Join(closeErr, n.cg.remove(), n.Named.Delete())

@@ -13,6 +13,12 @@ func (n *NsNode) AttachPort(intf string) error {
 // every switch with a forwarding plane (every plane's attach ends so).
 func (n *NsNode) SetsPortsUp() bool { return n.plane != nil }
 
+// SharesNamespace reports whether the node lives in a namespace that is
+// not its own (an OpenFlow switch of the shared Open vSwitch, a BPF switch
+// in the network's switch namespace): deleting the node leaves the
+// namespace, and the namespace holds other nodes' interfaces too.
+func (n *NsNode) SharesNamespace() bool { return n.plane != nil && n.plane.sharesNamespace() }
+
 // DetachPort takes an interface out of the switch: a BPF switch floods to
 // it no more and forgets what it learned on it; an OVS bridge loses the
 // port from its database (OVS would keep a port whose device is gone). A

@@ -290,7 +290,16 @@ func (a *api) node(w http.ResponseWriter, r *http.Request) {
 	}
 	d := NodeDetails{NodeView: *nv}
 	if node, err := a.net.Node(name); err == nil && nv.Backend == "netns" {
-		// A node gone meanwhile shows its planned interfaces only.
+		// A node gone meanwhile shows its planned interfaces only. A
+		// switch in a namespace shared with other switches shows only
+		// its own ports (and the namespace's loopback).
+		var own map[string]bool
+		if sh, ok := node.(interface{ SharesNamespace() bool }); ok && sh.SharesNamespace() {
+			own = map[string]bool{"lo": true}
+			for _, i := range nv.Intfs {
+				own[i.Name] = true
+			}
+		}
 		_ = node.Netlink(func(h *netlink.Handle) error {
 			list, err := h.LinkList()
 			if err != nil {
@@ -298,6 +307,9 @@ func (a *api) node(w http.ResponseWriter, r *http.Request) {
 			}
 			for _, l := range list {
 				at := l.Attrs()
+				if own != nil && !own[at.Name] {
+					continue
+				}
 				li := LiveIntf{Name: at.Name, MTU: at.MTU, State: at.OperState.String()}
 				if at.HardwareAddr != nil {
 					li.MAC = at.HardwareAddr.String()
