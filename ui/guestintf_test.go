@@ -270,3 +270,29 @@ func checkGuestInterfaces(t *testing.T, net *hymn.Network, host string, planned 
 		}
 	}
 }
+
+// A BPF switch shares its namespace with the other switches: its details
+// list its own ports and loopback, not its neighbours'.
+func TestSharedSwitchShowsItsOwnPorts(t *testing.T) {
+	testenv.Root(t)
+	net := hymntest.Start(t, hymntest.Topo(t, "linear,3"), hymn.Options{Switch: hymn.SwitchBPF})
+	h, closeView, err := Handler(net, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeView()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/node?name=s2", nil))
+	var d NodeDetails
+	if err := json.Unmarshal(rec.Body.Bytes(), &d); err != nil || rec.Code != http.StatusOK {
+		t.Fatalf("GET /api/node?name=s2: %d %s", rec.Code, rec.Body)
+	}
+	var names []string
+	for _, l := range d.Live {
+		names = append(names, l.Name)
+	}
+	slices.Sort(names)
+	if want := []string{"lo", "s2-eth1", "s2-eth2", "s2-eth3"}; !slices.Equal(names, want) {
+		t.Errorf("s2's live interfaces: %v, want %v", names, want)
+	}
+}
