@@ -34,7 +34,7 @@ func (n *Network) checkBPFSwitches() error {
 }
 
 // switchNamespaceNode is the node-name part of the namespace the BPF
-// switches share ("@" cannot start a node's name, so it names no node).
+// switches share ('@' is not allowed in node names, so it names no node).
 const switchNamespaceNode = "@switches"
 
 // buildSwitchNamespace makes the namespace the BPF switches share, before
@@ -57,7 +57,7 @@ func (n *Network) buildSwitchNamespace() error {
 	}
 	slices.Sort(ports)
 	for i := 1; i < len(ports); i++ {
-		if ports[i] == ports[i-1] || ports[i] == "lo" {
+		if ports[i] == ports[i-1] {
 			n.debugf("*** two switch ports are named %s: every BPF switch gets a namespace of its own\n", ports[i])
 			return nil
 		}
