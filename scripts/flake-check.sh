@@ -68,6 +68,10 @@ TESTS=$(cat <<'EOF'
 # The BPF switch: pings with a 1 s reply bound, ports waited for 10 s.
 ./bpfswitch           TestSwitchForwardsAndLearns
 ./bpfswitch           TestSwitchGrows
+.                     TestBPFSwitchesShareNamespace
+# The live view's node details: a VM's interface waited for up to 10 s, pings with a 2 s bound.
+./ui                  TestGuestInterfacesOfVM
+./ui                  TestSharedSwitchShowsItsOwnPorts
 ./measure             TestLoopback
 ./measure             TestZeroLossSearch
 ./internal/stallwatch TestSeesAStoppedProcess
