@@ -4,12 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 
 	"github.com/hymn-net/hymn/bpfswitch"
 	"github.com/hymn-net/hymn/internal/netnsx"
 	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
 )
 
 // bpfPlane is a BPF switch (package bpfswitch): no bridge device, a
@@ -25,7 +23,7 @@ type bpfPlane struct {
 // namespace was made quiet once, by NewSwitchNamespace.
 func newBPFPlane(n *NsNode, cfg Config) (switchPlane, error) {
 	if !cfg.Shared {
-		if err := quietSwitchStack(n.NsHandle()); err != nil {
+		if err := quietSwitchStack(n.Named); err != nil {
 			return nil, err
 		}
 	}
@@ -40,15 +38,13 @@ func newBPFPlane(n *NsNode, cfg Config) (switchPlane, error) {
 // without IPv6 its ports send nothing of their own (no router
 // solicitations, no MLD reports), and without addresses they answer
 // nothing.
-func quietSwitchStack(ns netns.NsHandle) error {
-	return netnsx.Do(ns, func() error {
-		for _, key := range []string{"net/ipv6/conf/default/disable_ipv6", "net/ipv6/conf/all/disable_ipv6"} {
-			if err := os.WriteFile("/proc/sys/"+key, []byte("1"), 0o644); err != nil && !errors.Is(err, fs.ErrNotExist) { // a kernel without IPv6
-				return fmt.Errorf("disabling IPv6: %w", err)
-			}
+func quietSwitchStack(ns *netnsx.Named) error {
+	for _, key := range []string{"net/ipv6/conf/default/disable_ipv6", "net/ipv6/conf/all/disable_ipv6"} {
+		if err := ns.Sysctl(key, "1"); err != nil && !errors.Is(err, fs.ErrNotExist) { // a kernel without IPv6
+			return fmt.Errorf("disabling IPv6: %w", err)
 		}
-		return nil
-	})
+	}
+	return nil
 }
 
 // NewSwitchNamespace creates the namespace that all BPF switches of a
@@ -63,7 +59,7 @@ func NewSwitchNamespace(name string) (*netnsx.Named, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := quietSwitchStack(named.NsHandle()); err != nil {
+	if err := quietSwitchStack(named); err != nil {
 		return nil, errors.Join(err, named.Delete())
 	}
 	return named, nil

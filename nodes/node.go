@@ -119,13 +119,6 @@ func (n *NsNode) Name() string { return n.name }
 // Kind returns the node's kind.
 func (n *NsNode) Kind() topo.Kind { return n.kind }
 
-// Sysctl writes a sysctl of the node's namespace (key like "net/ipv4/ip_forward").
-func (n *NsNode) Sysctl(key, value string) error {
-	return netnsx.Do(n.NsHandle(), func() error {
-		return os.WriteFile("/proc/sys/"+key, []byte(value), 0o644)
-	})
-}
-
 // Cmd runs a command line in the node's persistent shell.
 func (n *NsNode) Cmd(ctx context.Context, line string) (string, error) {
 	sh, err := n.getShell()

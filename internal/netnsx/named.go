@@ -3,6 +3,7 @@ package netnsx
 import (
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 
 	"github.com/vishvananda/netlink"
@@ -69,6 +70,13 @@ func (n *Named) Netlink(fn func(h *netlink.Handle) error) error {
 		return ErrClosed
 	}
 	return fn(n.nl)
+}
+
+// Sysctl writes a sysctl of the namespace (key like "net/ipv4/ip_forward").
+func (n *Named) Sysctl(key, value string) error {
+	return Do(n.NsHandle(), func() error {
+		return os.WriteFile("/proc/sys/"+key, []byte(value), 0o644)
+	})
 }
 
 // Close frees the netlink and namespace handles; the namespace stays.
