@@ -26,6 +26,7 @@ func NewEmulateLinkCmd() *cobra.Command {
 		coalesce time.Duration
 		useDPDK  bool
 		offloads bool
+		perDir   bool
 	)
 	cmd := &cobra.Command{
 		Use:   "link --a IF --b IF [params...]",
@@ -60,7 +61,7 @@ virtual device given as NAME,ARGS:
 			if coalesce < 0 {
 				return fmt.Errorf("%w: --coalesce %v: must be 0 (off) or positive", ErrUsage, coalesce)
 			}
-			fc := emulator.ForwarderConfig{AtoB: cfgs[0], BtoA: cfgs[1], Coalesce: coalesce}
+			fc := emulator.ForwarderConfig{AtoB: cfgs[0], BtoA: cfgs[1], Coalesce: coalesce, ThreadPerDirection: perDir}
 			if coalesce == 0 {
 				fc.Coalesce = -1
 			}
@@ -80,6 +81,7 @@ virtual device given as NAME,ARGS:
 	fl.BoolVar(&out.JSON, "json", false, "print statistics as JSON, one object per line (times in ns)")
 	fl.DurationVar(&coalesce, "coalesce", 30*time.Microsecond, "under load, sleep this long between reads instead of being woken by each frame\n(like ethtool -C rx-usecs; 0: wake on every frame)")
 	fl.BoolVar(&offloads, "offloads", false, "carry GSO super-frames and checksum offload through the emulator (AF_PACKET ports only)")
+	fl.BoolVar(&perDir, "thread-per-direction", false, "forward each direction on a thread of its own (default: one thread for both, which\ntakes an answer such as a TCP ACK along without a wake-up; DPDK ports always have two)")
 	fl.BoolVar(&useDPDK, "dpdk", false, "the ports are DPDK devices (PCI address or NAME,ARGS vdev); needs a build with -tags dpdk")
 	return cmd
 }

@@ -65,6 +65,20 @@ type ForwarderConfig struct {
 	// them; by default a busy thread moves off a CPU it shares with the
 	// sender of its frames (forwarder_place.go).
 	NoPlacement bool
+	// ThreadPerDirection gives each direction a forwarding thread of its
+	// own. By default one thread serves both directions, when the ports
+	// can wait for each other in one call (PairPort: AF_PACKET ports do).
+	// Traffic that goes one way has its answers come back the other way
+	// (TCP's ACKs, a ping's reply), and the frame a thread sends is
+	// delivered at once, in that thread's own system call (veth_xmit →
+	// netif_rx → the far end's softirq), so the answer is often waiting in
+	// the other direction's ring by the time the send returns: one thread
+	// picks it up without a wake-up. With a thread per direction each
+	// answer costs a wake-up and a context switch on CPUs the hosts share.
+	// A thread per direction is for heavy traffic both ways on a machine
+	// with CPUs to spare; with one thread, a frame may wait behind one
+	// batch of the other direction (microseconds).
+	ThreadPerDirection bool
 }
 
 const (
@@ -93,11 +107,13 @@ const (
 	defaultCoalesce = 30 * time.Microsecond
 )
 
-// Forwarder runs an emulated link between two ports: for each direction
-// one goroutine locked to its own OS thread receives a batch, runs it
-// through that direction's Emulator and transmits what is due (the
-// one-thread mapping of docs/emulator-spec.md §1, once per direction, so two threads per
-// link). When nothing is due soon it sleeps in the port's poll, with a
+// Forwarder runs an emulated link between two ports: a goroutine locked
+// to its own OS thread receives a batch, runs it through that direction's
+// Emulator and transmits what is due (the one-thread mapping of
+// docs/emulator-spec.md §1), for both directions in turn; or one such
+// thread per direction (ForwarderConfig.ThreadPerDirection, and ports
+// that cannot wait together). When nothing is due soon it sleeps in the
+// ports' poll, with a
 // timeout that ends shortly before the next departure (while traffic is
 // dense, on a short timer instead: see ForwarderConfig.Coalesce), and
 // spins for the last microseconds so the realised delay matches the
@@ -105,6 +121,7 @@ const (
 type Forwarder struct {
 	a, b      Port
 	dirs      [2]*direction
+	threads   []*worker
 	start     time.Time
 	linkFrame int // largest frame of the link (MTU + 18), 0: unknown
 
@@ -206,8 +223,16 @@ func NewForwarder(a, b Port, cfg ForwarderConfig) (*Forwarder, error) {
 	}
 	f.dirs[AtoB].in, f.dirs[AtoB].out = a, b
 	f.dirs[BtoA].in, f.dirs[BtoA].out = b, a
+	if pa, ok := a.(PairPort); ok && !cfg.ThreadPerDirection && pa.PairsWith(b) {
+		f.threads = []*worker{newWorker(cfg, f.dirs[AtoB], f.dirs[BtoA])}
+	} else {
+		f.threads = []*worker{newWorker(cfg, f.dirs[AtoB]), newWorker(cfg, f.dirs[BtoA])}
+	}
 	return f, nil
 }
+
+// Threads is how many forwarding threads the link runs: 1 or 2.
+func (f *Forwarder) Threads() int { return len(f.threads) }
 
 func portOffloads(p Port) bool {
 	o, ok := p.(OffloadPort)
@@ -251,7 +276,7 @@ func (f *Forwarder) fitFrame(c Config) (Config, error) {
 	return c, c.Validate()
 }
 
-// Start launches the two forwarding threads.
+// Start launches the forwarding threads.
 func (f *Forwarder) Start() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -259,13 +284,13 @@ func (f *Forwarder) Start() {
 		return
 	}
 	f.running = true
-	addProcs(len(f.dirs))
-	for _, d := range f.dirs {
-		go d.run()
+	addProcs(len(f.threads))
+	for _, w := range f.threads {
+		go w.run()
 	}
 }
 
-// Stop ends both threads and waits for them. Frames still queued are
+// Stop ends the threads and waits for them. Frames still queued are
 // discarded (and counted). The ports stay open; the caller closes them.
 func (f *Forwarder) Stop() {
 	f.mu.Lock()
@@ -284,7 +309,7 @@ func (f *Forwarder) Stop() {
 	for _, d := range f.dirs {
 		<-d.done
 	}
-	addProcs(-len(f.dirs))
+	addProcs(-len(f.threads))
 }
 
 // Reconfigure changes one direction at once (between two batches).
@@ -330,7 +355,8 @@ func (f *Forwarder) Stats(dir Direction) DirectionStats {
 	return s
 }
 
-// direction is one forwarding thread with its emulator and frame pool.
+// direction is one direction of the link: its emulator, its frame pool
+// and its timing state. A worker thread runs it.
 type direction struct {
 	f       *Forwarder
 	dir     Direction
@@ -366,16 +392,9 @@ type direction struct {
 	txBufs  [][]byte
 	scratch []byte
 
-	busyPoll  time.Duration
-	place     placement
-	placeOn   bool
-	forwarded uint64        // frames received, for placement
-	coalesce  time.Duration // 0: off
-	realTime  bool
-	nice      int
-	spin      time.Duration // current spin margin
-	oversl    float64       // EWMA of the kernel's oversleep, ns
-	lastSent  int64         // when the last batch was sent (d.now), for spinFor
+	spin     time.Duration // current spin margin
+	oversl   float64       // EWMA of the kernel's oversleep, ns
+	lastSent int64         // when the last batch was sent (d.now), for spinFor
 
 	stop      atomic.Bool
 	done      chan struct{}
@@ -409,12 +428,8 @@ func newDirection(f *Forwarder, dir Direction, c Config, fc ForwarderConfig) (*d
 		rxBufs: make([][]byte, MaxBatch), rxLens: make([]int, MaxBatch), rxStamp: make([]int64, MaxBatch),
 		pkts: make([]Packet, MaxBatch), dropped: make([]Packet, 0, MaxBatch),
 		outPkts: make([]Packet, MaxBatch), txBufs: make([][]byte, MaxBatch),
-		scratch:  make([]byte, slot),
-		busyPoll: fc.BusyPoll, coalesce: fc.Coalesce, placeOn: !fc.NoPlacement, spin: fc.Spin, realTime: !fc.NoRealTime, nice: fc.Nice,
+		scratch: make([]byte, slot), spin: fc.Spin,
 		done: make(chan struct{}),
-	}
-	if d.nice == 0 {
-		d.nice = -10
 	}
 	if off, ok := f.offloads(dir); ok {
 		d.vnet, d.inOff = true, off
@@ -432,12 +447,6 @@ func newDirection(f *Forwarder, dir Direction, c Config, fc ForwarderConfig) (*d
 	}
 	if d.spin <= 0 {
 		d.spin = 20 * time.Microsecond
-	}
-	switch {
-	case d.coalesce == 0:
-		d.coalesce = defaultCoalesce
-	case d.coalesce < 0:
-		d.coalesce = 0
 	}
 	d.maxSlots.Store(int64(maxSlotsFor(c, d.maxCap)))
 	d.grow()
@@ -549,89 +558,149 @@ func (d *direction) txFrame(p *Packet) []byte {
 	return d.slot(h)[:d.frameLen[h]]
 }
 
-func (d *direction) run() {
-	defer close(d.done)
+// worker is one forwarding thread: it serves one direction, or both.
+type worker struct {
+	dirs      []*direction
+	place     placement
+	placeOn   bool
+	forwarded uint64 // frames received, for placement
+	busyPoll  time.Duration
+	coalesce  time.Duration // 0: off
+	realTime  bool
+	nice      int
+}
+
+func newWorker(fc ForwarderConfig, dirs ...*direction) *worker {
+	w := &worker{dirs: dirs, placeOn: !fc.NoPlacement, busyPoll: fc.BusyPoll, coalesce: fc.Coalesce,
+		realTime: !fc.NoRealTime, nice: fc.Nice}
+	if w.nice == 0 {
+		w.nice = -10
+	}
+	switch {
+	case w.coalesce == 0:
+		w.coalesce = defaultCoalesce
+	case w.coalesce < 0:
+		w.coalesce = 0
+	}
+	return w
+}
+
+func (w *worker) run() {
+	for _, d := range w.dirs {
+		defer close(d.done)
+	}
 	// Locked and never unlocked: the thread's priority and timer slack
 	// die with it instead of leaking to the scheduler's pool.
 	runtime.LockOSThread()
 	// The default 50 µs timer slack would add up to 50 µs to every
 	// sleep; the spin margin then has to cover less.
 	_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0) // cannot fail for a valid value; without it only less punctual
-	d.schedule()
-	if d.placeOn {
-		d.place.init()
-		defer d.place.close()
+	w.schedule()
+	if w.placeOn {
+		w.place.init()
+		defer w.place.close()
 	} else {
-		d.place.disabled = true
+		w.place.disabled = true
 	}
-	lastWork := d.now()
+	first := w.dirs[0]
+	lastWork := first.now()
 	// found counts the frames read since the last wait ended: more than
 	// one means the traffic is dense enough to coalesce wake-ups.
 	found := 0
-	for !d.stop.Load() {
-		n := d.receive()
-		found += n
-		d.forwarded += uint64(n)
-		worked := n > 0
-		if d.transmit() {
-			worked = true
+	for !first.stop.Load() {
+		worked := false
+		for _, d := range w.dirs {
+			n := d.receive()
+			found += n
+			w.forwarded += uint64(n)
+			if n > 0 {
+				worked = true
+			}
+			if d.transmit() {
+				worked = true
+			}
 		}
-		now := d.now()
+		now := first.now()
 		if worked {
 			lastWork = now
-			d.place.check(now, d.forwarded)
+			w.place.check(now, w.forwarded)
 			continue
 		}
-		d.mu.Lock()
-		due, queued := d.emu.NextDue()
-		d.mu.Unlock()
-		spin := d.spinFor(due)
-		if queued && due-now <= int64(spin) {
-			continue // close to a departure: spin
-		}
-		if d.busyPoll > 0 && now-lastWork < int64(d.busyPoll) {
-			continue // traffic just passed: poll the ring a little longer
-		}
+		// The thread sleeps until the earliest departure of its
+		// directions, and spins when one is close.
 		timeout := idleWait
-		if queued {
-			timeout = time.Duration(due-now) - spin
+		var next *direction
+		spinning := false
+		for _, d := range w.dirs {
+			d.mu.Lock()
+			due, queued := d.emu.NextDue()
+			d.mu.Unlock()
+			if !queued {
+				continue
+			}
+			spin := d.spinFor(due)
+			if due-now <= int64(spin) {
+				spinning = true
+				break
+			}
+			if t := time.Duration(due-now) - spin; next == nil || t < timeout {
+				timeout, next = t, d
+			}
+		}
+		if spinning {
+			continue
+		}
+		if w.busyPoll > 0 && now-lastWork < int64(w.busyPoll) {
+			continue // traffic just passed: poll the ring a little longer
 		}
 		dense := found > 1
 		found = 0
-		if dense && d.coalesce > 0 {
+		if dense && w.coalesce > 0 {
 			// Moderated: let a batch gather instead of being woken by
 			// its first frame.
-			sleep := min(d.coalesce, timeout)
+			sleep := min(w.coalesce, timeout)
 			ThreadSleep(sleep)
-			if queued && sleep == timeout {
-				d.learnOversleep(d.now() - (now + int64(timeout)))
+			if next != nil && sleep == timeout {
+				next.learnOversleep(next.now() - (now + int64(timeout)))
 			}
 			continue
 		}
-		if err := d.in.Wait(timeout); err != nil {
+		if err := w.wait(timeout); err != nil {
 			break
 		}
-		if queued {
-			d.learnOversleep(d.now() - (now + int64(timeout)))
+		if next != nil {
+			next.learnOversleep(next.now() - (now + int64(timeout)))
 		}
 	}
-	d.mu.Lock()
-	s := d.emu.Stats()
-	d.mu.Unlock()
-	d.discarded.Store(uint64(s.Queued))
+	for _, d := range w.dirs {
+		d.mu.Lock()
+		s := d.emu.Stats()
+		d.mu.Unlock()
+		d.discarded.Store(uint64(s.Queued))
+	}
+}
+
+// wait sleeps until a frame may be waiting in one of the worker's
+// directions, the timeout passes or the forwarder is stopped.
+func (w *worker) wait(timeout time.Duration) error {
+	if len(w.dirs) == 1 {
+		return w.dirs[0].in.Wait(timeout)
+	}
+	// NewForwarder gave one worker both directions only for ports that pair.
+	return w.dirs[0].in.(PairPort).WaitWith(w.dirs[1].in, timeout)
 }
 
 // schedule raises the thread's priority (see ForwarderConfig.NoRealTime).
 // Failures are ignored: without privileges the forwarder still works, only
 // less punctually. The thread is discarded on exit (no UnlockOSThread), so
 // the priority never leaks to other goroutines.
-func (d *direction) schedule() {
-	if d.realTime {
-		RealTimeThread(d.nice)
+func (w *worker) schedule() {
+	if w.realTime {
+		RealTimeThread(w.nice)
 		return
 	}
-	if d.nice != 0 {
-		_ = unix.Setpriority(unix.PRIO_PROCESS, 0, d.nice)
+	if w.nice != 0 {
+		_ = unix.Setpriority(unix.PRIO_PROCESS, 0, w.nice)
 	}
 }
 

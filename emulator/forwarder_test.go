@@ -29,6 +29,15 @@ type memPort struct {
 	// refuseEvery and failEvery make every n-th frame sent be refused
 	// (TxDropped) or taken and then lost (TxFailed).
 	refuseEvery, failEvery, nTx int
+	// single makes the port refuse to pair (a port that can only wait
+	// alone): the forwarder then runs a thread per direction.
+	single bool
+	// echo makes every frame sent come back as a frame received, at
+	// once: the far end answering within the send, as a host's TCP
+	// answers a segment with an ACK in the forwarder's own system call
+	// on a veth.
+	echo  bool
+	slept int
 }
 
 func newMemPort(name string) *memPort {
@@ -93,6 +102,12 @@ func (p *memPort) SendBatch(frames [][]byte) (int, error) {
 		p.sent = append(p.sent, append([]byte(nil), f...))
 		p.sentAt = append(p.sentAt, now)
 	}
+	if p.echo {
+		for _, f := range frames {
+			p.rx = append(p.rx, append([]byte(nil), f...))
+		}
+		p.Interrupt()
+	}
 	return accepted, nil
 }
 
@@ -108,29 +123,65 @@ func (p *memPort) ringDrop() {
 // one through the runtime. A wait through Go's timers and channels made
 // this test double, not the forwarder, late by tens of ms now and then:
 // the woken forwarder waited for the scheduler to find it a P.
-func (p *memPort) Wait(timeout time.Duration) error {
+func (p *memPort) Wait(timeout time.Duration) error { return p.wait(nil, timeout) }
+
+// PairsWith and WaitWith make memPort a PairPort, as AF_PACKET ports are,
+// so the forwarder serves both directions from one thread by default.
+func (p *memPort) PairsWith(other Port) bool {
+	q, ok := other.(*memPort)
+	return ok && q != p && !p.single
+}
+
+func (p *memPort) WaitWith(other Port, timeout time.Duration) error {
+	return p.wait(other.(*memPort), timeout)
+}
+
+func (p *memPort) ready() bool {
 	p.mu.Lock()
-	ready := len(p.rx) > 0
+	defer p.mu.Unlock()
 	p.st.Wakeups++
-	p.mu.Unlock()
-	if ready {
+	return len(p.rx) > 0
+}
+
+// sleeps is how many waits on this port found nothing to wake them and
+// slept.
+func (p *memPort) sleeps() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.slept
+}
+
+func (p *memPort) wait(q *memPort, timeout time.Duration) error {
+	if p.ready() || q != nil && q.ready() {
 		return nil
 	}
 	fds := []unix.PollFd{{Fd: int32(p.wake), Events: unix.POLLIN}}
+	if q != nil {
+		fds = append(fds, unix.PollFd{Fd: int32(q.wake), Events: unix.POLLIN})
+	}
 	var ts *unix.Timespec
 	if timeout >= 0 {
 		t := unix.NsecToTimespec(int64(timeout))
 		ts = &t
 	}
+	var zero unix.Timespec
+	if n, _, _ := unix.RawSyscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&fds[0])), uintptr(len(fds)), uintptr(unsafe.Pointer(&zero)), 0, 0, 0); n == 0 {
+		p.mu.Lock()
+		p.slept++
+		p.mu.Unlock()
+	}
 	if timeout >= 0 && timeout <= 5*time.Millisecond {
 		// A wait may end early (EINTR), as a real port's may: the
 		// forwarder looks again either way.
-		_, _, _ = unix.RawSyscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&fds[0])), 1, uintptr(unsafe.Pointer(ts)), 0, 0, 0)
+		_, _, _ = unix.RawSyscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&fds[0])), uintptr(len(fds)), uintptr(unsafe.Pointer(ts)), 0, 0, 0)
 	} else {
 		_, _ = unix.Ppoll(fds, ts, nil)
 	}
 	var b [8]byte
 	_, _ = unix.Read(p.wake, b[:]) // draining the wake-up; EAGAIN: there was none
+	if q != nil {
+		_, _ = unix.Read(q.wake, b[:])
+	}
 	return nil
 }
 
@@ -179,9 +230,15 @@ func mustParse(t *testing.T, s string) Config {
 // log says so), and fails when it did not. If every attempt stalled, the
 // median lateness is judged instead. Early is never excused.
 func TestForwarderDelaysBothDirections(t *testing.T) {
+	for _, perDirection := range []bool{false, true} {
+		t.Run(fmt.Sprintf("ThreadPerDirection=%v", perDirection), func(t *testing.T) { delaysBothDirections(t, perDirection) })
+	}
+}
+
+func delaysBothDirections(t *testing.T, perDirection bool) {
 	const attempts = 3
 	for attempt := 1; ; attempt++ {
-		late, medians, machine := forwardBothDirections(t)
+		late, medians, machine := forwardBothDirections(t, perDirection)
 		if t.Failed() {
 			return
 		}
@@ -210,12 +267,15 @@ func TestForwarderDelaysBothDirections(t *testing.T) {
 // to b and 5 ms b to a. It reports frames early or out of order as test
 // errors, and returns the frames more than 20 ms late, each direction's
 // median lateness and what the stall watcher saw.
-func forwardBothDirections(t *testing.T) (late []string, medians [2]time.Duration, machine stallwatch.Report) {
+func forwardBothDirections(t *testing.T, perDirection bool) (late []string, medians [2]time.Duration, machine stallwatch.Report) {
 	t.Helper()
 	a, b := newMemPort("a"), newMemPort("b")
-	f, err := NewForwarder(a, b, ForwarderConfig{AtoB: mustParse(t, "delay 20ms"), BtoA: mustParse(t, "delay 5ms")})
+	f, err := NewForwarder(a, b, ForwarderConfig{AtoB: mustParse(t, "delay 20ms"), BtoA: mustParse(t, "delay 5ms"), ThreadPerDirection: perDirection})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if want := map[bool]int{false: 1, true: 2}[perDirection]; f.Threads() != want {
+		t.Fatalf("ThreadPerDirection %v: %d threads, want %d", perDirection, f.Threads(), want)
 	}
 	watch := stallwatch.Start()
 	f.Start()
@@ -262,6 +322,79 @@ func forwardBothDirections(t *testing.T) (late []string, medians [2]time.Duratio
 		}
 	}
 	return late, medians, machine
+}
+
+// TestOneThreadTakesTheAnswerAlong: an answer that the far end sends
+// within the forwarder's own send (b echoes every frame, as a host's TCP
+// answers a segment on a veth) is forwarded back by the same thread
+// without a wait of its own: 200 sparse frames cost about 200 sleeps with
+// one thread for the link, and about 400 with a thread per direction,
+// which sleeps again for each answer. A stall that merges frames lowers
+// both counts; an attempt whose thread-per-direction run slept less than
+// 1.5 per frame is repeated (at most three).
+func TestOneThreadTakesTheAnswerAlong(t *testing.T) {
+	const n = 200
+	run := func(perDirection bool) int {
+		a, b := newMemPort("a"), newMemPort("b")
+		b.echo = true
+		f, err := NewForwarder(a, b, ForwarderConfig{AtoB: DefaultConfig(), BtoA: DefaultConfig(), ThreadPerDirection: perDirection})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Start()
+		time.Sleep(5 * time.Millisecond)
+		s0 := a.sleeps() + b.sleeps()
+		for i := 0; i < n; i++ {
+			a.push(frame(i, 64))
+			time.Sleep(2 * time.Millisecond)
+		}
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && a.Stats().TxFrames < n; {
+			time.Sleep(time.Millisecond)
+		}
+		slept := a.sleeps() + b.sleeps() - s0
+		f.Stop()
+		if got := a.Stats().TxFrames; got != n {
+			t.Fatalf("ThreadPerDirection %v: %d answers came back, want %d", perDirection, got, n)
+		}
+		return slept
+	}
+	for attempt := 1; ; attempt++ {
+		one, two := run(false), run(true)
+		t.Logf("sleeps for %d frames and their answers: one thread %d, a thread per direction %d", n, one, two)
+		if one > n*6/5 {
+			t.Fatalf("one thread slept %d times for %d frames and their answers (a thread per direction: %d)", one, n, two)
+		}
+		if two >= n*3/2 {
+			return
+		}
+		if attempt == 3 {
+			t.Fatalf("a thread per direction slept only %d times for %d frames and their answers: the test cannot tell the two apart", two, n)
+		}
+	}
+}
+
+// TestForwarderThreadsByPort: ports that cannot wait together get a
+// thread per direction.
+func TestForwarderThreadsByPort(t *testing.T) {
+	a, b := newMemPort("a"), newMemPort("b")
+	a.single = true
+	f, err := NewForwarder(a, b, ForwarderConfig{AtoB: DefaultConfig(), BtoA: DefaultConfig()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Threads() != 2 {
+		t.Errorf("ports that do not pair: %d threads, want 2", f.Threads())
+	}
+	f.Start()
+	a.push(frame(0, 64))
+	b.push(frame(1, 64))
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && (a.Stats().TxFrames < 1 || b.Stats().TxFrames < 1); {
+		time.Sleep(time.Millisecond)
+	}
+	f.Stop()
+	if a.Stats().TxFrames != 1 || b.Stats().TxFrames != 1 {
+		t.Errorf("sent %d and %d frames, want 1 each way", a.Stats().TxFrames, b.Stats().TxFrames)
+	}
 }
 
 func TestForwarderCountersAndReconfigure(t *testing.T) {

@@ -47,6 +47,19 @@ type Port interface {
 	Close() error
 }
 
+// PairPort is a Port that can also wait for either of two ports in one
+// call, so that one thread serves both directions of a link (see
+// ForwarderConfig.ThreadPerDirection).
+type PairPort interface {
+	Port
+	// PairsWith reports whether WaitWith can wait with other.
+	PairsWith(other Port) bool
+	// WaitWith is Wait on this port and other at once: it returns when
+	// either may have a frame waiting, the timeout passes, or either is
+	// interrupted.
+	WaitWith(other Port, timeout time.Duration) error
+}
+
 // PortStats are the counters a port keeps below the emulator: frames that
 // never reached the pipeline or never left the machine.
 type PortStats struct {

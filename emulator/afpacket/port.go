@@ -77,7 +77,9 @@ type Port struct {
 	// an offloads port on an interface without TSO (see txBypass).
 	bypass bool
 
-	pollFDs [2]unix.PollFd
+	// pollFDs: the RX socket and the eventfd, then room for another
+	// port's two (WaitWith).
+	pollFDs [4]unix.PollFd
 	ts      unix.Timespec
 
 	closed atomic.Bool
@@ -98,7 +100,10 @@ type Port struct {
 	statsMu                sync.Mutex
 }
 
-var _ emulator.OffloadPort = (*Port)(nil)
+var (
+	_ emulator.OffloadPort = (*Port)(nil)
+	_ emulator.PairPort    = (*Port)(nil)
+)
 
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
 
@@ -689,10 +694,32 @@ func (p *Port) sendBig(f []byte) bool {
 
 // Wait implements emulator.Port with ppoll on the RX socket and an eventfd.
 func (p *Port) Wait(timeout time.Duration) error {
-	if p.closed.Load() {
+	return p.wait(nil, timeout)
+}
+
+// PairsWith implements emulator.PairPort: two AF_PACKET ports wait
+// together in one ppoll.
+func (p *Port) PairsWith(other emulator.Port) bool {
+	q, ok := other.(*Port)
+	return ok && q != p
+}
+
+// WaitWith implements emulator.PairPort: Wait on p and other at once.
+func (p *Port) WaitWith(other emulator.Port, timeout time.Duration) error {
+	q, ok := other.(*Port)
+	if !ok || q == p {
+		return fmt.Errorf("afpacket: %s cannot wait with %s", p.name, other.Name())
+	}
+	return p.wait(q, timeout)
+}
+
+// wait blocks until p (or q, if not nil) may have a frame, the timeout
+// passes or either is interrupted.
+func (p *Port) wait(q *Port, timeout time.Duration) error {
+	if p.closed.Load() || q != nil && q.closed.Load() {
 		return emulator.ErrPortClosed
 	}
-	if p.readable() {
+	if p.readable() || q != nil && q.readable() {
 		return nil
 	}
 	var ts *unix.Timespec
@@ -703,7 +730,15 @@ func (p *Port) Wait(timeout time.Duration) error {
 		p.ts = unix.NsecToTimespec(int64(timeout))
 		ts = &p.ts
 	}
-	p.pollFDs[0].Revents, p.pollFDs[1].Revents = 0, 0
+	fds := p.pollFDs[:2]
+	if q != nil {
+		p.pollFDs[2], p.pollFDs[3] = q.pollFDs[0], q.pollFDs[1]
+		fds = p.pollFDs[:4]
+		q.wakeups.Add(1)
+	}
+	for i := range fds {
+		fds[i].Revents = 0
+	}
 	p.wakeups.Add(1)
 	// Short waits (a departure is due soon) use a raw system call: the
 	// thread keeps its P, so waking up never waits for the Go scheduler to
@@ -714,18 +749,21 @@ func (p *Port) Wait(timeout time.Duration) error {
 	// which for a hundred idle links costs a good part of a core.
 	var e unix.Errno
 	if timeout >= 0 && timeout <= rawWaitMax {
-		_, _, e = unix.RawSyscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&p.pollFDs[0])), uintptr(len(p.pollFDs)),
+		_, _, e = unix.RawSyscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&fds[0])), uintptr(len(fds)),
 			uintptr(unsafe.Pointer(ts)), 0, 0, 0)
 	} else {
-		_, _, e = unix.Syscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&p.pollFDs[0])), uintptr(len(p.pollFDs)),
+		_, _, e = unix.Syscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&fds[0])), uintptr(len(fds)),
 			uintptr(unsafe.Pointer(ts)), 0, 0, 0)
 	}
 	if e != 0 && e != unix.EINTR {
 		return fmt.Errorf("afpacket: %s: ppoll: %w", p.name, e)
 	}
-	if p.pollFDs[1].Revents&unix.POLLIN != 0 {
-		var b [8]byte
+	var b [8]byte
+	if fds[1].Revents&unix.POLLIN != 0 {
 		_, _ = unix.Read(p.evFD, b[:]) // draining the wake-up: EAGAIN only means another read took it
+	}
+	if q != nil && fds[3].Revents&unix.POLLIN != 0 {
+		_, _ = unix.Read(q.evFD, b[:])
 	}
 	return nil
 }

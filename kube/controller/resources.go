@@ -34,7 +34,7 @@ const (
 	// a 1500-byte MTU: 5 MiB a port) and one 512 KiB frame-queue chunk per
 	// direction.
 	emulatedLinkMemory = 2*5<<20 + 2*512<<10
-	// emulatedLinkCPU (millicores): a forwarder's two threads sleep while
+	// emulatedLinkCPU (millicores): a forwarder's thread sleeps while
 	// the link is idle; 99 idle emulated links took 0.3 of a core
 	// (docs/scale-out.md), 3m each, and 10m leaves room for light traffic.
 	// A busy direction takes up to a core, which no request made before
