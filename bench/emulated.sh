@@ -10,6 +10,9 @@
 #                                                offloads on everywhere, carried
 #                                                through the emulator (hymn's default)
 #   emulated-nooff the same without --offloads, ends with offloads off
+#   emulated-2t    emulated with --thread-per-direction (not in the default
+#                  LINKS): a forwarding thread per direction instead of
+#                  one for the link, which is hymn's default
 #   emulated-10ms  emulated with `delay 10ms` (TCP only): a single stream is
 #                  window-limited; the window (ss -tin at the sender) and the
 #                  rate it allows, window / RTT, are printed beside it
@@ -173,17 +176,18 @@ iperf() {
 	wait $srv 2>/dev/null || true
 }
 
-declare -A SUBNET=([plain]=81 [plain-nooff]=82 [emulated]=83 [emulated-nooff]=84 [emulated-10ms]=85)
+declare -A SUBNET=([plain]=81 [plain-nooff]=82 [emulated]=83 [emulated-nooff]=84 [emulated-10ms]=85 [emulated-2t]=86)
 LINKS=${LINKS:-plain plain-nooff emulated emulated-nooff emulated-10ms}
 for lk in plain-nooff emulated; do [[ " $LINKS " == *" $lk "* ]] || LINKS+=" $lk"; done
 ALL=()
-for lk in plain plain-nooff emulated emulated-nooff emulated-10ms; do if [[ " $LINKS " == *" $lk "* ]]; then ALL+=($lk); fi; done
+for lk in plain plain-nooff emulated emulated-2t emulated-nooff emulated-10ms; do if [[ " $LINKS " == *" $lk "* ]]; then ALL+=($lk); fi; done
 MEASURED=() # links with UDP, TCP and latency; emulated-10ms has TCP only
 for lk in "${ALL[@]}"; do
 	case $lk in
 	plain) pair plain 81 on ;;
 	plain-nooff) pair plain-nooff 82 off ;;
 	emulated) emulated emulated 83 on ;;
+	emulated-2t) emulated emulated-2t 86 on --thread-per-direction ;;
 	emulated-nooff) emulated emulated-nooff 84 off ;;
 	emulated-10ms) emulated emulated-10ms 85 on delay 10ms ;;
 	esac
@@ -308,6 +312,7 @@ R_PPS=$(ratio "${PPS[emulated]}" "${PPS[plain-nooff]}")
 R_PPS_PLAIN=$(ratio "${PPS[emulated]}" "${PPS[plain]:-0}")
 R_TCP=$(ratio "${MBPS[emulated]}" "${MBPS[plain]:-0}")
 R_TCP_NOOFF=$(ratio "${MBPS[emulated-nooff]:-0}" "${MBPS[plain]:-0}")
+R_TCP_2T=$(ratio "${MBPS[emulated-2t]:-0}" "${MBPS[plain]:-0}")
 if [[ -n ${MBPS[emulated-10ms]:-} ]]; then
 	# Window-limited rate a plain link of the same RTT allows: window / RTT.
 	WLIM=$(python3 -c "print(round(${WND[emulated-10ms]}*8/(${RTT[emulated-10ms]}/1e3)/1e6,1) if ${RTT[emulated-10ms]} else 0)")
@@ -319,9 +324,9 @@ ADD99=$(diff_us "${P99[emulated]}" "${P99[plain-nooff]}")
 if ((JSON)); then
 	printf '{"seconds":%s,"udp64_pps":{"plain":%s,"plain_nooff":%s,"emulated":%s},"udp64_sent_pps":{"plain":%s,"plain_nooff":%s,"emulated":%s},"tcp_mbps":{"plain":%s,"plain_nooff":%s,"emulated":%s},' \
 		"$T" "${PPS[plain]}" "${PPS[plain-nooff]}" "${PPS[emulated]}" "${OFFERED[plain]}" "${OFFERED[plain-nooff]}" "${OFFERED[emulated]}" "${MBPS[plain]}" "${MBPS[plain-nooff]}" "${MBPS[emulated]}"
-	printf '"reps":%s,"latency_us":{"plain_nooff":{"p50":%s,"p99":%s},"emulated":{"p50":%s,"p99":%s},"added":{"p50":%s,"p99":%s}},"pps_ratio":%s,"pps_ratio_runs":[%s],"tcp_ratio":%s,"tcp_ratio_nooff":%s,"tcp_10ms":{"mbps":%s,"window_bytes":%s,"rtt_ms":%s,"window_limit_mbps":%s,"ratio":%s}}\n' \
+	printf '"reps":%s,"latency_us":{"plain_nooff":{"p50":%s,"p99":%s},"emulated":{"p50":%s,"p99":%s},"added":{"p50":%s,"p99":%s}},"pps_ratio":%s,"pps_ratio_runs":[%s],"tcp_ratio":%s,"tcp_ratio_nooff":%s,"tcp_ratio_2t":%s,"tcp_10ms":{"mbps":%s,"window_bytes":%s,"rtt_ms":%s,"window_limit_mbps":%s,"ratio":%s}}\n' \
 		"$REPS" "${P50[plain-nooff]}" "${P99[plain-nooff]}" "${P50[emulated]}" "${P99[emulated]}" "$ADD50" "$ADD99" "$R_PPS" \
-		"$(echo $RUN_RATIOS | tr ' ' ,)" "$R_TCP" "$R_TCP_NOOFF" "${MBPS[emulated-10ms]:-0}" "${WND[emulated-10ms]:-0}" "${RTT[emulated-10ms]:-0}" "${WLIM:-0}" "${R_10:-0}"
+		"$(echo $RUN_RATIOS | tr ' ' ,)" "$R_TCP" "$R_TCP_NOOFF" "$R_TCP_2T" "${MBPS[emulated-10ms]:-0}" "${WND[emulated-10ms]:-0}" "${RTT[emulated-10ms]:-0}" "${WLIM:-0}" "${R_10:-0}"
 else
 	printf '\n%-15s %13s %13s %13s %11s %15s %15s\n' link "UDP64 sent/s" "carried/s" "app read/s" "TCP Mbit/s" "one-way p50 µs" "one-way p99 µs"
 	for name in "${MEASURED[@]}"; do
@@ -331,6 +336,7 @@ else
 	echo "carried packet rate, emulated / plain-nooff: $R_PPS   (emulated / plain: $R_PPS_PLAIN); per run:$RUN_RATIOS"
 	echo "added latency (emulated - plain-nooff): p50 ${ADD50} µs, p99 ${ADD99} µs"
 	if [[ -n ${MBPS[plain]:-} ]]; then echo "TCP, emulated (offloads carried) / plain: $R_TCP   (emulated-nooff / plain: $R_TCP_NOOFF)"; fi
+	if [[ -n ${MBPS[plain]:-} && -n ${MBPS[emulated-2t]:-} ]]; then echo "TCP, emulated-2t (a thread per direction) / plain: $R_TCP_2T"; fi
 	if [[ -n ${MBPS[emulated-10ms]:-} ]]; then
 		echo "TCP through delay 10ms: ${MBPS[emulated-10ms]} Mbit/s; window ${WND[emulated-10ms]} B (min of cwnd·mss and the receiver's window), RTT ${RTT[emulated-10ms]} ms: a plain link of that RTT allows ${WLIM} Mbit/s; ratio $R_10"
 	fi

@@ -26,6 +26,13 @@ import (
 // end's delivery); clearly more means the sender's delivery runs there
 // too, and the thread moves off that CPU (its allowed set minus the
 // current CPU; the next check may move it back if the sender follows).
+//
+// A thread that serves both directions of a link counts the frames of
+// both; a CPU it shares with the sender of one direction processes that
+// direction's frames on top of the thread's own deliveries. With traffic
+// one way (the 64-byte rate) that is the test a thread per direction
+// makes. With TCP, whose ACKs are about as many frames as its data
+// super-frames, either host's share is near the threshold.
 
 const (
 	placeInterval = 100 * time.Millisecond

@@ -60,7 +60,9 @@ TESTS=$(cat <<'EOF'
 ./emulator            TestForwarderDelaysBothDirections
 ./emulator            TestForwarderIdleCPU
 ./emulator            TestForwarderCoalesces
+./emulator            TestOneThreadTakesTheAnswerAlong
 ./emulator/afpacket   TestPortWaitWakes
+./emulator/afpacket   TestPortWaitWith
 ./emulator/dpdk       TestIdleLinkCPU                  -tags=dpdk norace
 ./emulator/dpdk       TestForwarderOverWire            -tags=dpdk norace
 ./emulator/dpdk       TestAFPacketBetweenNamespaces    -tags=dpdk norace

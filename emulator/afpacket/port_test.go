@@ -210,3 +210,41 @@ func TestPortWaitWakes(t *testing.T) {
 		t.Errorf("Interrupt did not end Wait (%v)", d)
 	}
 }
+
+// TestPortWaitWith: one wait covers two ports, so one thread can serve
+// both directions of a link: a frame arriving on the second port and the
+// second port's Interrupt each end it, and a port does not pair with
+// itself.
+func TestPortWaitWith(t *testing.T) {
+	_, open := vethPair(t)
+	a, b := open("x0"), open("x1")
+	if a.PairsWith(a) || !a.PairsWith(b) {
+		t.Fatalf("PairsWith: itself %v, the other port %v; want false, true", a.PairsWith(a), a.PairsWith(b))
+	}
+	if err := a.WaitWith(a, time.Millisecond); err == nil {
+		t.Error("a port waited with itself")
+	}
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		// From x0 to x1: the frame arrives on b, the second port of the wait.
+		if _, err := a.SendBatch([][]byte{testFrame(0, 60, 0x88b5)}); err != nil {
+			t.Error(err)
+		}
+	}()
+	t0 := time.Now()
+	if err := a.WaitWith(b, 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(t0); d > time.Second {
+		t.Errorf("WaitWith returned after %v, not when the frame came to the second port", d)
+	}
+	recvAll(t, b, 1)
+	go func() { time.Sleep(10 * time.Millisecond); b.Interrupt() }()
+	t0 = time.Now()
+	if err := a.WaitWith(b, 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(t0); d > time.Second {
+		t.Errorf("the second port's Interrupt did not end WaitWith (%v)", d)
+	}
+}
