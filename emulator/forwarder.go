@@ -113,17 +113,18 @@ const (
 // docs/emulator-spec.md §1), for both directions in turn; or one such
 // thread per direction (ForwarderConfig.ThreadPerDirection, and ports
 // that cannot wait together). When nothing is due soon it sleeps in the
-// ports' poll, with a
-// timeout that ends shortly before the next departure (while traffic is
-// dense, on a short timer instead: see ForwarderConfig.Coalesce), and
-// spins for the last microseconds so the realised delay matches the
-// configured one rather than the timer's granularity.
+// ports' poll, with a timeout that ends shortly before the next departure
+// (while traffic is dense, on a short timer instead: see
+// ForwarderConfig.Coalesce), and spins for the last microseconds so the
+// realised delay matches the configured one rather than the timer's
+// granularity.
 type Forwarder struct {
 	a, b      Port
 	dirs      [2]*direction
 	threads   []*worker
 	start     time.Time
 	linkFrame int // largest frame of the link (MTU + 18), 0: unknown
+	stop      atomic.Bool
 
 	mu      sync.Mutex
 	running bool
@@ -224,9 +225,9 @@ func NewForwarder(a, b Port, cfg ForwarderConfig) (*Forwarder, error) {
 	f.dirs[AtoB].in, f.dirs[AtoB].out = a, b
 	f.dirs[BtoA].in, f.dirs[BtoA].out = b, a
 	if pa, ok := a.(PairPort); ok && !cfg.ThreadPerDirection && pa.PairsWith(b) {
-		f.threads = []*worker{newWorker(cfg, f.dirs[AtoB], f.dirs[BtoA])}
+		f.threads = []*worker{newWorker(f, cfg, f.dirs[AtoB], f.dirs[BtoA])}
 	} else {
-		f.threads = []*worker{newWorker(cfg, f.dirs[AtoB]), newWorker(cfg, f.dirs[BtoA])}
+		f.threads = []*worker{newWorker(f, cfg, f.dirs[AtoB]), newWorker(f, cfg, f.dirs[BtoA])}
 	}
 	return f, nil
 }
@@ -302,12 +303,12 @@ func (f *Forwarder) Stop() {
 	if !f.running {
 		return
 	}
+	f.stop.Store(true)
 	for _, d := range f.dirs {
-		d.stop.Store(true)
 		d.in.Interrupt()
 	}
-	for _, d := range f.dirs {
-		<-d.done
+	for _, w := range f.threads {
+		<-w.done
 	}
 	addProcs(-len(f.threads))
 }
@@ -396,8 +397,6 @@ type direction struct {
 	oversl   float64       // EWMA of the kernel's oversleep, ns
 	lastSent int64         // when the last batch was sent (d.now), for spinFor
 
-	stop      atomic.Bool
-	done      chan struct{}
 	noBuffer  atomic.Uint64
 	discarded atomic.Uint64
 }
@@ -429,7 +428,6 @@ func newDirection(f *Forwarder, dir Direction, c Config, fc ForwarderConfig) (*d
 		pkts: make([]Packet, MaxBatch), dropped: make([]Packet, 0, MaxBatch),
 		outPkts: make([]Packet, MaxBatch), txBufs: make([][]byte, MaxBatch),
 		scratch: make([]byte, slot), spin: fc.Spin,
-		done: make(chan struct{}),
 	}
 	if off, ok := f.offloads(dir); ok {
 		d.vnet, d.inOff = true, off
@@ -560,7 +558,9 @@ func (d *direction) txFrame(p *Packet) []byte {
 
 // worker is one forwarding thread: it serves one direction, or both.
 type worker struct {
+	f         *Forwarder
 	dirs      []*direction
+	done      chan struct{}
 	place     placement
 	placeOn   bool
 	forwarded uint64 // frames received, for placement
@@ -570,8 +570,8 @@ type worker struct {
 	nice      int
 }
 
-func newWorker(fc ForwarderConfig, dirs ...*direction) *worker {
-	w := &worker{dirs: dirs, placeOn: !fc.NoPlacement, busyPoll: fc.BusyPoll, coalesce: fc.Coalesce,
+func newWorker(f *Forwarder, fc ForwarderConfig, dirs ...*direction) *worker {
+	w := &worker{f: f, dirs: dirs, done: make(chan struct{}), placeOn: !fc.NoPlacement, busyPoll: fc.BusyPoll, coalesce: fc.Coalesce,
 		realTime: !fc.NoRealTime, nice: fc.Nice}
 	if w.nice == 0 {
 		w.nice = -10
@@ -586,9 +586,7 @@ func newWorker(fc ForwarderConfig, dirs ...*direction) *worker {
 }
 
 func (w *worker) run() {
-	for _, d := range w.dirs {
-		defer close(d.done)
-	}
+	defer close(w.done)
 	// Locked and never unlocked: the thread's priority and timer slack
 	// die with it instead of leaking to the scheduler's pool.
 	runtime.LockOSThread()
@@ -607,7 +605,7 @@ func (w *worker) run() {
 	// found counts the frames read since the last wait ended: more than
 	// one means the traffic is dense enough to coalesce wake-ups.
 	found := 0
-	for !first.stop.Load() {
+	for !w.f.stop.Load() {
 		worked := false
 		for _, d := range w.dirs {
 			n := d.receive()
