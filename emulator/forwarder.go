@@ -74,10 +74,10 @@ type ForwarderConfig struct {
 	// netif_rx → the far end's softirq), so the answer is often waiting in
 	// the other direction's ring by the time the send returns: one thread
 	// picks it up without a wake-up. With a thread per direction each
-	// answer costs a wake-up and a context switch on CPUs the hosts share.
-	// A thread per direction is for heavy traffic both ways on a machine
-	// with CPUs to spare; with one thread, a frame may wait behind one
-	// batch of the other direction (microseconds).
+	// answer costs a wake-up and a context switch on CPUs the hosts share
+	// (bench/README.md: TCP on 2 vCPUs ran a sixth slower). A thread per
+	// direction lets the two directions run on two CPUs at once; with one
+	// thread, a frame may wait behind a batch of the other direction.
 	ThreadPerDirection bool
 }
 
