@@ -78,6 +78,16 @@ if [[ -z $HYMN ]]; then
 	go build -o "$TMP/hymn" ./cmd/hymn
 	HYMN=$TMP/hymn
 fi
+# The host's own thread wake-up latency first (hymn calibrate): an
+# emulated link's added latency is mostly wake-ups, so figures from two
+# machines compare only beside it. Kept in the JSON as "host".
+HOST_JSON=null
+if "$HYMN" calibrate --help >/dev/null 2>&1; then
+	HOST_JSON=$("$HYMN" calibrate --json --samples 5000 | python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin),separators=(",",":")))')
+	log "*** $(python3 -c 'import json,sys; h=json.loads(sys.argv[1]); t,e=h["timer_late_us"],h["event_wake_us"]; print("host: %d CPUs, kernel %s, idle %s; timer wake-up late p50 %.1f / p99 %.1f µs, event wake-up p50 %.1f / p99 %.1f µs" % (h["cpus"],h["kernel"],h["cpu_idle"],t["p50"],t["p99"],e["p50"],e["p99"]))' "$HOST_JSON")"
+else
+	log "*** $HYMN has no calibrate command: the host's wake-up latency is not measured"
+fi
 PROBE=${PROBE:-}
 if [[ -z $PROBE ]]; then
 	go build -o "$TMP/hymn-probe" ./cmd/hymn-probe
@@ -322,8 +332,8 @@ ADD50=$(diff_us "${P50[emulated]}" "${P50[plain-nooff]}")
 ADD99=$(diff_us "${P99[emulated]}" "${P99[plain-nooff]}")
 
 if ((JSON)); then
-	printf '{"seconds":%s,"udp64_pps":{"plain":%s,"plain_nooff":%s,"emulated":%s},"udp64_sent_pps":{"plain":%s,"plain_nooff":%s,"emulated":%s},"tcp_mbps":{"plain":%s,"plain_nooff":%s,"emulated":%s},' \
-		"$T" "${PPS[plain]}" "${PPS[plain-nooff]}" "${PPS[emulated]}" "${OFFERED[plain]}" "${OFFERED[plain-nooff]}" "${OFFERED[emulated]}" "${MBPS[plain]}" "${MBPS[plain-nooff]}" "${MBPS[emulated]}"
+	printf '{"host":%s,"seconds":%s,"udp64_pps":{"plain":%s,"plain_nooff":%s,"emulated":%s},"udp64_sent_pps":{"plain":%s,"plain_nooff":%s,"emulated":%s},"tcp_mbps":{"plain":%s,"plain_nooff":%s,"emulated":%s},' \
+		"$HOST_JSON" "$T" "${PPS[plain]}" "${PPS[plain-nooff]}" "${PPS[emulated]}" "${OFFERED[plain]}" "${OFFERED[plain-nooff]}" "${OFFERED[emulated]}" "${MBPS[plain]}" "${MBPS[plain-nooff]}" "${MBPS[emulated]}"
 	printf '"reps":%s,"latency_us":{"plain_nooff":{"p50":%s,"p99":%s},"emulated":{"p50":%s,"p99":%s},"added":{"p50":%s,"p99":%s}},"pps_ratio":%s,"pps_ratio_runs":[%s],"tcp_ratio":%s,"tcp_ratio_nooff":%s,"tcp_ratio_2t":%s,"tcp_10ms":{"mbps":%s,"window_bytes":%s,"rtt_ms":%s,"window_limit_mbps":%s,"ratio":%s}}\n' \
 		"$REPS" "${P50[plain-nooff]}" "${P99[plain-nooff]}" "${P50[emulated]}" "${P99[emulated]}" "$ADD50" "$ADD99" "$R_PPS" \
 		"$(echo $RUN_RATIOS | tr ' ' ,)" "$R_TCP" "$R_TCP_NOOFF" "$R_TCP_2T" "${MBPS[emulated-10ms]:-0}" "${WND[emulated-10ms]:-0}" "${RTT[emulated-10ms]:-0}" "${WLIM:-0}" "${R_10:-0}"

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hymn-net/hymn"
+	"github.com/hymn-net/hymn/emulator"
 	"github.com/hymn-net/hymn/measure"
 	"github.com/hymn-net/hymn/topo"
 	"github.com/spf13/cobra"
@@ -190,6 +191,13 @@ func runMeasure(ctx context.Context, net *hymn.Network, m *measureFlags, cfg mea
 	if err != nil {
 		return err
 	}
+	// The host's wake-up latency first, while the network is quiet:
+	// the trials' latencies compare across machines only beside it.
+	host, err := emulator.MeasureHostWake(ctx, emulator.HostWakeConfig{})
+	if err != nil {
+		return err
+	}
+	_, _ = fmt.Fprintf(progress, "*** %s\n", host)
 	_, _ = fmt.Fprintf(progress, "*** Measuring %s -> %s: %d B frames, %s, %v per rate\n", from, to, cfg.Frame, cfg.Pattern, cfg.Duration)
 	_, _ = fmt.Fprint(progress, measure.TableHeader())
 	cfg.Progress = func(r *measure.Result, phase string) {
@@ -203,6 +211,7 @@ func runMeasure(ctx context.Context, net *hymn.Network, m *measureFlags, cfg mea
 	if err != nil {
 		return err
 	}
+	rep.Host = &host
 	if m.compareGen {
 		if rep.Generators, err = net.CompareGenerators(ctx, from, cfg.Frame, 5, 200*time.Millisecond); err != nil {
 			return err

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/hymn-net/hymn/emulator"
 )
 
 // Percentiles are the ones every result reports (the CIMininet paper's
@@ -142,6 +143,10 @@ type Report struct {
 	// Generators holds each generator's own rate, measured side by side
 	// when asked (Network.CompareGenerators).
 	Generators []GeneratorResult `json:"generators,omitempty"`
+	// Host is the machine's thread wake-up latency, measured before the
+	// trials (emulator.MeasureHostWake): figures from two machines
+	// compare only beside it.
+	Host *emulator.HostWake `json:"host,omitempty"`
 }
 
 // Headroom is the generator's own rate over the zero-loss rate (0 when
