@@ -24,6 +24,7 @@ import (
 // ...): the pod holds one network, so the node's name is enough.
 func newExecCmd() *cobra.Command {
 	var run, line string
+	readyFD := -1
 	cmd := &cobra.Command{
 		Use:   "exec [--run RUN] NODE [--] [COMMAND [ARG...]] | exec [--run RUN] -c LINE NODE",
 		Short: "Run a command in a node of a running hymn network (as Mininet's m)",
@@ -57,13 +58,18 @@ have it, no such command).`,
 				}
 				argv = []string{nodeShell(), "-c", line}
 			}
-			return execInNode(run, args[0], argv)
+			return execInNode(run, args[0], argv, readyFD)
 		},
 	}
 	// Everything after NODE is the command's, its flags included.
 	cmd.Flags().SetInterspersed(false)
 	cmd.Flags().StringVar(&run, "run", "", "the run id (hymn list) when several networks have NODE")
 	cmd.Flags().StringVarP(&line, "command", "c", "", "a command line for the node's shell (bash, else sh)")
+	// A caller that must know when COMMAND runs in the node (the mininet
+	// package's popen) passes a pipe's write end: it closes when COMMAND
+	// replaces hymn exec, or when hymn exec fails.
+	cmd.Flags().IntVar(&readyFD, "ready-fd", -1, "")
+	_ = cmd.Flags().MarkHidden("ready-fd") // the flag exists: no error
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return fmt.Errorf("%w: %v", ErrUsage, err) })
 	return cmd
 }
@@ -126,7 +132,16 @@ func nodesOf(run string) string {
 // execInNode replaces this process with argv inside the node's network
 // namespace: the caller keeps the command's terminal, signals and exit
 // status, with no process of hymn's in between.
-func execInNode(run, node string, argv []string) error {
+func execInNode(run, node string, argv []string, readyFD int) error {
+	if readyFD >= 0 {
+		if readyFD <= 2 {
+			return fmt.Errorf("%w: exec: --ready-fd %d is one of the standard streams", ErrUsage, readyFD)
+		}
+		// Closed by the kernel when execve succeeds (or at exit).
+		if _, err := unix.FcntlInt(uintptr(readyFD), unix.F_SETFD, unix.FD_CLOEXEC); err != nil {
+			return fmt.Errorf("%w: exec: --ready-fd %d: %v", ErrUsage, readyFD, err)
+		}
+	}
 	ns, err := nodeNamespace(run, node)
 	if err != nil {
 		return err

@@ -686,6 +686,9 @@ func (s *Server) ping(ctx context.Context, raw json.RawMessage) (any, error) {
 	var a struct {
 		Hosts   []string `json:"hosts"`
 		Timeout float64  `json:"timeout"` // seconds; 0 for the default
+		// Addrs are the addresses the script knows hosts by where
+		// hymn did not give them (a setIP after the build).
+		Addrs map[string]string `json:"addrs"`
 	}
 	if err := decode(raw, &a); err != nil {
 		return nil, err
@@ -693,6 +696,9 @@ func (s *Server) ping(ctx context.Context, raw json.RawMessage) (any, error) {
 	n, err := s.network("ping")
 	if err != nil {
 		return nil, err
+	}
+	if len(a.Addrs) > 0 {
+		return pingAddrs(ctx, n, a.Hosts, a.Addrs, time.Duration(a.Timeout*float64(time.Second)))
 	}
 	res, err := n.PingFull(ctx, a.Hosts, time.Duration(a.Timeout*float64(time.Second)))
 	if err != nil {

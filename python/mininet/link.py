@@ -27,6 +27,7 @@ class Intf(object):
         self.link = link
         self.mac = mac
         self.ip, self.prefixLen = None, None
+        self.hymnIP = None  # the address hymn gave it, once built
         self.params = dict(params)
         self.tcParams = {}
         self.existing = link is None and name != 'lo'
@@ -211,6 +212,10 @@ class TCIntf(Intf):
             if v is not None:
                 new[k] = v
         _checkTC(new)
+        if 'max_queue_size' in new:
+            # Mininet writes it with %d: a computed size (bdp / 1500)
+            # is a float, and netem's limit takes its whole part.
+            new['max_queue_size'] = int(float(new['max_queue_size']))
         new.update({k: v for k, v in params.items()
                     if k in ('enable_ecn', 'enable_red')})
         line = _tcLine(new)

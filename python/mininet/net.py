@@ -377,6 +377,18 @@ class Mininet(object):
             self.conn = _hymn.Connection()
         return self.conn
 
+    def _ensureDeployed(self, why=''):
+        """Have hymn make what the script added so far (a node's shell
+        needs its namespace), without Mininet's build() when the script
+        has not called it: nodes and links added later join live, and
+        build() or start() still configures the hosts where Mininet
+        does."""
+        if not self.built and not self._inBuild and self.topo is not None:
+            self._ensureBuilt(why)
+            return
+        debug('*** %s needs the network: deploying it\n' % why)
+        self._deploy()
+
     def _ensureBuilt(self, why=''):
         "Build (Mininet's build) and deploy (hymn's) if not done yet."
         if not self.built and not self._inBuild:
@@ -398,6 +410,9 @@ class Mininet(object):
                     continue
                 if ii.get('ip'):
                     intf.ip, intf.prefixLen = ii['ip'], ii.get('prefixLen')
+                # What hymn knows: a ping to another address (setIP after
+                # the build) names it (_pingResults).
+                intf.hymnIP = ii.get('ip') or None
                 if ii.get('mac'):
                     intf.mac = ii['mac']
 
@@ -543,6 +558,10 @@ class Mininet(object):
             return
         self.stopped = True
         self._restoreOVSTools()
+        from mininet.node import settleJobs, _VMShell
+        settleJobs([n._shell.pid for n in self.hosts + self.switches
+                    if n._shell is not None and
+                    not isinstance(n._shell, _VMShell)])
         info('*** Stopping %i controllers\n' % len(self.controllers))
         for controller in self.controllers:
             info(controller.name + ' ')
@@ -562,6 +581,8 @@ class Mininet(object):
         for host in self.hosts:
             info(host.name + ' ')
             host.terminate()
+        from mininet.node import waitHungUp
+        waitHungUp()
         if self.conn is not None and self.deployed:
             try:
                 self.conn.request('stop')
@@ -616,8 +637,17 @@ class Mininet(object):
     def _pingResults(self, hosts, timeout):
         self._ensureBuilt('ping')
         names = [h.name for h in hosts if h.intfs]
+        # Mininet pings each host at its IP(), its default interface's
+        # address as the script last set it; hymn knows the addresses it
+        # gave, so the others travel with the request.
+        addrs = {}
+        for h in hosts:
+            intf = h.defaultIntf() if h.intfs else None
+            if intf is not None and intf.IP() and \
+                    intf.IP() != getattr(intf, 'hymnIP', None):
+                addrs[h.name] = intf.IP()
         return self.conn.request('ping', hosts=names,
-                                 timeout=float(timeout or 0))
+                                 timeout=float(timeout or 0), addrs=addrs)
 
     def _pingRows(self, hosts, results):
         got = {}

@@ -30,6 +30,110 @@ SENTINEL = chr(127)
 _constructing = [None]
 
 
+# Process groups of shells hung up by terminate(), for waitHungUp.
+_hungUp = []
+
+
+def waitHungUp(timeout=3.0):
+    """Wait (at most timeout seconds) until every process of the shells
+    terminate() hung up has ended: Mininet leaves them to finish, and a
+    capture flushes its file on the hangup; hymn removes the nodes right
+    after, which would kill them mid-write."""
+    import time
+    deadline = time.time() + timeout
+    groups, _hungUp[:] = list(_hungUp), []
+    while groups and time.time() < deadline:
+        alive = []
+        for pg in groups:
+            try:
+                os.killpg(pg, 0)
+                alive.append(pg)
+            except OSError:
+                pass
+        groups = alive
+        if groups:
+            time.sleep(0.02)
+
+
+def _popenInNode(node, cmd, popenArgs):
+    """Popen of cmd in node through hymn exec, returned once cmd runs
+    there: Mininet's mnexec enters a namespace in microseconds, so a
+    server popen'ed just before its client is listening by the time the
+    client connects; hymn exec takes milliseconds to start, so popen
+    waits for it. hymn exec closes the ready pipe (close-on-exec) when it
+    replaces itself with cmd, or when it fails."""
+    r, w = os.pipe()
+    popenArgs = dict(popenArgs)
+    popenArgs['pass_fds'] = tuple(popenArgs.get('pass_fds', ())) + (w,)
+    argv = [_hymn.hymnBinary(), 'exec', '--run', node.net.hymnRun,
+            '--ready-fd', str(w), node.name, '--'] + cmd
+    try:
+        p = subprocess.Popen(argv, **popenArgs)
+    finally:
+        os.close(w)
+    try:
+        # Bounded: a hymn exec that cannot start must not hang the script.
+        if select.select([r], [], [], 10)[0]:
+            os.read(r, 1)
+    finally:
+        os.close(r)
+    return p
+
+
+def _jobsOf(groups):
+    """{pid: (pgid, start ticks)} of the processes in the process groups
+    groups, their leaders (the shells) left out."""
+    jobs = {}
+    for d in os.listdir('/proc'):
+        if not d.isdigit():
+            continue
+        try:
+            with open('/proc/%s/stat' % d) as f:
+                fields = f.read().rsplit(')', 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        pgid, pid = int(fields[2]), int(d)
+        if pgid in groups and pid != pgid:
+            jobs[pid] = (pgid, int(fields[19]))
+    return jobs
+
+
+def _catchesHangup(pid):
+    "Whether the process handles or ignores SIGHUP (bit 0 of the masks)."
+    try:
+        with open('/proc/%d/status' % pid) as f:
+            for line in f:
+                if line.startswith(('SigCgt:', 'SigIgn:')) and \
+                        int(line.split()[1], 16) & 1:
+                    return True
+    except (OSError, ValueError, IndexError):
+        return True  # gone: nothing to wait for
+    return False
+
+
+def settleJobs(shells, young=1.0):
+    """Before the shells are hung up, let background jobs that are
+    still starting (younger than young seconds, not yet handling SIGHUP)
+    start: a tcpdump -w started just before net.stop() has its file and
+    its hangup handler within a fraction of a second. Mininet's stop
+    takes that long before it reaches the hosts; hymn's is quicker."""
+    import time
+    groups = set(p for p in shells if p)
+    if not groups:
+        return
+    tick = float(os.sysconf('SC_CLK_TCK'))
+    deadline = time.time() + young
+    while time.time() < deadline:
+        with open('/proc/uptime') as f:
+            now = float(f.read().split()[0])
+        waiting = [pid for pid, (_, start) in _jobsOf(groups).items()
+                   if now - start / tick < young and
+                   not _catchesHangup(pid)]
+        if not waiting:
+            return
+        time.sleep(0.02)
+
+
 class ShellError(RuntimeError):
     "A node's shell died: the command could not run."
 
@@ -75,6 +179,11 @@ class Node(object):
         self._dead = False
         self._vmThread = None
         self._early = []  # commands given before the network was built
+        # Mininet's node shells start in the node's constructor, in the
+        # script's directory then; hymn's start on first use, in that
+        # same directory (./h2_output.pcap lands where Mininet puts it
+        # even if the script changed directory since).
+        self._cwd = os.getcwd()
         self._vmOutput = None
 
     # --- the shell -----------------------------------------------------
@@ -143,7 +252,10 @@ class Node(object):
         if not self.inNamespace and not isinstance(self, Switch):
             return
         if self.hymn is None and self.net is not None:
-            self.net._ensureBuilt(why='%s.cmd()' % self.name)
+            # The node exists once hymn has it: a command before build()
+            # (a router's sysctl) deploys what the script added so far,
+            # and leaves Mininet's build() (configHosts) to start().
+            self.net._ensureDeployed(why='%s.cmd()' % self.name)
             if self.hymn is None and self.net.deployed:
                 raise ShellError('%s is not part of the network (was it '
                                  'added with addHost/addSwitch?)' % self.name)
@@ -171,9 +283,10 @@ class Node(object):
         def ctty():
             os.setsid()
             fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+        cwd = self._cwd if os.path.isdir(self._cwd) else None
         self._shell = subprocess.Popen(
             self._shellArgv(), stdin=slave, stdout=slave, stderr=slave,
-            close_fds=True, preexec_fn=ctty)
+            close_fds=True, preexec_fn=ctty, cwd=cwd)
         os.close(slave)
         self._master = master
         self._stdout = os.fdopen(master, 'r', closefd=False)
@@ -257,11 +370,14 @@ class Node(object):
         return self.pollOut.poll(timeoutms)
 
     def terminate(self):
-        "Stop the shell (and what runs in its foreground)."
+        """Stop the shell: SIGHUP to its process group, as Mininet's
+        terminate sends, so its background jobs (tcpdump -w) end as they
+        do on a hangup; Mininet.stop waits for them (waitHungUp)."""
         sh = self._shell
         if sh is not None and not isinstance(sh, _VMShell):
             try:
                 os.killpg(sh.pid, signal.SIGHUP)
+                _hungUp.append(sh.pid)
             except OSError:
                 pass
             try:
@@ -402,8 +518,7 @@ class Node(object):
                 '%s.popen: VM nodes run commands through their shell; use '
                 '%s.cmd() or sendCmd()/monitor()' % (self.name, self.name))
         if self.hymn is not None and self.hymn.get('ownNamespace'):
-            cmd = [_hymn.hymnBinary(), 'exec', '--run', self.net.hymnRun,
-                   self.name, '--'] + cmd
+            return _popenInNode(self, cmd, defaults)
         elif self.hymn is not None and self.hymn.get('ovsDir'):
             cmd = ['ip', 'netns', 'exec', self.hymn['namespace']] + cmd
         return subprocess.Popen(cmd, **defaults)
@@ -533,7 +648,14 @@ class Node(object):
         """Configure the node. hymn already gave it the ip, mac and
         default route of its parameters when it built the network; a
         subclass's config runs here, where Mininet calls it."""
-        return {}
+        r = {}
+        if defaultRoute and self.hymn is not None and self.inNamespace \
+                and not self._isVM() and \
+                not self.cmd('ip route show default').strip():
+            # A node hymn made before its links (it ran a command before
+            # build()) had no interface to route through then.
+            self.setParam(r, 'setDefaultRoute', defaultRoute=defaultRoute)
+        return r
 
     def configDefault(self, **moreParams):
         self.params.update(moreParams)
