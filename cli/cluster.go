@@ -342,7 +342,7 @@ shell ends. Exit status 1 if a test fails, 2 for bad input.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.where, "cluster", "local:2", "where the workers run: local:N (processes in namespaces of this machine) or kube:N (privileged pods, through kubectl)")
 	fl.IntVar(&f.port, "port", cluster.DefaultPort, "VXLAN UDP port")
-	fl.IntVar(&f.vniBase, "vni-base", cluster.DefaultVNIBase, "VNI of the first link (link i uses vni-base+i)")
+	fl.IntVar(&f.vniBase, "vni-base", 0, "number the cut links' VNIs vni-base+i (i: the link's index), predictable; 0: random for each run")
 	fl.StringArrayVar(&f.tests, "test", nil, "tests: pingall, rtt, stats, cli, none (joined with '+' or repeated; default pingall)")
 	fl.BoolVar(&f.jsonOut, "json", false, "print the results as one JSON object on stdout")
 	fl.DurationVar(&f.timeout, "timeout", 5*time.Minute, "how long building and linking every part may take")
@@ -397,8 +397,8 @@ func runCluster(ctx context.Context, f *clusterFlags, args []string, stdin *os.F
 	if f.port < 1 || f.port > 65535 {
 		return fmt.Errorf("%w: --port %d is not a UDP port", ErrUsage, f.port)
 	}
-	if f.vniBase < 1 || f.vniBase > cluster.MaxVNI {
-		return fmt.Errorf("%w: --vni-base %d is outside 1-%d", ErrUsage, f.vniBase, cluster.MaxVNI)
+	if f.vniBase < 0 || f.vniBase > cluster.MaxVNI {
+		return fmt.Errorf("%w: --vni-base %d is outside 1-%d (0: random)", ErrUsage, f.vniBase, cluster.MaxVNI)
 	}
 	if f.slack < 0 {
 		return fmt.Errorf("%w: --slack must not be negative", ErrUsage)

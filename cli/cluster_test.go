@@ -40,7 +40,7 @@ func TestClusterBadInput(t *testing.T) {
 	pinned := write("pinned.yaml", "nodes:\n  - {name: h1, placement: 3}\n  - h2\nlinks:\n  - endpoints: [h1, h2]\n")
 	crowded := write("crowded.yaml", "nodes:\n  - {name: h1, placement: 0}\n  - {name: h2, placement: 0}\n  - {name: h3, placement: 0}\n  - h4\nlinks:\n  - endpoints: [h1, h2]\n  - endpoints: [h2, h3]\n  - endpoints: [h3, h4]\n")
 	py := write("t.py", "topos = {}\n")
-	good := write("good.json", `{"topology":"linear,2","workers":2,"worker":0,"assign":{"h1":0,"s1":0,"h2":1,"s2":1}}`)
+	good := write("good.json", `{"topology":"linear,2","workers":2,"worker":0,"assign":{"h1":0,"s1":0,"h2":1,"s2":1},"vni_key":"00112233445566778899aabbccddeeff"}`)
 	unknownField := write("unknown.json", `{"topology":"linear,2","workers":2,"assign":{},"wrkers":3}`)
 	badAssign := write("assign.json", `{"topology":"linear,2","workers":2,"worker":0,"assign":{"h1":0}}`)
 	for _, tc := range []struct {
@@ -65,7 +65,7 @@ func TestClusterBadInput(t *testing.T) {
 		{[]string{"cluster", "run", "--topo", "linear,2", "--cluster", "local:5"}, "5 workers for 4 nodes"},
 		{[]string{"cluster", "run", "--topo", "linear,2", "--port", "0"}, "--port 0 is not a UDP port"},
 		{[]string{"cluster", "run", "--topo", "linear,2", "--port", "65536"}, "--port 65536"},
-		{[]string{"cluster", "run", "--topo", "linear,2", "--vni-base", "0"}, "--vni-base 0 is outside"},
+		{[]string{"cluster", "run", "--topo", "linear,2", "--vni-base", "-1"}, "--vni-base -1 is outside"},
 		{[]string{"cluster", "run", "--topo", "linear,2", "--vni-base", "16777216"}, "--vni-base 16777216"},
 		{[]string{"cluster", "run", "--topo", "linear,2", "--test", "pingall+fly"}, `--test "fly"`},
 		{[]string{"cluster", "run", "--topo", "linear,2", "--slack", "-1"}, "--slack must not be negative"},

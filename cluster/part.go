@@ -16,6 +16,7 @@ import (
 	"github.com/hymn-net/hymn/links"
 	"github.com/hymn-net/hymn/nodes"
 	"github.com/hymn-net/hymn/topo"
+	"github.com/vishvananda/netlink"
 )
 
 // Part is one worker's share of a topology, running.
@@ -27,6 +28,12 @@ type Part struct {
 	mu     sync.Mutex
 	linked []*cutSide
 	helper *links.HelperNS
+	// local is this worker's address, where its tunnels end; peers are
+	// every worker's address as last told (link, relink); filter admits
+	// each cut link's frames from its peer only (nil until Link).
+	local  netip.Addr
+	peers  []netip.Addr
+	filter *tunnelFilter
 }
 
 // cutSide is this worker's side of one cut link, once created.
@@ -102,16 +109,32 @@ func (p *Part) Link(ctx context.Context, peers []netip.Addr) (err error) {
 			return fmt.Errorf("worker %d's address %v is not a unicast address", i, a)
 		}
 	}
+	// The tunnels are bound to this worker's address, which must be one
+	// of the underlay's: a source address the machine does not have could
+	// not send.
+	local := peers[s.Worker]
+	if err := checkLocalAddress(p.underlay, local); err != nil {
+		return fmt.Errorf("worker %d: %w", s.Worker, err)
+	}
 	defer func() {
 		if err != nil {
 			_ = p.unlinkLocked() // best effort: the link error is returned
 		}
 	}()
+	p.local, p.peers = local, slices.Clone(peers)
 	// Check every underlay first: a bad MTU should fail before any
 	// device exists.
 	ends := make([]VXLANEnd, len(p.R.Cut))
 	for i, c := range p.R.Cut {
 		if ends[i], err = p.end(c, peers[c.Peer]); err != nil {
+			return err
+		}
+	}
+	// The filter goes in before any tunnel exists: no moment when a
+	// device takes frames from anyone.
+	if len(p.R.Cut) > 0 {
+		p.filter = &tunnelFilter{ns: p.underlay, table: filterTable(p.Net.RunID()), port: s.port()}
+		if err := p.filter.set(p.filterRules()); err != nil {
 			return err
 		}
 	}
@@ -140,8 +163,11 @@ func (p *Part) end(c CutLink, remote netip.Addr) (VXLANEnd, error) {
 	if err != nil {
 		return VXLANEnd{}, err
 	}
+	if remote.Is4() != p.local.Is4() {
+		return VXLANEnd{}, fmt.Errorf("cut link %s: this worker's address %v and peer %v are not of one family", c.Link, p.local, remote)
+	}
 	v := VXLANEnd{
-		Underlay: p.underlay, Remote: remote, Port: p.R.Spec.port(), VNI: c.VNI,
+		Underlay: p.underlay, Local: p.local, Remote: remote, Port: p.R.Spec.port(), VNI: c.VNI,
 		Alias: owner.LinkAlias(p.Net.RunID()),
 		End:   links.End{NS: node, Name: c.Local.Name, MAC: c.Local.MAC, IP: c.Local.IP, MTU: c.Link.Params.MTU()},
 	}
@@ -155,6 +181,40 @@ func (p *Part) end(c CutLink, remote netip.Addr) (VXLANEnd, error) {
 		return VXLANEnd{}, fmt.Errorf("cut link %s: %w", c.Link, err)
 	}
 	return v, nil
+}
+
+// filterRules are the tunnel filter's rules for every cut link of this
+// worker toward its peer's current address.
+func (p *Part) filterRules() []filterRule {
+	rules := make([]filterRule, 0, len(p.R.Cut))
+	for _, c := range p.R.Cut {
+		rules = append(rules, filterRule{VNI: c.VNI, Local: p.local, Remote: p.peers[c.Peer]})
+	}
+	return rules
+}
+
+// checkLocalAddress checks that addr is an address of the namespace.
+func checkLocalAddress(ns links.Namespace, addr netip.Addr) error {
+	found := false
+	err := ns.Netlink(func(h *netlink.Handle) error {
+		addrs, err := h.AddrList(nil, netlink.FAMILY_ALL)
+		if err != nil {
+			return err
+		}
+		for _, a := range addrs {
+			if ip, ok := netip.AddrFromSlice(a.IP); ok && ip.Unmap() == addr.Unmap() {
+				found = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("listing the underlay's addresses: %w", err)
+	}
+	if !found {
+		return fmt.Errorf("address %v is not one of this machine's: the tunnels must be bound to an address the worker holds (--address)", addr)
+	}
+	return nil
 }
 
 // routes applies the part's static routes (idempotent: ip route replace).
@@ -223,6 +283,16 @@ func (p *Part) Relink(ctx context.Context, peer int, addr netip.Addr) ([]CutStat
 			return nil, err
 		}
 		idx, ends[i] = append(idx, i), v
+	}
+	// The filter admits the new address (and no longer the old one)
+	// before the sides toward it are made again.
+	old := p.peers[peer]
+	p.peers[peer] = addr
+	if p.filter != nil {
+		if err := p.filter.set(p.filterRules()); err != nil {
+			p.peers[peer] = old
+			return nil, err
+		}
 	}
 	var errs []error
 	var made []*cutSide
@@ -393,6 +463,10 @@ func (p *Part) unlinkLocked() error {
 		}
 	}
 	p.linked = nil
+	if p.filter != nil {
+		errs = append(errs, p.filter.remove())
+		p.filter = nil
+	}
 	if p.helper != nil {
 		errs = append(errs, p.helper.Delete())
 		p.helper = nil

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"os/exec"
 	"regexp"
 	"slices"
 	"strconv"
@@ -121,9 +122,15 @@ func startParts(t *testing.T, specs []*Spec, ms []*netnsx.Named, addrs []netip.A
 }
 
 // leftovers fails the test if a machine namespace holds anything but its
-// loopback and underlay (a VXLAN device left in the underlay).
+// loopback and underlay (a VXLAN device left in the underlay), or a
+// tunnel filter.
 func leftovers(t *testing.T, m *netnsx.Named, what string) {
 	t.Helper()
+	if _, err := exec.LookPath("nft"); err == nil {
+		if out, err := nftList(m); err != nil || strings.TrimSpace(out) != "" {
+			t.Errorf("%s: nftables left behind: %v\n%s", what, err, out)
+		}
+	}
 	if err := m.Netlink(func(h *netlink.Handle) error {
 		ls, err := h.LinkList()
 		if err != nil {

@@ -2,7 +2,11 @@ package cluster
 
 import (
 	"bytes"
+	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,9 +22,14 @@ import (
 // DefaultPort is VXLAN's IANA port.
 const DefaultPort = 4789
 
-// DefaultVNIBase is the first VNI of a run's cut links; the link with
-// index i in the plan uses DefaultVNIBase+i.
+// DefaultVNIBase was the first VNI of every run's cut links (the link with
+// index i used DefaultVNIBase+i). A run now draws its VNIs from a random
+// key (Spec.VNIKey) unless a base is asked for explicitly; the constant
+// stays for callers that want the old, predictable numbering.
 const DefaultVNIBase = 4200
+
+// VNIKeyLen is the length of a run's VNI key in bytes.
+const VNIKeyLen = 16
 
 // MaxVNI is the largest VXLAN network identifier (24 bits).
 const MaxVNI = 1<<24 - 1
@@ -49,8 +58,15 @@ type Spec struct {
 	Workers int            `json:"workers"` // how many there are
 	Assign  map[string]int `json:"assign"`  // node -> worker, every node
 
-	Port    int `json:"port,omitempty"`     // VXLAN UDP port; 0: DefaultPort
-	VNIBase int `json:"vni_base,omitempty"` // 0: DefaultVNIBase
+	Port int `json:"port,omitempty"` // VXLAN UDP port; 0: DefaultPort
+	// VNIBase, when set, numbers the cut links' VNIs VNIBase+i (i the
+	// link's index in the plan): predictable, for an operator who needs
+	// fixed numbers. 0: the VNIs come from VNIKey.
+	VNIBase int `json:"vni_base,omitempty"`
+	// VNIKey (hex, VNIKeyLen bytes) is the run's secret from which every
+	// worker derives the same VNIs: drawn at random by NewSpec, so
+	// a sender that knows the topology cannot guess them.
+	VNIKey string `json:"vni_key,omitempty"`
 }
 
 // LoadSpec reads a JSON spec, refusing unknown fields (a typo would
@@ -75,11 +91,56 @@ func (s *Spec) port() int {
 	return s.Port
 }
 
-func (s *Spec) vniBase() int {
+// NewVNIKey returns a random VNI key (hex) for Spec.VNIKey.
+func NewVNIKey() string {
+	b := make([]byte, VNIKeyLen)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails (it panics instead)
+	return hex.EncodeToString(b)
+}
+
+// vnis assigns a VNI to every cut link of the plan (link index -> VNI):
+// VNIBase+i when a base is set, else a 24-bit number derived from the
+// key and the link's index (HMAC-SHA256), never 0 and never one an
+// earlier link took: the same on every worker, unpredictable without the
+// key, distinct within the run.
+func (s *Spec) vnis(plan *topo.Plan) (map[int]int, error) {
+	out := map[int]int{}
+	var key []byte
 	if s.VNIBase == 0 {
-		return DefaultVNIBase
+		var err error
+		if key, err = hex.DecodeString(s.VNIKey); err != nil || len(key) != VNIKeyLen {
+			return nil, fmt.Errorf("%w: vni_key must be %d hex digits (the coordinator draws it; or set vni_base)", ErrBadSpec, 2*VNIKeyLen)
+		}
 	}
-	return s.VNIBase
+	used := map[int]bool{}
+	for i, l := range plan.Links {
+		if s.Assign[l.Intf1.Node] == s.Assign[l.Intf2.Node] {
+			continue
+		}
+		if s.VNIBase != 0 {
+			vni := s.VNIBase + i
+			if vni > MaxVNI {
+				return nil, fmt.Errorf("%w: link %s would need VNI %d, above %d; lower vni_base", ErrBadSpec, l, vni, MaxVNI)
+			}
+			out[i] = vni
+			continue
+		}
+		for try := uint32(0); ; try++ {
+			m := hmac.New(sha256.New, key)
+			var msg [8]byte
+			binary.BigEndian.PutUint32(msg[:4], uint32(i))
+			binary.BigEndian.PutUint32(msg[4:], try)
+			m.Write([]byte("hymn-vni\x00"))
+			m.Write(msg[:])
+			sum := m.Sum(nil)
+			vni := int(sum[0])<<16 | int(sum[1])<<8 | int(sum[2])
+			if vni != 0 && !used[vni] {
+				used[vni], out[i] = true, vni
+				break
+			}
+		}
+	}
+	return out, nil
 }
 
 // Resolved is a spec read and checked against its topology.
@@ -145,16 +206,17 @@ func (s *Spec) Resolve() (*Resolved, error) {
 	if counts[s.Worker] == 0 {
 		return nil, fmt.Errorf("%w: worker %d has no nodes", ErrBadSpec, s.Worker)
 	}
+	vnis, err := s.vnis(plan)
+	if err != nil {
+		return nil, err
+	}
 	r := &Resolved{Spec: s, Plan: plan}
 	for i, l := range plan.Links {
 		w1, w2 := s.Assign[l.Intf1.Node], s.Assign[l.Intf2.Node]
 		if w1 == w2 || (w1 != s.Worker && w2 != s.Worker) {
 			continue
 		}
-		vni := s.vniBase() + i
-		if vni > MaxVNI {
-			return nil, fmt.Errorf("%w: link %s would need VNI %d, above %d; lower vni_base", ErrBadSpec, l, vni, MaxVNI)
-		}
+		vni := vnis[i]
 		c := CutLink{Link: l, Index: i, VNI: vni, Local: l.Intf1, Remote: l.Intf2, Peer: w2, First: true}
 		if w2 == s.Worker {
 			c.Local, c.Remote, c.Peer, c.First = l.Intf2, l.Intf1, w1, false
@@ -165,9 +227,12 @@ func (s *Spec) Resolve() (*Resolved, error) {
 }
 
 // NewSpec splits a topology for n workers and returns one spec per
-// worker. topology and file are as in Spec.
+// worker. topology and file are as in Spec. The specs share a VNI key
+// drawn now: two calls for the same topology give different VNIs, so a
+// caller that makes the specs again for a running cluster (a worker to
+// replace) must keep the first key.
 func NewSpec(topology, file string, ipbase string, autoMAC bool, n int, opts partition.Options) ([]*Spec, *partition.Result, error) {
-	base := &Spec{Topology: topology, File: file, IPBase: ipbase, AutoMAC: autoMAC, Workers: n}
+	base := &Spec{Topology: topology, File: file, IPBase: ipbase, AutoMAC: autoMAC, Workers: n, VNIKey: NewVNIKey()}
 	// The same resolution the workers will do, so the plan agrees.
 	r0, err := base.resolvePlan()
 	if err != nil {

@@ -17,9 +17,14 @@ type VXLANEnd struct {
 	// Underlay is where the tunnel's UDP socket lives: the worker's own
 	// namespace, whose address the peer sends to.
 	Underlay links.Namespace
-	Remote   netip.Addr // the peer worker's address
-	Port     int        // UDP port
-	VNI      int
+	// Local is this worker's address: the tunnel's source, which the
+	// peer's filter expects, and the only destination this side's filter
+	// lets the tunnel's frames arrive at. Invalid: the kernel's choice
+	// (tests of the device alone).
+	Local  netip.Addr
+	Remote netip.Addr // the peer worker's address
+	Port   int        // UDP port
+	VNI    int
 	// Alias marks the device for hymn clean (owner.LinkAlias of the run)
 	// while it sits in the underlay, before it reaches its namespace.
 	Alias string
@@ -97,6 +102,9 @@ func CreateVXLAN(v VXLANEnd) error {
 		// Point to point: everything goes to the one remote; learning
 		// would only fill a table with the far side's MACs.
 		Learning: false,
+	}
+	if v.Local.IsValid() {
+		dev.SrcAddr = net.IP(v.Local.AsSlice())
 	}
 	err := v.Underlay.Netlink(func(h *netlink.Handle) error {
 		if err := h.LinkAdd(dev); err != nil {

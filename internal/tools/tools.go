@@ -24,6 +24,7 @@ var Packages = map[string]string{
 	"ifconfig":           "net-tools",
 	"route":              "net-tools",
 	"iptables":           "iptables",
+	"nft":                "nftables", // a split network's tunnel filter (cluster)
 	"sysctl":             "procps",
 	"ps":                 "procps",
 	"setpriv":            "util-linux",
