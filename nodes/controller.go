@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -80,7 +81,21 @@ type Controller struct {
 	// later finds every process full.
 	mu    sync.Mutex
 	extra []*daemon
+	// owners maps where each local process listens (ip:port) to it, once
+	// its listening socket was seen to be its own (under ownersMu: mu is
+	// held while a process is added).
+	ownersMu sync.Mutex
+	owners   map[string]*daemon
 }
+
+// maxPortAttempts bounds how many ports hymn picks for a controller whose
+// picked port another process took before the controller bound it.
+const maxPortAttempts = 3
+
+// beforeControllerStart, when set (tests), runs between picking a
+// controller's port and starting its process: where another process may
+// take the port.
+var beforeControllerStart func(ip string, port int)
 
 // maxSwitchesPerProcess is ovs-testcontroller's MAX_SWITCHES.
 const maxSwitchesPerProcess = 16
@@ -150,15 +165,29 @@ func StartController(ctx context.Context, cfg ControllerConfig) (_ *Controller, 
 				return nil, fmt.Errorf("controller %s: neither controller nor ovs-testcontroller is installed (apt-get install openvswitch-testcontroller)", cfg.Name)
 			}
 		}
-		if err := c.pickPort(); err != nil {
-			return nil, err
-		}
 		c.command = command
-		d, err := c.startProcess(command, c.cfg.IP, c.cfg.Port, "")
-		if err != nil {
-			return nil, err
+		// A port hymn picked that someone took before the controller
+		// could bind it is given up for another; a port the user named is
+		// refused.
+		auto := c.cfg.Port == 0
+		for attempt := 1; ; attempt++ {
+			if err := c.pickPort(); err != nil {
+				return nil, err
+			}
+			if beforeControllerStart != nil {
+				beforeControllerStart(c.cfg.IP, c.cfg.Port)
+			}
+			d, err := c.startProcess(command, c.cfg.IP, c.cfg.Port, "")
+			if err == nil {
+				c.d = d
+				break
+			}
+			if !auto || !errors.Is(err, errListenerTaken) || attempt == maxPortAttempts {
+				return nil, err
+			}
+			cfg.Warnf("*** %v; trying another port\n", err)
+			c.cfg.IP, c.cfg.Port = cfg.IP, 0
 		}
-		c.d = d
 	}
 	targets := []string{c.Addr()}
 	for k := 1; c.d != nil && cfg.Relay != "" && k*maxSwitchesPerProcess < cfg.Switches; k++ {
@@ -176,7 +205,17 @@ func StartController(ctx context.Context, cfg ControllerConfig) (_ *Controller, 
 		if c.d != nil {
 			grow = c.addProcess
 		}
-		if c.relay, err = newRelay(cfg.Name, cfg.Relay, targets, grow, cfg.Logf); err != nil {
+		var check func(string) error
+		if c.d != nil {
+			check = func(target string) error {
+				err := c.checkTarget(target)
+				if err != nil {
+					cfg.Warnf("*** %s: not connecting a switch to tcp:%s: %v\n", cfg.Name, target, err)
+				}
+				return err
+			}
+		}
+		if c.relay, err = newRelay(cfg.Name, cfg.Relay, targets, grow, check, cfg.Logf); err != nil {
 			return nil, fmt.Errorf("controller %s: %w", cfg.Name, err)
 		}
 		cfg.Logf("*** %s: relaying %s to tcp:%s\n", cfg.Name, cfg.Relay, c.Addr())
@@ -327,8 +366,23 @@ func (c *Controller) startProcess(command, ip string, port int, suffix string) (
 			return nil, err
 		}
 	}
+	// Something answering on addr is not enough: the socket listening
+	// there must be the process's own, or the switches would be handed
+	// to whoever bound the port after it was found free.
 	deadline := time.Now().Add(10 * time.Second)
-	for !listening(addr) {
+	for {
+		ok, err := c.owns(d, ip, port)
+		if errors.Is(err, errListenerTaken) {
+			d.stop()
+			return nil, fmt.Errorf("controller %s: %s is not the controller's: %w, not %s (pid %d), which hymn started", c.cfg.Name, addr, err, command, cmd.Process.Pid)
+		}
+		if err != nil {
+			d.stop()
+			return nil, fmt.Errorf("controller %s: checking who listens on %s: %w", c.cfg.Name, addr, err)
+		}
+		if ok {
+			break
+		}
 		if d.exited() {
 			d.stop()
 			return nil, fmt.Errorf("controller %s: %s exited at once (its log: %s)", c.cfg.Name, command, filepath.Join(ControllerRunDir, record+".log"))
@@ -339,8 +393,53 @@ func (c *Controller) startProcess(command, ip string, port int, suffix string) (
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	c.cfg.Logf("*** %s: listening on %s\n", c.cfg.Name, addr)
+	c.ownersMu.Lock()
+	if c.owners == nil {
+		c.owners = map[string]*daemon{}
+	}
+	c.owners[addr] = d
+	c.ownersMu.Unlock()
+	c.cfg.Logf("*** %s: listening on %s (pid %d's own socket)\n", c.cfg.Name, addr, cmd.Process.Pid)
 	return d, nil
+}
+
+// owns reports whether daemon d is the process listening on ip:port (false
+// while nothing listens there yet); an error wrapping errListenerTaken
+// names another process that does.
+func (c *Controller) owns(d *daemon, ip string, port int) (bool, error) {
+	a, err := netip.ParseAddr(ip)
+	if err != nil {
+		return false, fmt.Errorf("address %q: %w", ip, err)
+	}
+	return checkListener(d.cmd.Process.Pid, a, port)
+}
+
+// checkTarget checks, before the relay connects a switch to target, that
+// the controller process started for it still listens there itself: a
+// process that died leaves its port to anyone.
+func (c *Controller) checkTarget(target string) error {
+	c.ownersMu.Lock()
+	d := c.owners[target]
+	c.ownersMu.Unlock()
+	if d == nil {
+		return fmt.Errorf("no controller process of %s listens on %s", c.cfg.Name, target)
+	}
+	if d.exited() {
+		return fmt.Errorf("%s (pid %d) has exited", c.command, d.cmd.Process.Pid)
+	}
+	host, p, err := net.SplitHostPort(target)
+	if err != nil {
+		return err
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil {
+		return err
+	}
+	ok, err := c.owns(d, host, port)
+	if err == nil && !ok {
+		err = fmt.Errorf("%s (pid %d) no longer listens on %s", c.command, d.cmd.Process.Pid, target)
+	}
+	return err
 }
 
 // Name returns the controller's name.
@@ -497,7 +596,10 @@ type relay struct {
 	load    []int    // open connections per target (under mu)
 	// grow starts another process when every one serves
 	// maxSwitchesPerProcess switches; nil for a remote controller.
-	grow   func() (string, error)
+	grow func() (string, error)
+	// check says whether a target is still the controller's own process
+	// before a switch is connected to it; nil for a remote controller.
+	check  func(target string) error
 	pickMu sync.Mutex // one pick at a time, so that one process is started for the 17th switch, not one per switch
 	logf   func(string, ...any)
 	mu     sync.Mutex
@@ -510,13 +612,13 @@ type relay struct {
 	answered atomic.Int64
 }
 
-func newRelay(name, path string, targets []string, grow func() (string, error), logf func(string, ...any)) (*relay, error) {
+func newRelay(name, path string, targets []string, grow func() (string, error), check func(string) error, logf func(string, ...any)) (*relay, error) {
 	_ = os.Remove(path) // a stale socket, if any: Listen reports what matters
 	ln, err := net.Listen("unix", path)
 	if err != nil {
 		return nil, fmt.Errorf("relay socket: %w", err)
 	}
-	r := &relay{ln: ln, name: name, targets: targets, load: make([]int, len(targets)), grow: grow, logf: logf, conns: map[net.Conn]bool{}}
+	r := &relay{ln: ln, name: name, targets: targets, load: make([]int, len(targets)), grow: grow, check: check, logf: logf, conns: map[net.Conn]bool{}}
 	r.wg.Add(1)
 	go r.serve()
 	return r, nil
@@ -556,6 +658,9 @@ func (r *relay) serve() {
 			defer r.track(in, false)
 			k, target := r.pick()
 			defer func() { r.mu.Lock(); r.load[k]--; r.mu.Unlock() }()
+			if r.check != nil && r.check(target) != nil {
+				return // check warned; the switch retries
+			}
 			out, err := net.DialTimeout("tcp", target, 2*time.Second)
 			if err != nil {
 				r.logf("*** %s: connecting a switch to tcp:%s: %v\n", r.name, target, err)

@@ -72,7 +72,7 @@ func TestRelaySpreadsSwitches(t *testing.T) {
 		}()
 	}
 	sock := filepath.Join(t.TempDir(), "c0.sock")
-	r, err := newRelay("c0", sock, targets, nil, func(string, ...any) {})
+	r, err := newRelay("c0", sock, targets, nil, nil, func(string, ...any) {})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +151,7 @@ func TestRelayGrowsWhenFull(t *testing.T) {
 		return addr, nil
 	}
 	sock := filepath.Join(t.TempDir(), "c0.sock")
-	r, err := newRelay("c0", sock, []string{first}, grow, func(string, ...any) {})
+	r, err := newRelay("c0", sock, []string{first}, grow, nil, func(string, ...any) {})
 	if err != nil {
 		t.Fatal(err)
 	}
