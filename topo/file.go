@@ -20,6 +20,13 @@ type FileOptions struct {
 	IPBase   netip.Prefix // options.ipbase; invalid when the file does not set it
 	AutoMAC  bool         // options.mac: true
 	Warnings []string     // things the file asked for that hymn ignores (MiniEdit files)
+	// Routing is options.routing (none, static, ospf): how routers get
+	// their routes; empty when the file does not say (docs/routing.md).
+	Routing string
+	// IPv6 is options.ipv6: true, IPBase6 options.ipbase6 (invalid when
+	// not set): every host and router interface gets an IPv6 address too.
+	IPv6    bool
+	IPBase6 netip.Prefix
 }
 
 // Address returns the address options the file asks for.
@@ -69,21 +76,34 @@ func LoadFileWith(path string, lim Limits) (*Topo, FileOptions, error) {
 		}
 		return nil, FileOptions{}, fmt.Errorf("reading topology file: %w", err)
 	}
-	return loadWith(path, data, lim)
+	return loadWith(path, data, lim, LocalFiles(filepath.Dir(path)))
 }
 
 // Load parses a topology file's contents; name is used in error messages.
+// The files it names (a link's trace and schedule) are the local user's,
+// relative to name's directory; LoadFrom reads a topology from elsewhere.
 func Load(name string, data []byte) (*Topo, FileOptions, error) {
-	return loadWith(name, data, Limits{})
+	return loadWith(name, data, Limits{}, LocalFiles(filepath.Dir(name)))
 }
 
-func loadWith(name string, data []byte, lim Limits) (*Topo, FileOptions, error) {
+// LoadFrom is Load for a topology whose file names files resolves: with
+// RemoteFiles (a Topology resource's text) a trace, schedule file, or a VM
+// node's kernel, initrd, image or hostfs is refused, naming the field,
+// before any file is touched.
+func LoadFrom(name string, data []byte, files Files) (*Topo, FileOptions, error) {
+	if files == nil {
+		files = RemoteFiles("")
+	}
+	return loadWith(name, data, Limits{}, files)
+}
+
+func loadWith(name string, data []byte, lim Limits, files Files) (*Topo, FileOptions, error) {
 	d := &doc{Doc: &yamlpos.Doc{File: name}, lim: lim}
 	root, err := d.Parse(data)
 	if err != nil {
 		return nil, FileOptions{}, err
 	}
-	l := &fileLoader{doc: d, t: New(), nodeLine: map[string]int{}, badNodes: map[string]bool{}}
+	l := &fileLoader{doc: d, t: New(), files: files, nodeLine: map[string]int{}, badNodes: map[string]bool{}}
 	opts := l.load(root)
 	if len(d.Errs) > 0 {
 		return nil, FileOptions{}, errors.Join(d.Errs...)
@@ -100,6 +120,7 @@ func loadWith(name string, data []byte, lim Limits) (*Topo, FileOptions, error) 
 type fileLoader struct {
 	*doc
 	t        *Topo
+	files    Files // resolves the file names the topology gives
 	defaults map[string]Params // node, host, switch, router, link
 	nodeLine map[string]int    // where each node is defined
 	badNodes map[string]bool   // named but refused: links to them are not reported again
@@ -349,6 +370,9 @@ func (l *fileLoader) node(e nodeEntry) {
 		}
 	}
 	if err := checkNodeParams(&Node{Name: e.name, Kind: kind, Params: params}); err != nil {
+		l.ErrAt(e.at, e.field, "%v", err)
+	}
+	if err := checkNodeFiles(l.files, params); err != nil {
 		l.ErrAt(e.at, e.field, "%v", err)
 	}
 	l.nodeLine[e.name] = e.at.Line
