@@ -43,7 +43,7 @@ func emulatorConfigs(p topo.Params) (emu linkEmulation, err error) {
 	if emu.ab, emu.ba, err = linkparams.Configs(p); err != nil {
 		return emu, err
 	}
-	emu.schedules, err = loadScheduleParams(p, [2]*emulator.Config{&emu.ab, &emu.ba})
+	emu.schedules, err = loadScheduleParams(p, [2]*emulator.Config{&emu.ab, &emu.ba}, topo.LocalFiles(""))
 	return emu, err
 }
 
@@ -186,8 +186,24 @@ func (n *Network) findLink(node1, node2 string) (*netLink, bool, error) {
 // it is validated before anything changes. A link built without an
 // emulator gets one inserted (its interfaces are re-created with the same
 // names, MACs and addresses, so traffic pauses briefly).
+//
+// Files the parameters name (trace=FILE) are read as the local user's,
+// relative to the working directory; a front end that passes on a change
+// from outside calls SetLinkParamsFrom.
 func (n *Network) SetLinkParams(node1, node2 string, dir Direction, params string) error {
-	return n.changeLink(node1, node2, dir, func(c *emulator.Config) error { return linkparams.Change(c, params) })
+	return n.SetLinkParamsFrom(topo.LocalFiles(""), node1, node2, dir, params)
+}
+
+// SetLinkParamsFrom is SetLinkParams for a change whose file names files
+// resolves. A front end that passes on input from outside (a live view's
+// action, a worker protocol's request) gives topo.RemoteFiles naming
+// where it came from: a parameter that names a file is then refused, with
+// one line naming the key, before any file is touched.
+func (n *Network) SetLinkParamsFrom(files topo.Files, node1, node2 string, dir Direction, params string) error {
+	if files == nil {
+		files = topo.RemoteFiles("")
+	}
+	return n.changeLink(node1, node2, dir, func(c *emulator.Config) error { return linkparams.ChangeFrom(c, params, files) })
 }
 
 // SetLink is SetLinkParams with typed values: the parameters given

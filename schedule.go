@@ -3,10 +3,10 @@ package hymn
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/hymn-net/hymn/emulator"
+	"github.com/hymn-net/hymn/linkparams"
 	"github.com/hymn-net/hymn/topo"
 )
 
@@ -31,20 +31,11 @@ import (
 const ScheduleParam = "schedule"
 
 // LoadScheduleParam reads a schedule parameter: inline text (as
-// emulator.Schedule.Encode writes it) or a file name.
+// emulator.Schedule.Encode writes it) or a file name, the local user's
+// (relative to the working directory). linkparams.LoadSchedule reads one
+// from other input.
 func LoadScheduleParam(v string) (*emulator.Schedule, error) {
-	v = strings.TrimSpace(v)
-	if isInlineSchedule(v) {
-		return emulator.DecodeSchedule("inline schedule", v)
-	}
-	if v == "" {
-		return nil, errors.New("no schedule file given")
-	}
-	return emulator.LoadSchedule(v)
-}
-
-func isInlineSchedule(v string) bool {
-	return strings.HasPrefix(v, "time,") && strings.Contains(v, ";")
+	return linkparams.LoadSchedule(topo.LocalFiles(""), ScheduleParam, v)
 }
 
 // directionParam returns the value of key for link direction i (0 = a→b),
@@ -59,13 +50,13 @@ func directionParam(p topo.Params, i int, key string) (string, bool) {
 
 // loadScheduleParams is EmulatorConfigs' part: the schedules of both
 // directions read and checked against the configurations they modify.
-func loadScheduleParams(p topo.Params, cfgs [2]*emulator.Config) (scheds [2]*emulator.Schedule, err error) {
+func loadScheduleParams(p topo.Params, cfgs [2]*emulator.Config, files topo.Files) (scheds [2]*emulator.Schedule, err error) {
 	for i := range cfgs {
 		v, ok := directionParam(p, i, ScheduleParam)
 		if !ok {
 			continue
 		}
-		s, err := LoadScheduleParam(v)
+		s, err := linkparams.LoadSchedule(files, ScheduleParam, v)
 		if err == nil {
 			err = s.CheckAgainst(*cfgs[i])
 		}

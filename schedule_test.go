@@ -449,7 +449,7 @@ func TestScheduleBadInput(t *testing.T) {
 	}{
 		{topo.Params{"schedule": bad}, bad + ":3: time 1s is not after"},
 		{topo.Params{"b>a.schedule": filepath.Join(dir, "missing.csv")}, "missing.csv: open"},
-		{topo.Params{"trace": badTrace}, badTrace + ":2: time 3 ms is before"},
+		{topo.Params{"trace": badTrace}, badTrace + ":2: time before the previous line's"},
 		{topo.Params{"trace": badTrace + "x"}, "bad.tracex: open"},
 		{topo.Params{"dist": "deterministic", "schedule": jitter}, jitter + ":2: at 1s: emulator: jitter"},
 		{topo.Params{"bw": "10", "trace": writeConst(t)}, "a delivery trace is the link's rate"},

@@ -75,7 +75,7 @@ func TestLinkSpecScheduleAndTrace(t *testing.T) {
 	}
 	for spec, want := range map[string]string{
 		"emu,schedule=" + filepath.Join(dir, "none.csv"): "none.csv: open",
-		"emu,trace=" + bad:        bad + ":2: time 2 ms is before",
+		"emu,trace=" + bad:        bad + ":2: time before the previous line's",
 		"emu,b>a.schedule=" + bad: bad + ":1: 1 values for 2 columns",
 		"tc,schedule=" + good:     "unknown option \"schedule\"",
 	} {

@@ -48,6 +48,10 @@ type Options struct {
 	ReadyTimeout time.Duration
 	// Log receives progress lines; nil drops them.
 	Log func(format string, a ...any)
+	// Source names who gave the topology when it is not the local user
+	// ("a Topology resource"); its parameters then name no host file
+	// (Spec.Source).
+	Source string
 }
 
 // Cluster is a topology running on workers.
@@ -84,7 +88,7 @@ func Start(ctx context.Context, tr Transport, topology, file, ipbase string, aut
 		logf = func(string, ...any) {}
 	}
 	n := opts.Partition.Parts
-	specs, res, err := NewSpec(topology, file, ipbase, autoMAC, n, opts.Partition)
+	specs, res, err := NewSpecFrom(opts.Source, topology, file, ipbase, autoMAC, n, opts.Partition)
 	if err != nil {
 		// The transport's close is best effort beside the error returned
 		// (here and below).

@@ -53,6 +53,11 @@ type Spec struct {
 	File     string `json:"file,omitempty"` // the file's name, for error messages
 	IPBase   string `json:"ipbase,omitempty"`
 	AutoMAC  bool   `json:"mac,omitempty"`
+	// Source names who gave the topology when not the local user ("a
+	// Topology resource"): its file names (a trace, a VM's image) are
+	// then refused, by the coordinator and by every worker
+	// (topo.RemoteFiles).
+	Source string `json:"source,omitempty"`
 
 	Worker  int            `json:"worker"`  // this worker's number
 	Workers int            `json:"workers"` // how many there are
@@ -232,7 +237,13 @@ func (s *Spec) Resolve() (*Resolved, error) {
 // caller that makes the specs again for a running cluster (a worker to
 // replace) must keep the first key.
 func NewSpec(topology, file string, ipbase string, autoMAC bool, n int, opts partition.Options) ([]*Spec, *partition.Result, error) {
-	base := &Spec{Topology: topology, File: file, IPBase: ipbase, AutoMAC: autoMAC, Workers: n, VNIKey: NewVNIKey()}
+	return NewSpecFrom("", topology, file, ipbase, autoMAC, n, opts)
+}
+
+// NewSpecFrom is NewSpec for a topology that source (Spec.Source) gave;
+// "" is the local user.
+func NewSpecFrom(source, topology, file string, ipbase string, autoMAC bool, n int, opts partition.Options) ([]*Spec, *partition.Result, error) {
+	base := &Spec{Topology: topology, File: file, IPBase: ipbase, AutoMAC: autoMAC, Workers: n, VNIKey: NewVNIKey(), Source: source}
 	// The same resolution the workers will do, so the plan agrees.
 	r0, err := base.resolvePlan()
 	if err != nil {
@@ -258,9 +269,12 @@ func (s *Spec) resolvePlan() (*topo.Plan, error) {
 	var t *topo.Topo
 	var fopts topo.FileOptions
 	var err error
-	if s.File != "" {
+	switch {
+	case s.File != "" && s.Source != "":
+		t, fopts, err = topo.LoadFrom(s.File, []byte(s.Topology), topo.RemoteFiles(s.Source))
+	case s.File != "":
 		t, fopts, err = topo.Load(s.File, []byte(s.Topology))
-	} else {
+	default:
 		if strings.TrimSpace(s.Topology) == "" {
 			return nil, errors.New("no topology")
 		}

@@ -3,6 +3,7 @@ package emulator
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -301,13 +302,15 @@ func scheduleHeader(text string) ([]string, error) {
 		for _, k := range scheduleColumns {
 			known = known || c == k
 		}
+		// A column is named only once it is known to be one of ours:
+		// the header may be a line of a file the reader cannot read.
 		switch {
 		case !known:
-			return nil, fmt.Errorf("unknown column %q (use %s)", c, strings.Join(scheduleColumns, ", "))
+			return nil, fmt.Errorf("column %d is not a schedule column (use %s)", i+1, strings.Join(scheduleColumns, ", "))
 		case seen[c]:
 			return nil, fmt.Errorf("column %q appears twice", c)
 		case i == 0 && c != "time":
-			return nil, fmt.Errorf("the first column must be time, not %q", c)
+			return nil, fmt.Errorf("the first column must be time, not %s", c)
 		}
 		seen[c] = true
 	}
@@ -321,33 +324,33 @@ func scheduleHeader(text string) ([]string, error) {
 func scheduleTime(s string) (time.Duration, error) {
 	v, unit, ok := splitUnit(s)
 	if !ok {
-		return 0, fmt.Errorf("%q is not a time (e.g. 2s, 30ms, 1500)", s)
+		return 0, errors.New("not a time (e.g. 2s, 30ms, 1500)")
 	}
 	if unit == "" {
 		if v < 0 {
-			return 0, fmt.Errorf("negative value %q", s)
+			return 0, errors.New("negative value")
 		}
 		if v*1e6 > float64(MaxScheduleTime) {
-			return 0, fmt.Errorf("%q is out of range", s)
+			return 0, fmt.Errorf("out of range (at most %v)", MaxScheduleTime)
 		}
 		return time.Duration(math.Round(v * 1e6)), nil
 	}
 	if unit == "m" || unit == "min" || unit == "h" {
 		mult := map[string]float64{"m": 60e9, "min": 60e9, "h": 3600e9}[unit]
 		if v < 0 {
-			return 0, fmt.Errorf("negative value %q", s)
+			return 0, errors.New("negative value")
 		}
 		if v*mult > float64(MaxScheduleTime) {
-			return 0, fmt.Errorf("%q is out of range", s)
+			return 0, fmt.Errorf("out of range (at most %v)", MaxScheduleTime)
 		}
 		return time.Duration(math.Round(v * mult)), nil
 	}
 	d, err := parseTime("time", s)
 	if err != nil {
-		return 0, fmt.Errorf("%q is not a time (e.g. 2s, 30ms, 1500)", s)
+		return 0, errors.New("not a time (e.g. 2s, 30ms, 1500)")
 	}
 	if d < 0 {
-		return 0, fmt.Errorf("negative value %q", s)
+		return 0, errors.New("negative value")
 	}
 	return d, nil
 }
@@ -372,7 +375,7 @@ func setCell(p *SchedulePoint, col, v string) error {
 			return err
 		}
 		if d > MaxScheduleDelay {
-			return fmt.Errorf("%s is above %v", v, MaxScheduleDelay)
+			return fmt.Errorf("%v is above %v", d, MaxScheduleDelay)
 		}
 		if col == "delay" {
 			p.Params.Delay, p.Params.Set = d, p.Params.Set|SetDelay
@@ -388,10 +391,10 @@ func setCell(p *SchedulePoint, col, v string) error {
 	case "loss":
 		f, err := parsePercent("loss", v)
 		if err != nil {
-			return fmt.Errorf("%q is not a percentage (e.g. 0.5%%)", v)
+			return errors.New("not a percentage (e.g. 0.5%)")
 		}
 		if badProb(f) {
-			return fmt.Errorf("%s is outside 0..100%%", v)
+			return fmt.Errorf("%v%% is outside 0..100%%", f*100)
 		}
 		p.Params.Loss, p.Params.Set = f, p.Params.Set|SetLoss
 	case "ramp":
@@ -401,7 +404,7 @@ func setCell(p *SchedulePoint, col, v string) error {
 		case "0", "false", "no", "step":
 			p.Ramp = false
 		default:
-			return fmt.Errorf("%q: use true (linear) or false (step)", v)
+			return errors.New("use true (linear) or false (step)")
 		}
 	}
 	return nil
@@ -413,16 +416,16 @@ func ScheduleRate(v string) (uint64, error) {
 	f, unit, ok := splitUnit(v)
 	if ok && unit == "" {
 		if f <= 0 || f*1e6 > MaxScheduleRate {
-			return 0, fmt.Errorf("%q Mbit/s is outside 0..1e9 (exclusive 0)", v)
+			return 0, fmt.Errorf("%v Mbit/s is outside 0..1e9 (exclusive 0)", f)
 		}
 		return uint64(math.Round(f * 1e6)), nil
 	}
 	r, err := parseRate("rate", v)
 	if err != nil {
-		return 0, fmt.Errorf("%q is not a rate (e.g. 10mbit, or 10 for Mbit/s)", v)
+		return 0, errors.New("not a rate (e.g. 10mbit, or 10 for Mbit/s)")
 	}
 	if r == 0 || r > MaxScheduleRate {
-		return 0, fmt.Errorf("%q is outside 1 bit/s..1 Pbit/s", v)
+		return 0, fmt.Errorf("%d bit/s is outside 1 bit/s..1 Pbit/s", r)
 	}
 	return r, nil
 }
@@ -455,6 +458,13 @@ func (s *Schedule) Encode() string {
 		b.WriteString(";repeat," + strconv.FormatInt(int64(s.Repeat), 10) + "ns")
 	}
 	return b.String()
+}
+
+// IsEncodedSchedule reports whether a schedule parameter holds a schedule
+// in Encode's form rather than a file name.
+func IsEncodedSchedule(v string) bool {
+	v = strings.TrimSpace(v)
+	return strings.HasPrefix(v, "time,") && strings.Contains(v, ";")
 }
 
 // DecodeSchedule parses what Encode produced (';' for newlines).

@@ -219,7 +219,7 @@ func TestParseScheduleErrors(t *testing.T) {
 		{"negative rate", "time,rate\n1s,-10mbit\n", "f.csv:2: rate:"},
 		{"zero rate", "time,rate\n1s,0\n", "f.csv:2: rate:"},
 		{"loss range", "time,loss\n1s,120%\n", "f.csv:2: loss:"},
-		{"unknown column", "time,delay,bandwidth\n1s,10ms,5\n", "f.csv:1: unknown column \"bandwidth\""},
+		{"unknown column", "time,delay,bandwidth\n1s,10ms,5\n", "f.csv:1: column 3 is not a schedule column"},
 		{"duplicate column", "time,delay,delay\n", "f.csv:1: column \"delay\" appears twice"},
 		{"time not first", "delay,time\n", "f.csv:1: the first column must be time"},
 		{"cells", "time,delay\n1s,10ms,3\n", "f.csv:2: 3 values for 2 columns"},

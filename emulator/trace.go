@@ -90,7 +90,10 @@ func (c *TraceConfig) validate(cfg *Config) error {
 	return nil
 }
 
-// TraceError locates a problem in a trace or schedule file.
+// TraceError locates a problem in a trace or schedule file. Its message
+// never quotes the file's content (only numbers hymn computed from it), so
+// an error that reaches someone who could not read the file reveals
+// nothing of it.
 type TraceError struct {
 	File string
 	Line int // 1-based; 0 for the whole file
@@ -150,16 +153,18 @@ func ParseDeliveryTrace(name string, data []byte) (*DeliveryTrace, error) {
 		}
 		v, err := strconv.ParseUint(s, 10, 64)
 		if err != nil {
+			// The line itself is not quoted: the file may be one the
+			// reader of the message could not read.
 			if strings.HasPrefix(s, "-") {
-				return nil, &TraceError{name, line, fmt.Sprintf("negative time %q", s)}
+				return nil, &TraceError{name, line, "negative time"}
 			}
-			return nil, &TraceError{name, line, fmt.Sprintf("%q is not a time in whole milliseconds", s)}
+			return nil, &TraceError{name, line, "not a time in whole milliseconds"}
 		}
 		if v > MaxTraceMs {
-			return nil, &TraceError{name, line, fmt.Sprintf("time %d ms is beyond the limit of %d ms", v, MaxTraceMs)}
+			return nil, &TraceError{name, line, fmt.Sprintf("time beyond the limit of %d ms", MaxTraceMs)}
 		}
 		if v < last {
-			return nil, &TraceError{name, line, fmt.Sprintf("time %d ms is before the previous line's %d ms (times must not decrease)", v, last)}
+			return nil, &TraceError{name, line, "time before the previous line's (times must not decrease)"}
 		}
 		if len(t.ms) >= MaxTraceLines {
 			return nil, &TraceError{name, line, fmt.Sprintf("more than %d opportunities", MaxTraceLines)}

@@ -97,8 +97,16 @@ func NeedsEmulator(p topo.Params) bool {
 // the two directions (a→b is Node1→Node2). Mininet's semantics hold: the
 // values apply to each direction once, as Mininet applies them to both
 // interfaces, so an h1–s1–h2 round trip with delay=10ms takes 40 ms.
-// Errors wrap ErrInvalid and name the parameter.
+// Errors wrap ErrInvalid and name the parameter. Files the parameters name
+// (trace) are the local user's, relative to the working directory; see
+// ConfigsFrom.
 func Configs(p topo.Params) (ab, ba emulator.Config, err error) {
+	return ConfigsFrom(p, topo.LocalFiles(""))
+}
+
+// ConfigsFrom is Configs for parameters whose file names files resolves:
+// topo.RemoteFiles (or nil) for input from outside, which may name none.
+func ConfigsFrom(p topo.Params, files topo.Files) (ab, ba emulator.Config, err error) {
 	common := map[string]string{}
 	dirs := [2]map[string]string{{}, {}}
 	for k, v := range p {
@@ -124,7 +132,7 @@ func Configs(p topo.Params) (ab, ba emulator.Config, err error) {
 			m[k] = v
 		}
 		c := emulator.DefaultConfig()
-		if err := Apply(&c, m); err != nil {
+		if err := ApplyFrom(&c, m, files); err != nil {
 			return ab, ba, err
 		}
 		out[i] = c
@@ -134,7 +142,15 @@ func Configs(p topo.Params) (ab, ba emulator.Config, err error) {
 
 // Apply applies link parameters (without direction prefixes) to c. Keys that are not
 // emulation keys are ignored, as Mininet ignores unknown link options.
+// Files the parameters name are the local user's (see ApplyFrom).
 func Apply(c *emulator.Config, m map[string]string) error {
+	return ApplyFrom(c, m, topo.LocalFiles(""))
+}
+
+// ApplyFrom is Apply for parameters whose file names files resolves; with
+// topo.RemoteFiles or nil a key naming a file is refused, naming the key,
+// before any file is touched.
+func ApplyFrom(c *emulator.Config, m map[string]string, files topo.Files) error {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		if IsKey(k) {
@@ -261,9 +277,9 @@ func Apply(c *emulator.Config, m map[string]string) error {
 			args = append([]string{"loss", "gemodel"}, fields(v)...)
 		case "trace":
 			// A Mahimahi delivery trace is the direction's rate (schedule.go).
-			tr, err := emulator.LoadDeliveryTrace(v)
+			tr, err := LoadTrace(files, k, v)
 			if err != nil {
-				return fmt.Errorf("%w: trace: %v", ErrInvalid, err)
+				return fmt.Errorf("%w: %w", ErrInvalid, err)
 			}
 			c.Trace.Trace = tr
 		}
@@ -306,7 +322,14 @@ func fields(v string) []string {
 // Change applies a live change to c: either the emulator's text form
 // ("delay 50ms jitter 1ms", on top of c like `tc qdisc change`) or
 // key=value pairs of Keys ("delay=50ms bw=10"). c is unchanged on error.
+// Files the parameters name are the local user's (see ChangeFrom).
 func Change(c *emulator.Config, params string) error {
+	return ChangeFrom(c, params, topo.LocalFiles(""))
+}
+
+// ChangeFrom is Change for parameters whose file names files resolves:
+// topo.RemoteFiles (or nil) for a change that arrived from outside.
+func ChangeFrom(c *emulator.Config, params string, files topo.Files) error {
 	f := strings.Fields(params)
 	if len(f) == 0 {
 		return fmt.Errorf("%w: no parameters given", ErrInvalid)
@@ -334,7 +357,7 @@ func Change(c *emulator.Config, params string) error {
 		m[k] = v
 	}
 	cp := *c
-	if err := Apply(&cp, m); err != nil {
+	if err := ApplyFrom(&cp, m, files); err != nil {
 		return err
 	}
 	*c = cp

@@ -120,7 +120,7 @@ func loadWith(name string, data []byte, lim Limits, files Files) (*Topo, FileOpt
 type fileLoader struct {
 	*doc
 	t        *Topo
-	files    Files // resolves the file names the topology gives
+	files    Files             // resolves the file names the topology gives
 	defaults map[string]Params // node, host, switch, router, link
 	nodeLine map[string]int    // where each node is defined
 	badNodes map[string]bool   // named but refused: links to them are not reported again

@@ -3,7 +3,6 @@ package topo
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 
 	"github.com/hymn-net/hymn/emulator"
@@ -28,8 +27,9 @@ import (
 // The schedule is checked here, with the YAML line of each mistake, and
 // stored in the link's params ("schedule", "a>b.schedule", "b>a.schedule")
 // in the inline text form the network reads. File names (and those of
-// `trace` parameters) are taken relative to the topology file and read now,
-// so a bad schedule or trace stops the load.
+// `trace` parameters) are resolved by the loader's Files (for a file on
+// disk: relative to it) and read now, so a bad schedule or trace stops the
+// load; a topology from outside (LoadFrom with RemoteFiles) may name none.
 
 var (
 	scheduleKeys      = []string{"repeat", "ramp", "points", "file", "a>b", "b>a"}
@@ -40,14 +40,24 @@ var (
 // linkSchedule handles the link's schedule: key and the file references
 // among its params (own).
 func (l *fileLoader) linkSchedule(byKey map[string]pair, field string, own Params) {
-	for k, v := range own {
+	for _, k := range sortedKeys(own) {
 		base := strings.TrimPrefix(strings.TrimPrefix(k, "a>b."), "b>a.")
 		if base != "trace" && base != "schedule" {
 			continue
 		}
-		path := l.relPath(v)
+		v := strings.TrimSpace(own[k])
+		if base == "schedule" && emulator.IsEncodedSchedule(v) {
+			if _, err := emulator.DecodeSchedule("inline schedule", v); err != nil {
+				l.ErrAt(nil, field+".params."+k, "%v", err)
+			}
+			continue
+		}
+		path, err := FilePath(l.files, k, v)
+		if err != nil {
+			l.ErrAt(nil, field+".params."+k, "%v", err)
+			continue
+		}
 		own[k] = path
-		var err error
 		if base == "trace" {
 			_, err = emulator.LoadDeliveryTrace(path)
 		} else {
@@ -88,14 +98,6 @@ func (l *fileLoader) linkSchedule(byKey map[string]pair, field string, own Param
 	l.oneSchedule(p.Val, f, "schedule", own)
 }
 
-func (l *fileLoader) relPath(v string) string {
-	v = strings.TrimSpace(v)
-	if v == "" || filepath.IsAbs(v) || strings.HasPrefix(v, "time,") {
-		return v
-	}
-	return filepath.Join(filepath.Dir(l.File), v)
-}
-
 // oneSchedule reads one schedule (file name, list of points, or mapping)
 // and stores it under key.
 func (l *fileLoader) oneSchedule(v *yaml.Node, field, key string, own Params) {
@@ -106,7 +108,11 @@ func (l *fileLoader) oneSchedule(v *yaml.Node, field, key string, own Params) {
 	n := yamlpos.Deref(v)
 	switch {
 	case n != nil && n.Kind == yaml.ScalarNode && n.ShortTag() == "!!str":
-		path := l.relPath(n.Value)
+		path, err := FilePath(l.files, key, n.Value)
+		if err != nil {
+			l.ErrAt(n, field, "%v", err)
+			return
+		}
 		if _, err := emulator.LoadSchedule(path); err != nil {
 			l.ErrAt(n, field, "%v", err)
 			return

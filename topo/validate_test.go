@@ -437,7 +437,7 @@ func TestSizeCountsCheckedBeforeReading(t *testing.T) {
 			if c.mn {
 				_, _, err = loadMiniEdit("f", []byte(c.src), Limits{MaxNodes: 10})
 			} else {
-				_, _, err = loadWith("f", []byte(c.src), Limits{MaxNodes: 10})
+				_, _, err = loadWith("f", []byte(c.src), Limits{MaxNodes: 10}, LocalFiles(""))
 			}
 			if c.want == "" {
 				if err != nil {

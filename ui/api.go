@@ -17,6 +17,7 @@ import (
 
 	"github.com/hymn-net/hymn"
 	"github.com/hymn-net/hymn/measure"
+	"github.com/hymn-net/hymn/topo"
 	"github.com/vishvananda/netlink"
 )
 
@@ -217,7 +218,7 @@ func (a *api) linkEmu(_ context.Context, body []byte) (any, error) {
 	if strings.TrimSpace(req.Params) == "" || len(req.Params) > 4096 {
 		return nil, fmt.Errorf("%w: params: give the emulator's parameters (delay 10ms ...)", errBadRequest)
 	}
-	if err := a.net.SetLinkParams(req.Node1, req.Node2, dir, req.Params); err != nil {
+	if err := a.net.SetLinkParamsFrom(topo.RemoteFiles("the live view"), req.Node1, req.Node2, dir, req.Params); err != nil {
 		return nil, fmt.Errorf("%w: %v", errBadRequest, err)
 	}
 	a.logAction("emu %s %s %s %s", req.Node1, req.Node2, req.Dir, req.Params)

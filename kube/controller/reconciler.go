@@ -521,7 +521,7 @@ func (r *Reconciler) validate(t *v1alpha1.Topology) ([]*cluster.Spec, []partNeed
 	if sp.File != "" {
 		topology, file = sp.File, "spec.file"
 	}
-	specs, res, err := cluster.NewSpec(topology, file, sp.IPBase, false, n, partition.Options{})
+	specs, res, err := cluster.NewSpecFrom(TopologySource, topology, file, sp.IPBase, false, n, partition.Options{})
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -724,6 +724,7 @@ func (r *Reconciler) startSession(ctx context.Context, t *v1alpha1.Topology, pod
 		topology, file = sp.File, "spec.file"
 	}
 	opts := cluster.Options{
+		Source:       TopologySource,
 		Partition:    partition.Options{Parts: t.WorkerCount()},
 		ReadyTimeout: r.linkTimeout(),
 		Log:          func(format string, a ...any) { logger.Info(strings.TrimSpace(fmt.Sprintf(format, a...))) },
