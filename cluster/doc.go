@@ -4,9 +4,14 @@
 // single machine uses (hymn.Network), and every cut link (ends on two
 // workers) becomes a VXLAN tunnel between the workers' addresses.
 //
-// A cut link is one VXLAN device per side, one VNI per link (VNIBase plus
-// the link's index in the plan, so both sides agree without talking),
-// remote = the peer worker's address, UDP port 4789 unless configured.
+// A cut link is one VXLAN device per side, one VNI per link (derived from
+// a random key the coordinator puts in every spec, so both sides agree
+// without talking and nobody else can guess it; or VNIBase plus the
+// link's index when asked), local = this worker's address, remote = the
+// peer worker's, UDP port 4789 unless configured. Since the kernel's
+// device takes its VNI's frames from any sender, each worker installs an
+// nftables table of its run in the underlay that drops them unless they
+// come from the link's peer to this worker's address (filter.go).
 // The device is created in the worker's own namespace (where the underlay
 // lives: its UDP socket stays there) and moved into the node's namespace
 // under the link's planned interface name, address and MAC, so addresses,

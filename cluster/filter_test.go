@@ -304,6 +304,9 @@ func TestCutLinkRefusesStrangers(t *testing.T) {
 		}
 		before, dropped = after, d
 	}
+	if out, err := nftList(m1); err == nil {
+		t.Logf("worker 1's filter:\n%s", out)
+	}
 	// The hosts still reach each other across the filtered tunnel.
 	pingAll(ctx, t, c)
 }

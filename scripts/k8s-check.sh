@@ -224,7 +224,7 @@ images() {
   local links=()
   for c in sleep cat echo ls true false env ps kill sysctl mkdir rm grep head tail; do links+=("/bin/$c=busybox"); done
   python3 scripts/oci-image.py "$w/worker.tar" localhost/hymn-worker:dev /hymn "$w/hymn:/hymn" \
-    /bin/bash /sbin/ip /sbin/bridge /bin/ping /bin/busybox:/bin/busybox /bin/busybox:/bin/sh "${links[@]}" \
+    /bin/bash /sbin/ip /sbin/bridge /usr/sbin/nft /bin/ping /bin/busybox:/bin/busybox /bin/busybox:/bin/sh "${links[@]}" \
     @/run @/tmp @/proc @/sys @/dev @/etc @/var
   for t in pause worker; do
     ctr -a "$K8S/containerd/containerd.sock" -n k8s.io images import "$w/$t.tar" >/dev/null
