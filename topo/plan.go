@@ -48,6 +48,7 @@ type Intf struct {
 	Node string
 	Port int
 	IP   netip.Prefix
+	IP6  netip.Prefix // a global IPv6 address when the network is dual-stack (package routing)
 	MAC  net.HardwareAddr
 	Link *PlannedLink
 }

@@ -1,0 +1,356 @@
+package routing
+
+import (
+	"container/heap"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hymn-net/hymn/topo"
+)
+
+// Route is one static route of a node: packets for Dst leave through
+// interface Dev toward the gateway Via, an address on Dev's segment.
+type Route struct {
+	Dst netip.Prefix
+	Via netip.Addr
+	Dev string
+}
+
+func (r Route) String() string { return r.Dst.String() + " via " + r.Via.String() + " dev " + r.Dev }
+
+// Tables are the routes of each node, by node name, in a fixed order
+// (IPv4 before IPv6, then by destination).
+type Tables map[string][]Route
+
+// Options say what Compute works on.
+type Options struct {
+	// Down are links that are down (ConfigLinkStatus): they carry nothing.
+	Down map[*topo.PlannedLink]bool
+	// Include says which nodes get a table; nil means every host and
+	// router. Every router forwards transit traffic either way.
+	Include func(*topo.PlannedNode) bool
+	// IPv6 computes the IPv6 routes too (interfaces' IP6 addresses).
+	IPv6 bool
+}
+
+// Cost is a path's length: the sum of its links' delays (zero for links
+// without one), then its hop count. Paths compare by delay, then hops, so
+// a topology without delays routes by hop count.
+type Cost struct {
+	Delay time.Duration
+	Hops  int
+}
+
+func (c Cost) less(d Cost) bool {
+	if c.Delay != d.Delay {
+		return c.Delay < d.Delay
+	}
+	return c.Hops < d.Hops
+}
+
+// adjacency is one way from a node to a neighbour across a segment.
+type adjacency struct {
+	to       string
+	from, at *topo.Intf // the interface it leaves by, and the neighbour's
+	cost     Cost
+}
+
+// graph is the plan seen at layer 3: nodes joined across segments.
+type graph struct {
+	plan *topo.Plan
+	adj  map[string][]adjacency
+}
+
+func newGraph(plan *topo.Plan, down map[*topo.PlannedLink]bool) *graph {
+	g := &graph{plan: plan, adj: map[string][]adjacency{}}
+	for _, s := range Segments(plan, down) {
+		for _, a := range s.Ends {
+			for _, b := range s.Ends {
+				if a.Node == b.Node {
+					continue
+				}
+				d := outDelay(a) + inDelay(b)
+				if !s.Switched {
+					d = outDelay(a) // one link: its delay from a to b
+				}
+				g.adj[a.Node] = append(g.adj[a.Node], adjacency{to: b.Node, from: a, at: b, cost: Cost{Delay: d, Hops: 1}})
+			}
+		}
+	}
+	return g
+}
+
+// outDelay is the delay of an interface's link in the direction away
+// from it; inDelay toward it.
+func outDelay(i *topo.Intf) time.Duration {
+	if i.Link == nil {
+		return 0
+	}
+	if i == i.Link.Intf1 {
+		return linkDelay(i.Link.Params, "a>b.")
+	}
+	return linkDelay(i.Link.Params, "b>a.")
+}
+
+func inDelay(i *topo.Intf) time.Duration {
+	if i.Link == nil {
+		return 0
+	}
+	if i == i.Link.Intf1 {
+		return linkDelay(i.Link.Params, "b>a.")
+	}
+	return linkDelay(i.Link.Params, "a>b.")
+}
+
+// linkDelay reads a direction's delay parameter (its own, else the
+// link's), as the emulator does: a number with s, ms, us or ns, a bare
+// number in microseconds, "10ms 1ms" meaning delay and jitter. A value
+// the emulator would refuse (hymn.New checks them) counts as no delay.
+func linkDelay(p topo.Params, dir string) time.Duration {
+	v, ok := p[dir+"delay"]
+	if !ok {
+		v = p["delay"]
+	}
+	f := strings.Fields(v)
+	if len(f) == 0 {
+		return 0
+	}
+	s := strings.ReplaceAll(f[0], "usec", "us")
+	s = strings.ReplaceAll(s, "msec", "ms")
+	if d, err := time.ParseDuration(s); err == nil && d > 0 {
+		return d
+	}
+	if us, err := strconv.ParseFloat(s, 64); err == nil && us > 0 && us < 1e12 {
+		return time.Duration(us * float64(time.Microsecond))
+	}
+	return 0
+}
+
+// path is Dijkstra's state for one node.
+type path struct {
+	cost  Cost
+	first *adjacency // the source's adjacency the path starts with
+	done  bool
+}
+
+type queueItem struct {
+	name string
+	cost Cost
+}
+
+type queue []queueItem
+
+func (q queue) Len() int { return len(q) }
+func (q queue) Less(i, j int) bool {
+	if q[i].cost != q[j].cost {
+		return q[i].cost.less(q[j].cost)
+	}
+	return topo.NaturalLess(q[i].name, q[j].name)
+}
+func (q queue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *queue) Push(x any)   { *q = append(*q, x.(queueItem)) }
+func (q *queue) Pop() any {
+	old := *q
+	it := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return it
+}
+
+// firstLess breaks ties between equal-cost paths: the one leaving by the
+// smaller interface name, then toward the smaller neighbour name, wins.
+func firstLess(a, b *adjacency) bool {
+	if a.from.Name != b.from.Name {
+		return topo.NaturalLess(a.from.Name, b.from.Name)
+	}
+	if a.to != b.to {
+		return topo.NaturalLess(a.to, b.to)
+	}
+	return topo.NaturalLess(a.at.Name, b.at.Name)
+}
+
+// shortest runs Dijkstra from src; only routers carry transit traffic.
+func (g *graph) shortest(src string) map[string]*path {
+	paths := map[string]*path{src: {}}
+	q := &queue{{name: src}}
+	for q.Len() > 0 {
+		it := heap.Pop(q).(queueItem)
+		p := paths[it.name]
+		if p.done || p.cost != it.cost {
+			continue
+		}
+		p.done = true
+		if it.name != src && g.plan.Node(it.name).Kind != topo.KindRouter {
+			continue
+		}
+		for k := range g.adj[it.name] {
+			a := &g.adj[it.name][k]
+			c := Cost{Delay: p.cost.Delay + a.cost.Delay, Hops: p.cost.Hops + a.cost.Hops}
+			first := p.first
+			if it.name == src {
+				first = a
+			}
+			old, seen := paths[a.to]
+			switch {
+			case !seen:
+				paths[a.to] = &path{cost: c, first: first}
+			case old.done:
+				continue
+			case c.less(old.cost):
+				old.cost, old.first = c, first
+			case c == old.cost && firstLess(first, old.first):
+				old.first = first
+				continue
+			default:
+				continue
+			}
+			heap.Push(q, queueItem{name: a.to, cost: c})
+		}
+	}
+	return paths
+}
+
+// owner is an interface that puts a node on a subnet.
+type owner struct {
+	node string
+	up   bool
+}
+
+// Compute returns the static routes of every node opts include: for each
+// subnet of the plan (IPv4, and IPv6 with opts.IPv6) the node is not on,
+// a route through the first hop of its shortest path to the nearest node
+// on that subnet. A host whose routes all leave by one gateway gets a
+// default route through it instead.
+func Compute(plan *topo.Plan, opts Options) Tables {
+	g := newGraph(plan, opts.Down)
+	type family struct {
+		addr func(*topo.Intf) netip.Prefix
+		dflt netip.Prefix
+	}
+	families := []family{{func(i *topo.Intf) netip.Prefix { return i.IP }, netip.MustParsePrefix("0.0.0.0/0")}}
+	if opts.IPv6 {
+		families = append(families, family{func(i *topo.Intf) netip.Prefix { return i.IP6 }, netip.MustParsePrefix("::/0")})
+	}
+	up := func(i *topo.Intf) bool { return i.Link == nil || !opts.Down[i.Link] }
+	// Subnets and the nodes on them, per family.
+	type subnet struct {
+		prefix netip.Prefix
+		nodes  []string
+	}
+	subnets := make([][]*subnet, len(families))
+	for f, fam := range families {
+		byPrefix := map[netip.Prefix]*subnet{}
+		for _, n := range plan.Nodes {
+			if n.IsSwitch() {
+				continue
+			}
+			for _, i := range n.Intfs {
+				a := fam.addr(i)
+				if !a.IsValid() || !up(i) {
+					continue
+				}
+				p := a.Masked()
+				s := byPrefix[p]
+				if s == nil {
+					s = &subnet{prefix: p}
+					byPrefix[p] = s
+					subnets[f] = append(subnets[f], s)
+				}
+				if !slices.Contains(s.nodes, n.Name) {
+					s.nodes = append(s.nodes, n.Name)
+				}
+			}
+		}
+		slices.SortFunc(subnets[f], func(a, b *subnet) int { return comparePrefix(a.prefix, b.prefix) })
+	}
+	tables := Tables{}
+	for _, n := range plan.Nodes {
+		if n.IsSwitch() || (opts.Include != nil && !opts.Include(n)) {
+			continue
+		}
+		paths := g.shortest(n.Name)
+		var routes []Route
+		for f, fam := range families {
+			var own []Route
+			for _, s := range subnets[f] {
+				if slices.Contains(s.nodes, n.Name) {
+					continue
+				}
+				var best *path
+				bestName := ""
+				for _, d := range s.nodes {
+					p, ok := paths[d]
+					// Only a router forwards to the rest of a subnet:
+					// a host next door is no gateway.
+					if !ok || p.first == nil || plan.Node(p.first.to).Kind != topo.KindRouter {
+						continue
+					}
+					if best == nil || p.cost.less(best.cost) || p.cost == best.cost && topo.NaturalLess(d, bestName) {
+						best, bestName = p, d
+					}
+				}
+				if best == nil {
+					continue
+				}
+				via := fam.addr(best.first.at)
+				if !via.IsValid() {
+					continue
+				}
+				own = append(own, Route{Dst: s.prefix, Via: via.Addr(), Dev: best.first.from.Name})
+			}
+			if n.Kind == topo.KindHost && len(own) > 1 && oneGateway(own) {
+				own = []Route{{Dst: fam.dflt, Via: own[0].Via, Dev: own[0].Dev}}
+			}
+			routes = append(routes, own...)
+		}
+		if len(routes) > 0 {
+			tables[n.Name] = routes
+		}
+	}
+	return tables
+}
+
+func oneGateway(rs []Route) bool {
+	for _, r := range rs[1:] {
+		if r.Via != rs[0].Via || r.Dev != rs[0].Dev {
+			return false
+		}
+	}
+	return true
+}
+
+func comparePrefix(a, b netip.Prefix) int {
+	if c := a.Addr().Compare(b.Addr()); c != 0 {
+		return c
+	}
+	return a.Bits() - b.Bits()
+}
+
+// PathCost returns the cost of the shortest path from one node to
+// another as Compute sees it, and whether there is one.
+func PathCost(plan *topo.Plan, down map[*topo.PlannedLink]bool, from, to string) (Cost, bool) {
+	p, ok := newGraph(plan, down).shortest(from)[to]
+	if !ok {
+		return Cost{}, false
+	}
+	return p.cost, true
+}
+
+// Path returns the nodes on the shortest path from one node to another
+// (both included), following each node's own next hop as the installed
+// routes do; nil when there is none.
+func Path(plan *topo.Plan, down map[*topo.PlannedLink]bool, from, to string) []string {
+	g := newGraph(plan, down)
+	out := []string{from}
+	for cur := from; cur != to; {
+		p, ok := g.shortest(cur)[to]
+		if !ok || p.first == nil || len(out) > len(plan.Nodes) {
+			return nil
+		}
+		cur = p.first.to
+		out = append(out, cur)
+	}
+	return out
+}
