@@ -128,5 +128,5 @@ func (n *Network) ConfigLinkStatus(src, dst, status string) error {
 			}
 		}
 	}
-	return nil
+	return n.linksChanged(ctx, found, up) // routes.go
 }

@@ -66,6 +66,14 @@ type Options struct {
 	// topo.DefaultMaxNodes(), what the machine's available memory holds;
 	// negative means no limit.
 	MaxNodes int
+	// Routing is how routers without a routing parameter get their
+	// routes: RoutingNone (the default) or RoutingStatic (routes.go,
+	// docs/routing.md). Routed segments get subnets of their own.
+	Routing RoutingMode
+	// IPv6 gives every host and router interface a global IPv6 address
+	// too, from IPBase6 (zero: fd00::/48), one /64 per segment.
+	IPv6    bool
+	IPBase6 netip.Prefix
 }
 
 // Network is a topology being built, running or stopped.
@@ -109,6 +117,9 @@ type Network struct {
 	// switchNS is the namespace the BPF switches share (switchbpf.go);
 	// nil without BPF switches, or when their port names collide.
 	switchNS *netnsx.Named
+	// routes is the layer-3 state: static routers, links down, routes
+	// installed (routes.go).
+	routes *routeState
 }
 
 // New resolves a topology into a network, validating it completely; nothing
@@ -143,6 +154,9 @@ func New(t *topo.Topo, opts Options) (*Network, error) {
 	}
 	n := &Network{opts: opts, run: owner.NewRunID(), nodes: map[string]Node{}, linkBackend: backend,
 		resolved: make(map[*topo.PlannedLink]resolvedLink, len(plan.Links))}
+	if err := n.planRouting(plan); err != nil { // routes.go
+		return nil, err
+	}
 	n.plan.Store(plan)
 	for _, pl := range plan.Links {
 		n.resolveLink(pl, emulations[pl])
@@ -270,6 +284,9 @@ func (n *Network) Build(ctx context.Context) (err error) {
 	lg.Info(b.String() + "\n")
 	lg.Debugf("*** created %d links in %v\n", len(n.links), time.Since(t0))
 	if err := forEach(ctx, n.opts.Workers, len(hosts), func(ctx context.Context, i int) error { return n.configureRoutes(ctx, hosts[i]) }); err != nil {
+		return err
+	}
+	if err := n.configureLayer3(ctx); err != nil { // routes.go
 		return err
 	}
 	if err := n.setupNAT(ctx); err != nil {

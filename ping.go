@@ -67,12 +67,15 @@ func parsePing(out string) PingResult {
 // pingOnce sends one echo request from src to dst's address: natively
 // from a namespace node, with the ping program from a VM. timeout 0 means
 // the default wait.
-func (n *Network) pingOnce(ctx context.Context, src, dst string, timeout time.Duration) (PingResult, error) {
+func (n *Network) pingOnce(ctx context.Context, src, dst string, timeout time.Duration, family string) (PingResult, error) {
 	node, err := n.Node(src)
 	if err != nil {
 		return PingResult{}, err
 	}
 	ip, err := n.IP(dst)
+	if family == familyIPv6 {
+		ip, err = n.IP6(dst) // routes.go
+	}
 	if err != nil {
 		return PingResult{}, err
 	}
@@ -89,6 +92,11 @@ func (n *Network) pingOnce(ctx context.Context, src, dst string, timeout time.Du
 			wait = 10 * time.Second
 		}
 	}
+	if ns, ok := namespaceNode(node); ok && ip.Is6() {
+		r, err := nativePing6(ctx, ns, ip, wait) // icmp6.go
+		r.Src, r.Dst = src, dst
+		return r, err
+	}
 	if ns, ok := namespaceNode(node); ok {
 		r, err := nativePing(ctx, ns, ip, wait)
 		r.Src, r.Dst = src, dst
@@ -98,7 +106,7 @@ func (n *Network) pingOnce(ctx context.Context, src, dst string, timeout time.Du
 	if err := CheckTools("ping"); err != nil {
 		return PingResult{}, err
 	}
-	res, err := node.Exec(ctx, "ping", "-c1", "-W", strconv.FormatFloat(math.Max(wait.Seconds(), 0.001), 'f', -1, 64), ip.String())
+	res, err := node.Exec(ctx, "ping", "-"+strings.TrimPrefix(family, "IPv")+"c1", "-W", strconv.FormatFloat(math.Max(wait.Seconds(), 0.001), 'f', -1, 64), ip.String())
 	if err != nil {
 		return PingResult{}, err
 	}
@@ -122,9 +130,28 @@ func (n *Network) pingRowByRow() bool {
 }
 
 func (n *Network) pingMatrix(ctx context.Context, hosts []*topo.PlannedNode, timeout time.Duration, header bool) ([]PingResult, error) {
-	lg := n.log()
 	if header {
-		lg.Output("*** Ping: testing ping reachability\n")
+		n.log().Output("*** Ping: testing ping reachability\n")
+	}
+	// A dual-stack network pings in both families, each row saying which
+	// (routes.go); otherwise the rows are Mininet's.
+	var all []PingResult
+	for _, family := range n.pingFamilies() {
+		results, err := n.pingMatrixFamily(ctx, hosts, timeout, family)
+		if err != nil {
+			return nil, err
+		}
+		n.familyResult(family, results)
+		all = append(all, results...)
+	}
+	return all, nil
+}
+
+func (n *Network) pingMatrixFamily(ctx context.Context, hosts []*topo.PlannedNode, timeout time.Duration, family string) ([]PingResult, error) {
+	lg := n.log()
+	rowPrefix := ""
+	if family != "" {
+		rowPrefix = family + ": "
 	}
 	type job struct{ src, dst int }
 	var jobs []job
@@ -159,7 +186,7 @@ func (n *Network) pingMatrix(ctx context.Context, hosts []*topo.PlannedNode, tim
 				errs[i] = ctx.Err()
 				return
 			}
-			results[i], errs[i] = n.pingOnce(ctx, hosts[jobs[i].src].Name, hosts[jobs[i].dst].Name, timeout)
+			results[i], errs[i] = n.pingOnce(ctx, hosts[jobs[i].src].Name, hosts[jobs[i].dst].Name, timeout, family)
 		}()
 	}
 	var firstErr error
@@ -173,7 +200,7 @@ func (n *Network) pingMatrix(ctx context.Context, hosts []*topo.PlannedNode, tim
 			continue
 		}
 		if jb.dst == 0 || (jb.src == 0 && jb.dst == 1) {
-			lg.Outputf("%s -> ", hosts[jb.src].Name)
+			lg.Outputf("%s%s -> ", rowPrefix, hosts[jb.src].Name)
 		}
 		if results[i].Received > 0 {
 			lg.Outputf("%s ", hosts[jb.dst].Name)

@@ -57,6 +57,7 @@ type mnFlags struct {
 	jsonOut    bool                   // --json: --test results as JSON on stdout
 	captures   []string               // --capture LINK[,dir=..][,file=..]
 	ui         uiFlags                // --ui[=ADDR], --ui-read-only (ui.go)
+	net        netFlags               // --routing, --ipv6, --ipbase6, --hosts (run.go)
 	// action, when set (hymn measure), runs on the started network
 	// instead of the tests or the shell.
 	action func(ctx context.Context, net *hymn.Network) error
@@ -112,6 +113,7 @@ Progress goes to stderr, as Mininet's does. hymn must run as root.`,
 	root.AddCommand(newCleanCmd(stdout, stderr), newVersionCmd(stdout), newEmulateCmd(), newRunCmd(stdin, stdout, stderr), NewGraphCmd(), NewVMCmd(), NewSRIOVCmd(), newMeasureCmd(stdin, stdout, stderr), newListCmd(stdout),
 		newWorkerCmd(stdin, stdout), newClusterCmd(stdin, stdout, stderr), newExecCmd(), newKubeCmd(stdout, stderr), newUICmd(stdout)) // cluster.go, exec.go, run_kube.go, ui.go
 	root.AddCommand(newPythonCmd(stdout), newPyserveCmd(stdout, stderr)) // python.go
+	root.AddCommand(newTCCmd(stdout, stderr))                            // tc.go
 	root.AddCommand(newCalibrateCmd(stdout))                             // calibrate.go
 	return root
 }
@@ -146,6 +148,7 @@ func addMNFlags(fl *pflag.FlagSet, f *mnFlags) {
 	fl.BoolVar(&f.noListen, "nolistenport", false, "accepted for compatibility: no effect without OpenFlow")
 	fl.BoolVar(&f.jsonOut, "json", false, "print --test results (and measure's) as JSON on stdout; Mininet's lines stay on stderr")
 	addUIFlags(fl, &f.ui)
+	addNetFlags(fl, &f.net) // run.go
 	fl.StringArrayVar(&f.captures, "capture", nil, "capture a link to pcapng: NODE1-NODE2[,dir=a>b|b>a|both][,file=F.pcapng][,limit=BYTES] (repeatable)")
 	fl.StringVar(&f.custom, "custom", "", "topology file: a Mininet custom .py file (then --topo names one of its topos), a MiniEdit .mn file or a hymn YAML/JSON file")
 	fl.IntVar(&f.maxNodes, "max-nodes", 0, "refuse topologies with more nodes (0: what the machine's available memory holds, about 1 MiB per node; -1: no limit)")
@@ -293,6 +296,9 @@ func runMN(ctx context.Context, f *mnFlags, stdin *os.File, stdout, stderr io.Wr
 	}
 	opts := hymn.Options{IPBase: base, AutoMAC: f.mac, STP: sw.stp, Log: lg, CPU: hostOpts, Links: linkBackend, SRIOV: &sriovCfg,
 		Nodes: nodeBackend, Switch: sw.kind, Controllers: controllers, FailMode: sw.failMode, Protocols: sw.protocols, MaxNodes: lim.MaxNodes}
+	if err := f.net.options(f, fileOpts, &opts); err != nil { // run.go
+		return err
+	}
 	if err := hymn.CheckLinks(opts); err != nil {
 		return fmt.Errorf("%w: %v", ErrUsage, err)
 	}

@@ -6,26 +6,37 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
+	"github.com/hymn-net/hymn"
 	"github.com/hymn-net/hymn/mnlog"
+	"github.com/hymn-net/hymn/routing"
 	"github.com/hymn-net/hymn/topo"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 func newRunCmd(stdin *os.File, stdout, stderr io.Writer) *cobra.Command {
 	f, k := &mnFlags{}, &kubeFlags{}
 	cmd := &cobra.Command{
 		Use:   "run FILE [mn flags]",
-		Short: "Build the topology in a hymn YAML/JSON file (or a MiniEdit .mn file) and test it or open the shell",
+		Short: "Build the topology in a hymn YAML/JSON file, a MiniEdit .mn file or a Topology Zoo map and test it or open the shell",
 		Long: `run builds the topology described in FILE, a hymn YAML or JSON topology file
-(schema/topology.schema.json, docs/topology-files.md) or a MiniEdit .mn file,
-then runs --test or opens the mininet> shell, exactly like hymn --custom FILE.
+(schema/topology.schema.json, docs/topology-files.md), a MiniEdit .mn file
+or a real network's map in the Internet Topology Zoo's GraphML (.graphml) or
+GML (.gml) format, then runs --test or opens the mininet> shell, exactly
+like hymn --custom FILE.
 
   hymn run examples/line7.yaml --test pingall
+  hymn run Abilene.graphml --test pingall        routers with fibre delays, static routes
+
+A map's nodes become routers, each with a host (--hosts=false: none), its
+edges links whose delay is the great-circle distance at the speed of light
+in fibre (docs/routing.md).
 
 With --kube the topology runs on a Kubernetes cluster instead: hymn hands
 over to hymn-kube run (docs/kube.md), which creates a Topology resource,
@@ -49,6 +60,7 @@ when interrupted).
 	}
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return fmt.Errorf("%w: %v", ErrUsage, err) })
 	addMNFlags(cmd.Flags(), f)
+	cmd.Flags().BoolVar(&f.net.hosts, "hosts", true, "give every router of a map (.graphml, .gml) a host of its own")
 	addKubeFlags(cmd.Flags(), k)
 	return cmd
 }
@@ -83,6 +95,8 @@ func loadTopology(ctx context.Context, f *mnFlags, lim topo.Limits, lg *mnlog.Lo
 		t, opts, err = loadCustomPython(ctx, path, f.topo, lim)
 	case ".mn":
 		t, opts, err = topo.LoadMiniEditWith(path, lim)
+	case ".graphml", ".gml":
+		t, opts, err = topo.LoadZoo(path, topo.ZooOptions{NoHosts: f.net.noHosts(f), Limits: lim})
 	default:
 		t, opts, err = topo.LoadFileWith(path, lim)
 	}
@@ -143,4 +157,55 @@ func parseByteSize(s string) (int64, error) {
 		return 0, errors.New("too large")
 	}
 	return n << shift, nil
+}
+
+// netFlags are the flags of routed and dual-stack networks (docs/routing.md).
+type netFlags struct {
+	hosts   bool   // hymn run MAP --hosts=false: routers only
+	routing string // --routing none|static
+	ipv6    bool   // --ipv6
+	ipbase6 string // --ipbase6
+}
+
+// addNetFlags registers --routing, --ipv6 and --ipbase6 (with mn's flags).
+func addNetFlags(fl *pflag.FlagSet, f *netFlags) {
+	fl.StringVar(&f.routing, "routing", "", "how routers without a routing parameter get routes: none (the topology's own routes; the default, except for maps) or static (hymn computes shortest paths by link delay, else hops, and installs them; routed segments get subnets of their own: docs/routing.md)")
+	fl.BoolVar(&f.ipv6, "ipv6", false, "dual-stack: every host and router interface also gets a global IPv6 address (one /64 per segment from --ipbase6); pingall and pingpair test both families")
+	fl.StringVar(&f.ipbase6, "ipbase6", routing.DefaultIPBase6.String(), "base IPv6 network with --ipv6: segment k gets its k-th /64")
+}
+
+// options applies the flags, and the topology file's options the command
+// line leaves unset, to the network's options.
+func (nf netFlags) options(f *mnFlags, fileOpts topo.FileOptions, opts *hymn.Options) error {
+	mode := fileOpts.Routing
+	if f.changed("routing") || mode == "" {
+		mode = nf.routing
+	}
+	m, err := hymn.ParseRoutingMode(mode)
+	if err != nil {
+		return fmt.Errorf("%w: --routing: %v", ErrUsage, err)
+	}
+	opts.Routing = m
+	opts.IPv6 = nf.ipv6 || (fileOpts.IPv6 && !f.changed("ipv6"))
+	if !opts.IPv6 {
+		if f.changed("ipbase6") {
+			return fmt.Errorf("%w: --ipbase6 needs --ipv6", ErrUsage)
+		}
+		return nil
+	}
+	base6 := fileOpts.IPBase6
+	if f.changed("ipbase6") || !base6.IsValid() {
+		base6, err = netip.ParsePrefix(nf.ipbase6)
+		if err != nil || !base6.Addr().Is6() || base6.Addr().Is4In6() || base6.Bits() > 64 {
+			return fmt.Errorf("%w: --ipbase6 %q is not an IPv6 network of /64 or larger like fd00::/48", ErrUsage, nf.ipbase6)
+		}
+	}
+	opts.IPBase6 = base6
+	return nil
+}
+
+// noHosts reports whether --hosts=false was given (commands without the
+// flag keep the hosts).
+func (n netFlags) noHosts(f *mnFlags) bool {
+	return f.changed != nil && f.changed("hosts") && !n.hosts
 }
