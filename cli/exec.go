@@ -155,6 +155,17 @@ func execInNode(run, node string, argv []string, readyFD int) error {
 	if len(argv) == 0 {
 		argv = []string{nodeShell()}
 	}
+	// hymn's tc comes first on the command's PATH (tc_shim.go), for
+	// finding argv[0] too.
+	env := os.Environ()
+	if r, ok := owner.RunOfNamespace(ns); ok {
+		env = nodeEnv(r, node)
+		for _, e := range env {
+			if p, ok := strings.CutPrefix(e, "PATH="); ok {
+				_ = os.Setenv("PATH", p) // this process becomes argv: its PATH is argv's
+			}
+		}
+	}
 	path, err := exec.LookPath(argv[0])
 	if err != nil {
 		return fmt.Errorf("%w: exec: %s: %v", ErrUsage, argv[0], errors.Unwrap(err))
@@ -172,7 +183,7 @@ func execInNode(run, node string, argv []string, readyFD int) error {
 		return fmt.Errorf("exec: entering node %s's namespace: %v", node, err)
 	}
 	_ = unix.Close(fd)
-	err = syscall.Exec(path, argv, os.Environ())
+	err = syscall.Exec(path, argv, env)
 	// Only reached when execve failed; the thread stays in the node's
 	// namespace, so it must not run anything else.
 	return fmt.Errorf("exec: %s: %v", path, err)

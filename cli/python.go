@@ -32,6 +32,7 @@ const (
 	envPyKeep   = "HYMN_PY_KEEP"   // 1: leave the network when the script ends
 	envPyUI     = "HYMN_PY_UI"     // ADDR: pyserve serves the live view there (--ui)
 	envPyUIRO   = "HYMN_PY_UI_RO"  // 1: that view only shows (--ui-read-only)
+	envPyShim   = "HYMN_PY_SHIM"   // the directory of hymn's tc (tc_shim.go), for shells hymn exec does not start
 )
 
 // systemPython is Debian's interpreter, whose dist-packages hold the real
@@ -39,11 +40,11 @@ const (
 const systemPython = "/usr/bin/python3"
 
 func newPythonCmd(stdout io.Writer) *cobra.Command {
-	var nodes, linksSpec, switchKind, module string
+	var nodes, linksSpec, switchKind, module, tcMode string
 	var keep, path bool
 	var uiF uiFlags
 	cmd := &cobra.Command{
-		Use:   "python [--nodes netns|vm] [--links veth|sriov[,...]] [--switch K] [--keep] [--ui[=ADDR]] (SCRIPT | -m MODULE) [ARGS...] | python --path",
+		Use:   "python [--nodes netns|vm] [--links veth|sriov[,...]] [--switch K] [--tc emulator|kernel] [--keep] [--ui[=ADDR]] (SCRIPT | -m MODULE) [ARGS...] | python --path",
 		Short: "Run a Mininet Python script against hymn",
 		Long: `hymn python runs the system's python3 with hymn's mininet package first on
 PYTHONPATH, so an unchanged Mininet script (from mininet.net import Mininet)
@@ -55,6 +56,12 @@ hymn clean removes it then).
 --nodes, --links and --switch change the defaults of Mininet(...): every
 Host a VM (--nodes vm), every Link a VF pair (--links sriov), every switch
 of kind K (lxbr, ovsbr, ovsk, bpf). Child processes inherit them.
+
+tc in a node (h1.cmd('tc qdisc add dev h1-eth0 root netem delay 100ms'))
+is hymn's: qdisc commands naming netem, tbf or htb on the node's link
+interfaces run on hymn's emulator, on any kernel (--tc emulator, the
+default); --tc kernel leaves every tc command to the system's tc (the
+kernel's qdiscs, where it has them).
 
 --ui[=ADDR] serves the live view of each network the script builds in the
 browser (docs/ui.md): the URL is printed on stderr once it is built. Every
@@ -71,7 +78,7 @@ start python3 themselves. See docs/python.md.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var help bool
 			var err error
-			if args, err = parsePythonFlags(args, map[string]*string{"nodes": &nodes, "links": &linksSpec, "switch": &switchKind, "ui": &uiF.listen},
+			if args, err = parsePythonFlags(args, map[string]*string{"nodes": &nodes, "links": &linksSpec, "switch": &switchKind, "ui": &uiF.listen, "tc": &tcMode},
 				map[string]*bool{"keep": &keep, "path": &path, "help": &help, "ui-read-only": &uiF.readOnly}, &module); err != nil {
 				return err
 			}
@@ -108,6 +115,9 @@ start python3 themselves. See docs/python.md.`,
 					return fmt.Errorf("%w: --switch: %v", ErrUsage, err)
 				}
 			}
+			if tcMode != "" && tcMode != "emulator" && tcMode != "kernel" {
+				return fmt.Errorf("%w: --tc %q: give emulator or kernel", ErrUsage, tcMode)
+			}
 			if uiF.listen != "" {
 				if _, _, err := net.SplitHostPort(uiF.listen); err != nil {
 					return fmt.Errorf("%w: --ui %q: give HOST:PORT (%v)", ErrUsage, uiF.listen, err)
@@ -134,6 +144,12 @@ start python3 themselves. See docs/python.md.`,
 			if keep {
 				env = append(env, envPyKeep+"=1")
 			}
+			if tcMode != "" {
+				env = append(env, envTC+"="+tcMode)
+			}
+			if dir, err := tcShimDir(); err == nil {
+				env = append(env, envPyShim+"="+dir)
+			}
 			if uiF.listen != "" {
 				env = append(env, envPyUI+"="+uiF.listen)
 				if uiF.readOnly {
@@ -148,6 +164,7 @@ start python3 themselves. See docs/python.md.`,
 	cmd.Flags().StringVar(&nodes, "nodes", "", "backend of every Host: netns or vm")
 	cmd.Flags().StringVar(&linksSpec, "links", "", "backend of every Link: veth or sriov[,key=value...]")
 	cmd.Flags().StringVar(&switchKind, "switch", "", "kind of every switch: lxbr, ovsbr, ovsk or bpf")
+	cmd.Flags().StringVar(&tcMode, "tc", "", "what tc in a node runs: emulator (hymn's, the default) or kernel (the system's tc)")
 	cmd.Flags().BoolVar(&keep, "keep", false, "leave the network running when the script ends (hymn clean removes it)")
 	addUIFlags(cmd.Flags(), &uiF)
 	cmd.Flags().BoolVar(&path, "path", false, "print the directory to put first on PYTHONPATH and exit")

@@ -55,6 +55,17 @@ def waitHungUp(timeout=3.0):
             time.sleep(0.02)
 
 
+def _nodeEnv(node):
+    """What hymn exec gives a node's commands, for those started without
+    it (an OpenFlow switch's, in the switches' namespace): hymn's tc first
+    on PATH, and the run and node it serves."""
+    env = ['HYMN_RUN=' + node.net.hymnRun, 'HYMN_NODE=' + node.name]
+    shim = os.environ.get('HYMN_PY_SHIM')
+    if shim:
+        env.append('PATH=%s:%s' % (shim, os.environ.get('PATH', '')))
+    return env
+
+
 def _popenInNode(node, cmd, popenArgs):
     """Popen of cmd in node through hymn exec, returned once cmd runs
     there: Mininet's mnexec enters a namespace in microseconds, so a
@@ -244,7 +255,7 @@ class Node(object):
             d = self.hymn['ovsDir']
             return ['ip', 'netns', 'exec', self.hymn['namespace'], 'env',
                     'OVS_RUNDIR=' + d, 'OVS_DBDIR=' + d,
-                    'OVS_LOGDIR=' + d] + bash
+                    'OVS_LOGDIR=' + d] + _nodeEnv(self) + bash
         return bash
 
     def _needNetwork(self):
@@ -520,7 +531,8 @@ class Node(object):
         if self.hymn is not None and self.hymn.get('ownNamespace'):
             return _popenInNode(self, cmd, defaults)
         elif self.hymn is not None and self.hymn.get('ovsDir'):
-            cmd = ['ip', 'netns', 'exec', self.hymn['namespace']] + cmd
+            cmd = ['ip', 'netns', 'exec', self.hymn['namespace'],
+                   'env'] + _nodeEnv(self) + cmd
         return subprocess.Popen(cmd, **defaults)
 
     def pexec(self, *args, **kwargs):
