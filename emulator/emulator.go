@@ -52,6 +52,7 @@ type pendingChange struct {
 type counters struct {
 	received, receivedBytes uint64
 	sent, sentBytes         uint64
+	lastSentDue             int64 // Due of the last packet sent
 	policed, spacerDropped  uint64
 	lost, bufferFull        uint64
 	reordered               uint64
@@ -314,6 +315,7 @@ func (e *Emulator) sent(now int64, p *Packet) {
 	c := &e.c
 	c.sent++
 	c.sentBytes += uint64(p.Len)
+	c.lastSentDue = p.Due
 	if e.anySent && p.Seq < e.maxSentSeq {
 		c.reordered++
 	} else {
@@ -337,6 +339,12 @@ type Stats struct {
 
 	SpacerFree int64 // time (ns) at which the spacer's bucket is empty; backlog = SpacerFree − now
 	LossState  uint8 // Gilbert–Elliott: 0 good, 1 bad; 4-state model: 1..4
+
+	// LastSentDue is the due time (the emulator's clock, ns) of the last
+	// packet sent: SentBytes counts exactly the packets due up to it, so
+	// two snapshots give a rate over a window stamped where the packets
+	// were scheduled, which no pause of the reader or of the machine moves.
+	LastSentDue int64
 
 	Rate   float64 // packet-rate estimate of the last closed interval, pkt/s
 	Weight float64 // current a
@@ -372,7 +380,7 @@ func (e *Emulator) Stats() Stats {
 	c := &e.c
 	return Stats{
 		Received: c.received, ReceivedBytes: c.receivedBytes,
-		Sent: c.sent, SentBytes: c.sentBytes,
+		Sent: c.sent, SentBytes: c.sentBytes, LastSentDue: c.lastSentDue,
 		Policed: c.policed, SpacerDropped: c.spacerDropped, Lost: c.lost, BufferFull: c.bufferFull,
 		Reordered: c.reordered, Queued: e.queued(), MaxQueued: c.maxQueue,
 		SpacerFree: e.space.tFree, LossState: e.loss.state,
