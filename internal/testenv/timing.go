@@ -175,3 +175,19 @@ func Elapsed(t testing.TB, quantity string, got, limit time.Duration) bool {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// TimerSlack is the resolution of a floor on a duration the test timed
+// around an event: a pause of the test or the machine only lengthens such
+// a duration, so only the clock and the timers' granularity can make it
+// read short.
+const TimerSlack = time.Millisecond
+
+// Floor judges that a duration the test timed around an event (started
+// its clock before causing it, read it after) lasted at least floor, less
+// slack: a command that must wait out a sleep, a grace period that must
+// be honoured. Its resolution is TimerSlack.
+func Floor(t testing.TB, quantity string, got, floor, slack time.Duration) bool {
+	t.Helper()
+	return JudgeTime(t, Timing{Quantity: quantity, Got: got, Target: floor, Tolerance: slack, Bound: AtLeast,
+		Resolution: Ms(TimerSlack, fmt.Sprintf("a floor on a time the test read around the event: pauses only lengthen it; the clock's and timers' granularity (testenv.TimerSlack, %v)", TimerSlack))})
+}

@@ -112,3 +112,14 @@ func TestElapsedIsCallerRead(t *testing.T) {
 		t.Errorf("a %v bound on a caller-read time was not refused", TimingRule*CallerPause-time.Millisecond)
 	}
 }
+
+func TestFloorIsTimerSlack(t *testing.T) {
+	r := &judgeRecorder{}
+	if Floor(r, "grace", 980*time.Millisecond, time.Second, 10*time.Millisecond) || len(r.errors) != 1 {
+		t.Errorf("980 ms is under a 1 s floor less 10 ms: logs %v errors %v", r.logs, r.errors)
+	}
+	r = &judgeRecorder{}
+	if !Floor(r, "grace", 1200*time.Millisecond, time.Second, 10*time.Millisecond) || !strings.Contains(r.logs[0], "testenv.TimerSlack") {
+		t.Errorf("1.2 s over a 1 s floor: logs %v errors %v", r.logs, r.errors)
+	}
+}
