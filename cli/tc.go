@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -707,6 +708,14 @@ func (t *tcTarget) render(c *tcCommand, withDev bool) (string, bool) {
 // netemOf shows an emulator configuration as netem's options.
 func netemOf(cfg emulator.Config) string {
 	n := &netem{limit: cfg.Buffer, delay: cfg.Delay, jitter: cfg.Jitter}
+	switch {
+	case cfg.Space.Enabled && cfg.Space.Limit > 0 && cfg.Space.Limit != 1<<20:
+		// A shaped link's queue is its spacer's backlog, in full frames
+		// (linkparams' bw with max_queue_size).
+		n.limit = int(math.Round(float64(cfg.Space.Limit) / float64(emulator.WireBytes(1))))
+	case cfg.Buffer == emulator.DefaultBuffer:
+		n.limit = netemDefaultLimit // hymn's unbounded default, as netem's
+	}
 	if cfg.Jitter > 0 && cfg.Distribution.String() == "uniform" {
 		n.jitter = time.Duration(float64(cfg.Jitter) * 1.7320508075688772)
 	}

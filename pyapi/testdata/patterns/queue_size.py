@@ -21,6 +21,9 @@ setLogLevel('info')
 net = Mininet(topo=Dumbbell(), controller=None, switch=LinuxBridge)
 net.start()
 loss = net.ping([net['h1'], net['h2']])
+# tc shows the queue netem has: 16 packets (bdp / 1500 = 16.67).
+shown = net['h1'].cmd('tc qdisc show dev h1-eth0')
 net.stop()
 assert loss == 0, loss
+assert 'limit 16 ' in shown, shown
 print('OK')
