@@ -21,95 +21,19 @@
 # every row is kept in the log directory (printed at the start;
 # FLAKE_LOGDIR sets it).
 #
-# The list below must name every such test: one line per test, its package
-# (a directory of this module) and its name, then any extra go test flags
-# ("norace" drops -race). Tests that judge time only on a virtual clock
-# (emulator/schedule_test.go, sim_test.go, ...) are deterministic and not
-# listed; nor is the kube module (kube/), whose tests judge no time (only
-# timeouts that end a hung wait). When a test that measures time is added,
-# add its line here.
+# The rows come from the source (go run ./internal/testenv/timingtests):
+# every test that judges time through testenv.Judge, and those still
+# listed as pending in internal/testenv/timing-audit.txt. A test that
+# starts judging time joins the list without an edit here; scripts/test.sh
+# runs the same tests alone, one package at a time. Tests that judge time
+# only on a virtual clock (emulator/schedule_test.go, sim_test.go, ...) are
+# deterministic and not listed; nor is the kube module (kube/), whose
+# tests judge no time (only timeouts that end a hung wait).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PATH:/usr/local/go/bin"
 
-TESTS=$(cat <<'EOF'
-# The root package: emulated links, schedules and traces, pings, iperf.
-.                     TestEmulatedLinkChange
-.                     TestEmulatedDelayAccuracy
-.                     TestEmulatedLiveChange
-.                     TestEmulatedLoss
-.                     TestEmulatedGilbertElliott
-.                     TestEmulatedPolicer
-.                     TestEmulatorInsertedLive
-.                     TestEmulatedBandwidth
-.                     TestEmulatedOverload
-.                     TestSchedulePingStep
-.                     TestScheduleFromParams
-.                     TestTraceIperf
-.                     TestTraceOutage
-.                     TestMeasurePlainLine
-.                     TestMeasureEmulatedDelay
-.                     TestRTTSeries
-.                     TestGeneratorOutrunsVeth         norace
-.                     TestSRIOVEmulatedLink
-.                     TestMixedVMAndNamespaceHosts
-.                     TestPersistentShell
-.                     TestExecAndCancel
-.                     TestDPDKPortsInTopology          -tags=dpdk norace
-# The emulator's forwarder on in-memory and real ports.
-./emulator            TestForwarderDelaysBothDirections
-./emulator            TestForwarderIdleCPU
-./emulator            TestForwarderCoalesces
-./emulator            TestOneThreadTakesTheAnswerAlong
-./emulator/afpacket   TestPortWaitWakes
-./emulator/afpacket   TestPortWaitWith
-./emulator/dpdk       TestIdleLinkCPU                  -tags=dpdk norace
-./emulator/dpdk       TestForwarderOverWire            -tags=dpdk norace
-./emulator/dpdk       TestAFPacketBetweenNamespaces    -tags=dpdk norace
-./links               TestEmulatedOffloadsTCPRate
-# The BPF switch: pings with a 1 s reply bound, ports waited for 10 s.
-./bpfswitch           TestSwitchForwardsAndLearns
-./bpfswitch           TestSwitchGrows
-.                     TestBPFSwitchesShareNamespace
-# The live view's node details: a VM's interface waited for up to 10 s, pings with a 2 s bound.
-./ui                  TestGuestInterfacesOfVM
-./ui                  TestSharedSwitchShowsItsOwnPorts
-./measure             TestLoopback
-./measure             TestZeroLossSearch
-./internal/stallwatch TestSeesAStoppedProcess
-# Split networks: cut links in VXLAN between two "machines".
-./cluster             TestVXLANAcrossMachines
-./cluster             TestVXLANEmulatedCutLink
-./cluster             TestVXLANCutLinkDelay
-./cluster             TestVMCutLink
-# Examples whose tests follow a schedule or a trace in real time.
-./examples/satellite  TestSatelliteSteps
-./examples/evening    TestEveningDay
-./examples/cellular   TestCellularFollowsTrace
-# Wall-clock bounds: refusals within a second, cancellation, grace times.
-./cli                 TestMNWalkthroughLinkChangeOVS
-./cli                 TestBadInputEndToEnd
-./cli                 TestInterruptWhileLoading
-./cli                 TestMNTestNoneUnderTwoSeconds
-./cli                 TestShellForgeryAndCtrlCBinary
-./internal/owner      TestStopWaitsUntilProcessesExit
-./internal/owner      TestWaitExitNeverSignals
-./internal/shellproc  TestShellForgedMarkerBash
-./internal/shellproc  TestShellForgedMarkerNode
-./internal/shellproc  TestShellInterrupt
-./topo                TestBuiltinSizeLimit
-./topo                TestFileSizeLimit
-./topo                TestCustomLimits
-./hymntest            TestWaitFor
-./vm                  TestParseParamsBounds
-./vm                  TestBuildImageCached
-./vm                  TestQMPGreetingNeverComes
-./vm                  TestAgentShellCancel
-./vm                  TestWatchBootStarved
-./vm                  TestSchedstatDelaysRealContention
-./vm                  TestVMBootTimeoutLeavesNothing
-EOF
-)
+TESTS=$(go run ./internal/testenv/timingtests) || { echo "flake-check: internal/testenv/timingtests failed" >&2; exit 1; }
 
 usage() {
   cat <<'EOF'

@@ -4,8 +4,11 @@
 // calls testenv.Judge or one of its forms (JudgeTime, Elapsed, Floor:
 // the one helper for such judgements). It also finds tests that look as if they
 // judged time without the helper (they read the clock with time.Since or
-// compare rates in Mbit/s) and that neither use it nor are listed in
-// internal/testenv/timing-exempt.txt with a reason: those are errors.
+// compare rates in Mbit/s, or watch for machine stalls) and that neither
+// use it nor are listed in internal/testenv/timing-audit.txt: those are
+// errors. That file lists, with a reason, each test that looks so but
+// judges no time ("exempt"), and each that judges time without the helper
+// yet ("pending": it is a timing test all the same, in every list here).
 //
 //	go run ./internal/testenv/timingtests            # rows: package test [flags]
 //	go run ./internal/testenv/timingtests -table     # the audit table (Markdown)
@@ -73,33 +76,60 @@ func main() {
 		fmt.Fprintln(os.Stderr, "timingtests:", err)
 		os.Exit(1)
 	}
-	exempt, err := readExempt(filepath.Join(*root, "internal/testenv/timing-exempt.txt"))
+	audit, err := readAudit(filepath.Join(*root, "internal/testenv/timing-audit.txt"))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "timingtests:", err)
 		os.Exit(1)
 	}
-	var timing, suspects []Test
+	var timing, pending, suspects []Test
+	var stale []string
+	known := map[string]bool{}
 	for _, t := range tests {
+		key := t.Pkg + " " + t.Name
+		known[key] = true
+		a := audit[key]
 		switch {
 		case len(t.Uses) > 0:
 			timing = append(timing, t)
-		case t.Suspect != "" && exempt[t.Pkg+" "+t.Name] == "":
+			if a.status != "" {
+				stale = append(stale, key+": uses testenv.Judge, yet is listed as "+a.status)
+			}
+		case a.status == "pending":
+			timing = append(timing, t)
+			pending = append(pending, t)
+		case t.Suspect != "" && a.status != "exempt":
 			suspects = append(suspects, t)
 		}
 	}
+	for key := range audit {
+		if !known[key] {
+			stale = append(stale, key+": no such test")
+		}
+	}
+	sort.Strings(stale)
 	switch {
 	case *check:
 		for _, t := range suspects {
-			fmt.Printf("%s %s: %s, without testenv.Judge (use it, or list the test in internal/testenv/timing-exempt.txt with why it judges no time)\n", t.Pkg, t.Name, t.Suspect)
+			fmt.Printf("%s %s: %s, without testenv.Judge (use it, or list the test in internal/testenv/timing-audit.txt)\n", t.Pkg, t.Name, t.Suspect)
 		}
-		fmt.Printf("timingtests: %d tests judge time, all through testenv.Judge; %d suspects; %d exempt\n", len(timing), len(suspects), len(exempt))
-		if len(suspects) > 0 {
+		for _, s := range stale {
+			fmt.Printf("internal/testenv/timing-audit.txt: %s\n", s)
+		}
+		for _, t := range pending {
+			fmt.Printf("pending: %s %s judges time without testenv.Judge yet (%s)\n", t.Pkg, t.Name, audit[t.Pkg+" "+t.Name].reason)
+		}
+		fmt.Printf("timingtests: %d tests judge time: %d through testenv.Judge, %d pending; %d unlisted suspects, %d stale audit lines\n",
+			len(timing), len(timing)-len(pending), len(pending), len(suspects), len(stale))
+		if len(suspects) > 0 || len(stale) > 0 {
 			os.Exit(1)
 		}
 	case *table:
 		fmt.Println("| Package | Test | Quantity | Tolerance | Resolution |")
 		fmt.Println("|---|---|---|---|---|")
 		for _, t := range timing {
+			if len(t.Uses) == 0 {
+				fmt.Printf("| %s | %s | pending: %s | | |\n", t.Pkg, t.Name, cell(audit[t.Pkg+" "+t.Name].reason))
+			}
 			for _, u := range t.Uses {
 				fmt.Printf("| %s | %s | %s | %s | %s |\n", t.Pkg, t.Name, cell(u.Quantity), cell(u.Tolerance), cell(u.Resolution))
 			}
@@ -156,15 +186,17 @@ func sortedKeys(m map[string]bool) []string {
 	return out
 }
 
-// readExempt reads "package test  reason" lines; a line without a reason
-// is an error (an exemption must say why the test judges no time).
-func readExempt(path string) (map[string]string, error) {
+type auditLine struct{ status, reason string }
+
+// readAudit reads "package test exempt|pending reason" lines; a line
+// without a reason is an error.
+func readAudit(path string) (map[string]auditLine, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("reading the exemptions: %w", err)
+		return nil, fmt.Errorf("reading the audit list: %w", err)
 	}
 	defer func() { _ = f.Close() }()
-	out := map[string]string{}
+	out := map[string]auditLine{}
 	sc := bufio.NewScanner(f)
 	line := 0
 	for sc.Scan() {
@@ -174,10 +206,10 @@ func readExempt(path string) (map[string]string, error) {
 			continue
 		}
 		fields := strings.Fields(l)
-		if len(fields) < 3 {
-			return nil, fmt.Errorf("%s:%d: want \"package test reason\", got %q", path, line, l)
+		if len(fields) < 4 || (fields[2] != "exempt" && fields[2] != "pending") {
+			return nil, fmt.Errorf("%s:%d: want \"package test exempt|pending reason\", got %q", path, line, l)
 		}
-		out[fields[0]+" "+fields[1]] = strings.Join(fields[2:], " ")
+		out[fields[0]+" "+fields[1]] = auditLine{fields[2], strings.Join(fields[3:], " ")}
 	}
 	return out, sc.Err()
 }
