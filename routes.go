@@ -161,7 +161,8 @@ func (n *Network) configureIPv6(ctx context.Context, p *topo.PlannedNode) error 
 		}
 		return nil
 	}
-	sysctls := [][2]string{{"net/ipv6/conf/all/disable_ipv6", "0"}, {"net/ipv6/conf/all/keep_addr_on_down", "1"}, {"net/ipv6/conf/all/accept_dad", "0"}}
+	sysctls := [][2]string{{"net/ipv6/conf/all/disable_ipv6", "0"}, {"net/ipv6/conf/all/keep_addr_on_down", "1"},
+		{"net/ipv6/conf/all/accept_dad", "0"}, {"net/ipv6/conf/default/accept_dad", "0"}}
 	if p.Kind == topo.KindRouter {
 		sysctls = append(sysctls, [2]string{"net/ipv6/conf/all/forwarding", "1"})
 	}
@@ -183,9 +184,37 @@ func (n *Network) configureIPv6(ctx context.Context, p *topo.PlannedNode) error 
 			if err := h.AddrReplace(link, addr); err != nil {
 				return fmt.Errorf("node %s: IPv6 address %s on %s: %w", p.Name, i.IP6, i.Name, err)
 			}
+			if err := skipLinkLocalDAD(h, link); err != nil {
+				return fmt.Errorf("node %s: %s: %w", p.Name, i.Name, err)
+			}
 		}
 		return nil
 	})
+}
+
+// skipLinkLocalDAD makes an interface's link-local address usable now
+// rather than after duplicate address detection (a second or more): a
+// router sends its neighbour solicitations for forwarded packets only
+// from a link-local address that is not tentative, so until then the
+// first packets it forwards are lost. The address is put back as it was,
+// with DAD off.
+func skipLinkLocalDAD(h *netlink.Handle, link netlink.Link) error {
+	addrs, err := h.AddrList(link, netlink.FAMILY_V6)
+	if err != nil {
+		return err
+	}
+	for _, a := range addrs {
+		if !a.IP.IsLinkLocalUnicast() || a.Flags&unix.IFA_F_TENTATIVE == 0 {
+			continue
+		}
+		if err := h.AddrDel(link, &a); err != nil {
+			return fmt.Errorf("link-local %s: %w", a.IPNet, err)
+		}
+		if err := h.AddrAdd(link, &netlink.Addr{IPNet: a.IPNet, Flags: unix.IFA_F_NODAD}); err != nil {
+			return fmt.Errorf("link-local %s: %w", a.IPNet, err)
+		}
+	}
+	return nil
 }
 
 func prefixNet(p netip.Prefix) *net.IPNet {
