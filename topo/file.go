@@ -51,9 +51,10 @@ type pair = yamlpos.Pair
 // lists the same keys; a test keeps the two in step.
 var (
 	topLevelKeys  = []string{"name", "description", "options", "defaults", "nodes", "links", "controllers", "placement"}
-	optionKeys    = []string{"ipbase", "mac"}
+	optionKeys    = []string{"ipbase", "mac", "routing", "ipv6", "ipbase6"}
 	defaultKeys   = []string{"node", "host", "switch", "router", "link"}
-	nodeKeys      = []string{"name", "kind", "backend", "ip", "mac", "routes", "params", "placement"}
+	nodeKeys      = []string{"name", "kind", "backend", "ip", "mac", "routes", "routing", "params", "placement"}
+	routingModes  = []string{"none", "static"}
 	linkKeys      = []string{"endpoints", "a", "b", "kind", "params", "a>b", "b>a", "schedule"}
 	endpointKeys  = []string{"node", "port", "intf", "ip", "mac"}
 	nodeKinds     = []string{string(KindHost), string(KindSwitch), string(KindRouter)}
@@ -197,6 +198,27 @@ func (l *fileLoader) options(n *yaml.Node) FileOptions {
 			opts.IPBase = pfx
 		case "mac":
 			opts.AutoMAC, _ = l.Boolean(p.Val, field)
+		case "routing":
+			if s, ok := l.Str(p.Val, field); ok {
+				if !slices.Contains(routingModes, s) {
+					l.ErrAt(p.Val, field, "%q is not a routing mode (use %s)", s, strings.Join(routingModes, ", "))
+					continue
+				}
+				opts.Routing = s
+			}
+		case "ipv6":
+			opts.IPv6, _ = l.Boolean(p.Val, field)
+		case "ipbase6":
+			s, ok := l.Str(p.Val, field)
+			if !ok {
+				continue
+			}
+			pfx, err := netip.ParsePrefix(s)
+			if err != nil || !pfx.Addr().Is6() || pfx.Addr().Is4In6() || pfx.Bits() > 64 {
+				l.ErrAt(p.Val, field, "%q is not an IPv6 network of /64 or larger like fd00::/48", s)
+				continue
+			}
+			opts.IPBase6 = pfx
 		}
 	}
 	return opts
@@ -330,6 +352,15 @@ func (l *fileLoader) node(e nodeEntry) {
 				}
 			case "routes":
 				routes = l.routes(p.Val, field)
+			case "routing":
+				// How a router gets its routes (docs/routing.md).
+				if s, ok := l.Str(p.Val, field); ok {
+					if !slices.Contains(routingModes, s) {
+						l.ErrAt(p.Val, field, "%q is not a routing mode (use %s)", s, strings.Join(routingModes, ", "))
+					} else {
+						fields["routing"] = s
+					}
+				}
 			case "placement":
 				// A worker number; its range against the worker
 				// count is checked when the topology is split.
@@ -354,6 +385,9 @@ func (l *fileLoader) node(e nodeEntry) {
 		if routes != nil {
 			l.ErrAt(e.at, e.field+".routes", "a switch does not route; put routes on hosts or routers")
 		}
+	}
+	if _, ok := fields["routing"]; ok && kind != KindRouter {
+		l.ErrAt(e.at, e.field+".routing", "routing applies to routers (kind: router)")
 	}
 	if routes != nil {
 		fields["routes"] = strings.Join(routes, ";")
