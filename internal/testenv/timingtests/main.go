@@ -209,7 +209,11 @@ func readAudit(path string) (map[string]auditLine, error) {
 		if len(fields) < 4 || (fields[2] != "exempt" && fields[2] != "pending") {
 			return nil, fmt.Errorf("%s:%d: want \"package test exempt|pending reason\", got %q", path, line, l)
 		}
-		out[fields[0]+" "+fields[1]] = auditLine{fields[2], strings.Join(fields[3:], " ")}
+		key := fields[0] + " " + fields[1]
+		if _, dup := out[key]; dup {
+			return nil, fmt.Errorf("%s:%d: %s is listed twice", path, line, key)
+		}
+		out[key] = auditLine{fields[2], strings.Join(fields[3:], " ")}
 	}
 	return out, sc.Err()
 }
