@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/hymn-net/hymn"
+	"github.com/hymn-net/hymn/routing"
 	"github.com/hymn-net/hymn/topo"
 	"github.com/spf13/cobra"
 )
@@ -93,10 +95,16 @@ func runGraph(ctx context.Context, f *graphFlags, file string, formatSet bool, s
 		addr.IPBase = base
 	}
 	addr.AutoMAC = addr.AutoMAC || f.autoMAC
-	dot, err := topo.TopoDOT(t, addr)
+	plan, err := topo.Resolve(t, addr)
+	if err == nil && (opts.Routing == string(hymn.RoutingStatic) || opts.IPv6) {
+		// The addresses a routed or dual-stack run gives (docs/routing.md).
+		err = routing.Address(plan, routing.AddressOptions{IPBase: addr.IPBase, Routed: opts.Routing == string(hymn.RoutingStatic),
+			IPv6: opts.IPv6, IPBase6: opts.IPBase6})
+	}
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrUsage, err)
 	}
+	dot := topo.DOT(plan)
 	out := []byte(dot)
 	if format == "svg" {
 		if out, err = renderSVG(ctx, dot); err != nil {

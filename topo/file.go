@@ -790,7 +790,8 @@ func (l *fileLoader) checkLinkParams(params Params, byKey map[string]pair, field
 
 // LoadAny loads a topology file by its extension: .py is a Mininet custom
 // file (spec names the topology in its topos dictionary and gives its
-// arguments), .mn a MiniEdit file, anything else hymn's YAML/JSON format
+// arguments), .mn a MiniEdit file, .graphml and .gml a Topology Zoo map
+// (zoo.go), anything else hymn's YAML/JSON format
 // (spec must then be empty). Warnings end up in FileOptions.Warnings.
 func LoadAny(ctx context.Context, path string, spec Spec) (*Topo, FileOptions, error) {
 	switch strings.ToLower(filepath.Ext(path)) {
@@ -802,6 +803,11 @@ func LoadAny(ctx context.Context, path string, spec Spec) (*Topo, FileOptions, e
 			return nil, FileOptions{}, fmt.Errorf("%w: %s is a MiniEdit file, which holds one topology; --topo %s does not apply", ErrBadSpec, path, spec)
 		}
 		return LoadMiniEdit(path)
+	case ".graphml", ".gml":
+		if spec.Name != "" {
+			return nil, FileOptions{}, fmt.Errorf("%w: %s is a map, which holds one topology; --topo %s does not apply", ErrBadSpec, path, spec)
+		}
+		return LoadZoo(path, ZooOptions{})
 	}
 	if spec.Name != "" {
 		return nil, FileOptions{}, fmt.Errorf("%w: %s is a topology file, which holds one topology; --topo %s does not apply", ErrBadSpec, path, spec)
