@@ -17,6 +17,12 @@ type Packet struct {
 	// Segs segments whose frames add up to Len bytes; Overhead is added
 	// once per segment. 0 and 1 both mean one frame.
 	Segs uint32
+	// Corrupt, when not 0, is 1 + the bit of the frame the port flips
+	// when it sends the packet (set by the emulator: Config.Corrupt).
+	Corrupt uint32
+	// Flags carry the port's word on the frame (FlagECT) and the
+	// emulator's on what to change in it (FlagCE).
+	Flags uint8
 
 	// Set by Receive; kept so ports and the simulator can measure.
 	Seq     uint64 // arrival sequence number on this emulator
@@ -340,6 +346,12 @@ func (c *calendar) peekDue() int64 {
 		c.advance()
 	}
 	return c.open[c.pos].Due
+}
+
+// peek is the next packet; the calendar must not be empty.
+func (c *calendar) peek() *Packet {
+	c.peekDue()
+	return &c.open[c.pos]
 }
 
 func (c *calendar) pop() Packet {

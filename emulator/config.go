@@ -108,11 +108,22 @@ type Config struct {
 	Space           SpacerConfig
 	Trace           TraceConfig // a delivery trace as the rate (trace.go)
 	Loss            LossConfig
-	Overhead        int // bytes added to each frame for rate calculations
-	MaxFrame        int // largest frame (bytes, without overhead) the link carries
-	Buffer          int // buffer capacity in wire packets (a GSO super-frame counts as its segments)
-	Seed            uint64
-	SeedSet         bool // false: New picks a random seed and reports it in Stats
+	// ECN marks an ECN-capable packet Congestion Experienced instead of
+	// dropping it when the loss model says drop (NetEm's `loss ... ecn`).
+	ECN bool
+	// Duplicate is the probability that a packet is sent twice; the
+	// twin is impaired on its own (NetEm's duplicate).
+	Duplicate float64
+	// Corrupt is the probability that one random bit of a packet is
+	// flipped (NetEm's corrupt).
+	Corrupt float64
+	// Slot releases packets in slots (NetEm's slot).
+	Slot     SlotConfig
+	Overhead int // bytes added to each frame for rate calculations
+	MaxFrame int // largest frame (bytes, without overhead) the link carries
+	Buffer   int // buffer capacity in wire packets (a GSO super-frame counts as its segments)
+	Seed     uint64
+	SeedSet  bool // false: New picks a random seed and reports it in Stats
 	// AllowLarge lifts the limits that protect against typing mistakes
 	// (times above MaxTime, a buffer whose memory exceeds a quarter of the
 	// machine's): text key `allow-large`, link parameter allow_large=1.
@@ -157,7 +168,7 @@ const (
 	// PacketRecordBytes is the memory one queued packet takes in the
 	// emulator (its Packet record plus a lost packet's slot time), for the
 	// memory estimate of a buffer.
-	PacketRecordBytes = 48
+	PacketRecordBytes = 56
 	// FrameBufferBytes bounds the frame buffers (slots) a forwarder keeps
 	// per direction by default (ForwarderConfig.MaxBuffered).
 	FrameBufferBytes = 128 << 20
@@ -312,6 +323,28 @@ func (c *Config) Validate() error {
 	}
 	if err := c.Trace.validate(c); err != nil {
 		return err
+	}
+	if badProb(c.Duplicate) {
+		return fieldErr("duplicate", "probability %v%% is outside 0..100%%", c.Duplicate*100)
+	}
+	if badProb(c.Corrupt) {
+		return fieldErr("corrupt", "probability %v%% is outside 0..100%%", c.Corrupt*100)
+	}
+	if s := c.Slot; s.Enabled {
+		if err := c.checkTime("slot", s.Min); err != nil {
+			return err
+		}
+		if err := c.checkTime("slot", s.Max); err != nil {
+			return err
+		}
+		if s.Max < s.Min {
+			return fieldErr("slot", "the largest gap %s is below the smallest %s", fmtDur(s.Max), fmtDur(s.Min))
+		}
+		if s.Packets < 0 || s.Bytes < 0 {
+			return fieldErr("slot", "packets and bytes must not be negative (0: no limit)")
+		}
+	} else if s != (SlotConfig{}) {
+		return fieldErr("slot", "gaps and limits need Enabled")
 	}
 	l := &c.Loss
 	switch l.Model {

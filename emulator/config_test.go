@@ -57,7 +57,7 @@ func TestRejectsNamingField(t *testing.T) {
 		{"delay 10ms 1ms 25%", "delay correlation", "half-life"},
 		{"loss 1% 25%", "loss correlation", ""},
 		{"reorder 25% gap 5", "reorder", ""},
-		{"duplicate 1%", "duplicate", ""},
+		{"duplicate 101%", "duplicate", "outside"},
 		{"frobnicate 3", "frobnicate", "unknown"},
 		{"delay", "delay", "missing"},
 		{"delay 10parsecs", "delay", "unit"},

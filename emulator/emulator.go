@@ -12,16 +12,22 @@ import (
 // goroutine may hand over a new configuration with RequestReconfigure; it
 // takes effect at the start of the next Receive.
 type Emulator struct {
-	cfg     Config
-	delay   delayer
-	police  policer
-	space   spacer
-	trace   traceStage // trace-driven rate (trace.go), instead of the spacer
-	loss    lossState
-	fifo    ring
-	heap    calendar
-	useHeap bool
-	ghosts  ghostQueue // slots of lost packets not yet started (spacer on)
+	cfg    Config
+	delay  delayer
+	police policer
+	space  spacer
+	trace  traceStage // trace-driven rate (trace.go), instead of the spacer
+	loss   lossState
+	slot   slotGate // netem.go
+	clone  Cloner
+	// twinDrops are duplicates' twins dropped in this Receive, whose
+	// frames the caller frees with the others.
+	twinDrops []Packet
+	nc        netemCounters
+	fifo      ring
+	heap      calendar
+	useHeap   bool
+	ghosts    ghostQueue // slots of lost packets not yet started (spacer on)
 	// queuedSegs is the wire packets queued: a GSO super-frame (a TCP
 	// sender's 64 KB write carried whole) counts as its segments, so a
 	// buffer of N packets holds N packets' worth of a bulk flow, not N
@@ -96,6 +102,7 @@ func (e *Emulator) apply(cfg Config, reset bool) {
 		e.ghosts.reset() // without a spacer lost packets hold no slot
 	}
 	e.loss.configure(cfg.Loss)
+	e.slot.configure(cfg.Slot)
 	if cfg.Seed != old.Seed || reset {
 		e.seedRNG(cfg.Seed)
 	}
@@ -173,12 +180,34 @@ func (e *Emulator) Receive(now int64, in []Packet, dropped []Packet) []Packet {
 			dropped = append(dropped, in[i])
 		}
 	}
+	if len(e.twinDrops) > 0 {
+		dropped = append(dropped, e.twinDrops...)
+		e.twinDrops = e.twinDrops[:0]
+	}
 	return dropped
 }
 
 // receiveOne runs delayer → limiter → dropper → tx-time → buffer for one
 // packet whose burst has already been counted by the rate estimator.
 func (e *Emulator) receiveOne(now int64, p *Packet) bool {
+	if !e.duplicate(p) {
+		return e.admit(now, p)
+	}
+	// NetEm decides the twin before the original's loss and hands it
+	// back to the start: it follows the original through every stage.
+	twin, ok := e.makeClone(p)
+	kept := e.admit(now, p)
+	if ok {
+		e.nc.duplicated++
+		if !e.admit(now, &twin) {
+			e.dropTwin(twin)
+		}
+	}
+	return kept
+}
+
+// admit runs the stages for one packet (or a duplicate's twin).
+func (e *Emulator) admit(now int64, p *Packet) bool {
 	c := &e.c
 	c.received++
 	c.receivedBytes += uint64(p.Len)
@@ -217,7 +246,7 @@ func (e *Emulator) receiveOne(now int64, p *Packet) bool {
 		}
 		due = start
 	}
-	if e.loss.cfg.Model != NoLoss && e.loss.lost(e.rng) {
+	if e.loss.cfg.Model != NoLoss && e.loss.lost(e.rng) && !e.markInstead(p) {
 		c.lost++
 		if e.space.on || e.trace.on {
 			// Lost on the wire (docs/emulator-spec.md §1.4, §5.2): the packet used its
@@ -227,6 +256,15 @@ func (e *Emulator) receiveOne(now int64, p *Packet) bool {
 			e.ghosts.push(due)
 		}
 		return false
+	}
+	if !e.corrupt(p) {
+		// A super-frame cannot carry a detectable flipped bit: lost.
+		e.nc.corrupted++
+		c.lost++
+		return false
+	}
+	if p.Corrupt != 0 {
+		e.nc.corrupted++
 	}
 	e.queuedSegs += segs
 	if e.useHeap {
@@ -274,10 +312,16 @@ func (e *Emulator) queueDue() (int64, bool) {
 		if e.heap.len() == 0 {
 			return 0, false
 		}
+		if e.slot.on {
+			return e.slot.departure(e.heap.peek(), e.rng), true
+		}
 		return e.heap.peekDue(), true
 	}
 	if e.fifo.len() == 0 {
 		return 0, false
+	}
+	if e.slot.on {
+		return e.slot.departure(e.fifo.peek(), e.rng), true
 	}
 	return e.fifo.peek().Due, true
 }
@@ -292,7 +336,20 @@ func (e *Emulator) Release(now int64, out []Packet) int {
 	n := 0
 	for n < len(out) {
 		var p Packet
-		if e.useHeap {
+		if e.slot.on {
+			t, ok := e.queueDue()
+			if !ok || t > now {
+				break
+			}
+			if e.useHeap {
+				p = e.heap.pop()
+			} else {
+				p = e.fifo.pop()
+			}
+			// The slot's wait is part of the packet's delay.
+			p.Due = t
+			e.slot.sent(&p, t, e.rng)
+		} else if e.useHeap {
 			if e.heap.len() == 0 || e.heap.peekDue() > now {
 				break
 			}
@@ -340,6 +397,11 @@ type Stats struct {
 	SpacerFree int64 // time (ns) at which the spacer's bucket is empty; backlog = SpacerFree − now
 	LossState  uint8 // Gilbert–Elliott: 0 good, 1 bad; 4-state model: 1..4
 
+	// NetEm's impairments (netem.go): twins made (each also counted in
+	// Received), packets sent with a flipped bit (a super-frame drawn for
+	// it is counted in Lost too), packets marked CE instead of lost.
+	Duplicated, Corrupted, Marked uint64
+
 	// LastSentDue is the due time (the emulator's clock, ns) of the last
 	// packet sent: SentBytes counts exactly the packets due up to it, so
 	// two snapshots give a rate over a window stamped where the packets
@@ -383,6 +445,7 @@ func (e *Emulator) Stats() Stats {
 		Sent: c.sent, SentBytes: c.sentBytes, LastSentDue: c.lastSentDue,
 		Policed: c.policed, SpacerDropped: c.spacerDropped, Lost: c.lost, BufferFull: c.bufferFull,
 		Reordered: c.reordered, Queued: e.queued(), MaxQueued: c.maxQueue,
+		Duplicated: e.nc.duplicated, Corrupted: e.nc.corrupted, Marked: e.nc.marked,
 		SpacerFree: e.space.tFree, LossState: e.loss.state,
 		Rate: e.delay.rate, Weight: 1 - e.delay.x, SigmaC: time.Duration(e.delay.sigmaC),
 		D: time.Duration(e.delay.D), Seed: e.cfg.Seed,

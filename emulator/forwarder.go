@@ -161,6 +161,9 @@ type Accounting struct {
 	Delivered uint64
 	// Queued: frames in the emulator (after Stop: discarded).
 	Queued uint64
+	// Duplicated: twins the emulator made (NetEm's duplicate), which
+	// are delivered, queued or dropped like the frames offered.
+	Duplicated uint64
 	// Drops by cause, in path order.
 	RxRingDrops   uint64 // the kernel's RX ring was full
 	RxTruncated   uint64 // longer than the frame buffers
@@ -178,8 +181,11 @@ func (a Accounting) Dropped() uint64 {
 	return a.RxRingDrops + a.RxTruncated + a.NoBuffer + a.Policed + a.SpacerDropped + a.Lost + a.BufferFull + a.TxDropped + a.TxFailed
 }
 
-// Balanced reports whether Offered = Delivered + Dropped() + Queued.
-func (a Accounting) Balanced() bool { return a.Offered == a.Delivered+a.Dropped()+a.Queued }
+// Balanced reports whether Offered + Duplicated = Delivered + Dropped() +
+// Queued.
+func (a Accounting) Balanced() bool {
+	return a.Offered+a.Duplicated == a.Delivered+a.Dropped()+a.Queued
+}
 
 func (a Accounting) String() string {
 	return fmt.Sprintf("offered %d = delivered %d + queued %d + dropped %d (rx ring %d, truncated %d, no buffer %d, policed %d, spacer %d, lost %d, buffer full %d, tx refused %d, tx failed %d)",
@@ -193,6 +199,7 @@ func (s *DirectionStats) Accounting() Accounting {
 		Offered:     s.RxPort.RxFrames + s.RxPort.RxTruncated + s.RxPort.RxRingDrops,
 		Delivered:   s.TxPort.TxFrames - min(s.TxPort.TxFailed, s.TxPort.TxFrames),
 		Queued:      uint64(e.Queued),
+		Duplicated:  e.Duplicated,
 		RxRingDrops: s.RxPort.RxRingDrops, RxTruncated: s.RxPort.RxTruncated, NoBuffer: s.NoBuffer,
 		Policed: e.Policed, SpacerDropped: e.SpacerDropped, Lost: e.Lost, BufferFull: e.BufferFull,
 		TxDropped: s.TxPort.TxDropped, TxFailed: min(s.TxPort.TxFailed, s.TxPort.TxFrames),
@@ -448,6 +455,7 @@ func newDirection(f *Forwarder, dir Direction, c Config, fc ForwarderConfig) (*d
 	}
 	d.maxSlots.Store(int64(maxSlotsFor(c, d.maxCap)))
 	d.grow()
+	emu.SetCloner(d.cloneFrame)
 	return d, nil
 }
 
@@ -788,6 +796,7 @@ func (d *direction) receive() int {
 		for j < n && d.rxStamp[j] == d.rxStamp[i] {
 			j++
 		}
+		d.markECT(d.pkts[i:j])
 		d.dropped = d.emu.Receive(t, d.pkts[i:j], d.dropped)
 		d.lastArr = t
 		i = j
@@ -837,6 +846,7 @@ func (d *direction) transmit() bool {
 		}
 		for i := 0; i < k; i++ {
 			d.txBufs[i] = d.txFrame(&d.outPkts[i])
+			ApplyMarks(&d.outPkts[i], d.txBufs[i], d.vnet)
 		}
 		// Frames the port does not take are counted in its TxDropped; a
 		// port closed under us ends the loop at its next Wait.

@@ -243,8 +243,32 @@ func (p *parser) key(c *Config) error {
 		c.Seed, c.SeedSet = v, true
 	case "allow-large", "allow_large":
 		c.AllowLarge = true
-	case "duplicate", "corrupt", "slot", "ecn":
-		return fieldErr(k, "NetEm's %s is not supported by hymn's emulator", k)
+	case "duplicate", "corrupt":
+		field := strings.ToLower(k)
+		s, err := p.need(field)
+		if err != nil {
+			return err
+		}
+		f, err := parsePercent(field, s)
+		if err != nil {
+			return err
+		}
+		if field == "duplicate" {
+			c.Duplicate = f
+		} else {
+			c.Corrupt = f
+		}
+		if p.numeric() {
+			return fieldErr(field+" correlation", "NetEm's correlation percentage is not supported (tc-netem(8) deprecates it: it distorts the probability)")
+		}
+	case "ecn":
+		c.ECN = true
+	case "noecn":
+		c.ECN = false
+	case "slot":
+		return p.slot(c)
+	case "noslot":
+		c.Slot = SlotConfig{}
 	default:
 		return fieldErr(k, "unknown parameter")
 	}
@@ -329,8 +353,63 @@ func (p *parser) loss(c *Config) error {
 		}
 	}
 	if p.i < len(p.args) && strings.ToLower(p.args[p.i]) == "ecn" {
-		return fieldErr("ecn", "ECN marking is not supported by hymn's emulator")
+		p.i++
+		c.ECN = true
 	}
+	return nil
+}
+
+// slot reads NetEm's `slot MIN [MAX] [packets N] [bytes N]`.
+func (p *parser) slot(c *Config) error {
+	if p.i < len(p.args) && strings.EqualFold(p.args[p.i], "distribution") {
+		return fieldErr("slot distribution", "NetEm's slot distribution tables are not supported; give `slot MIN MAX` for gaps uniform in [MIN, MAX]")
+	}
+	s, err := p.need("slot")
+	if err != nil {
+		return err
+	}
+	sc := SlotConfig{Enabled: true}
+	if sc.Min, err = parseTime("slot", s); err != nil {
+		return err
+	}
+	sc.Max = sc.Min
+	if p.numeric() {
+		s, _ = p.next()
+		if sc.Max, err = parseTime("slot", s); err != nil {
+			return err
+		}
+	}
+	for p.i < len(p.args) {
+		switch strings.ToLower(p.args[p.i]) {
+		case "packets":
+			p.i++
+			s, err := p.need("slot packets")
+			if err != nil {
+				return err
+			}
+			if sc.Packets, err = parseInt("slot packets", s); err != nil {
+				return err
+			}
+		case "bytes":
+			p.i++
+			s, err := p.need("slot bytes")
+			if err != nil {
+				return err
+			}
+			b, err := parseSize("slot bytes", s)
+			if err != nil {
+				return err
+			}
+			if b > 1<<31-1 {
+				return fieldErr("slot bytes", "%s is out of range", s)
+			}
+			sc.Bytes = int(b)
+		default:
+			c.Slot = sc
+			return nil
+		}
+	}
+	c.Slot = sc
 	return nil
 }
 
@@ -519,6 +598,24 @@ func (c Config) String() string {
 		add("loss gemodel", fmtPct(l.P), fmtPct(l.R), fmtPct(l.OneMinusH), fmtPct(l.OneMinusK))
 	case FourState:
 		add("loss state", fmtPct(l.P13), fmtPct(l.P31), fmtPct(l.P32), fmtPct(l.P23), fmtPct(l.P14))
+	}
+	if c.ECN {
+		add("ecn")
+	}
+	if c.Duplicate != 0 {
+		add("duplicate", fmtPct(c.Duplicate))
+	}
+	if c.Corrupt != 0 {
+		add("corrupt", fmtPct(c.Corrupt))
+	}
+	if s := c.Slot; s.Enabled {
+		add("slot", fmtDur(s.Min), fmtDur(s.Max))
+		if s.Packets > 0 {
+			add("packets", strconv.Itoa(s.Packets))
+		}
+		if s.Bytes > 0 {
+			add("bytes", strconv.Itoa(s.Bytes))
+		}
 	}
 	if c.Overhead != d.Overhead {
 		add("overhead", strconv.Itoa(c.Overhead))

@@ -178,6 +178,10 @@ func (s *Schedule) Duration() time.Duration {
 // scheduleColumns are the CSV columns a schedule file may have.
 var scheduleColumns = []string{"time", "delay", "jitter", "rate", "loss", "ramp"}
 
+// ScheduleParamColumns are the columns of a schedule that set a link
+// parameter (all but time and ramp).
+func ScheduleParamColumns() []string { return append([]string(nil), scheduleColumns[1:5]...) }
+
 // ParseSchedule reads a schedule in CSV form:
 //
 //	# comments and blank lines are ignored

@@ -3,7 +3,6 @@ package linkparams
 import (
 	"errors"
 	"fmt"
-	"math"
 	"math/big"
 	"slices"
 	"sort"
@@ -17,29 +16,20 @@ import (
 // ErrInvalid marks invalid link parameters; errors name the key.
 var ErrInvalid = errors.New("invalid link parameters")
 
-// Keys are the link parameters that ask for an emulated link.
-// Mininet's TCLink options: bw (Mbit/s), delay, jitter, loss (%),
-// max_queue_size (packets). hymn's own: emu (a whole emulator
-// configuration in the text form of emulator.Parse) and the emulator's keys
-// with '_' for '-'. Any of them may be prefixed with "a>b." or "b>a." to
-// apply to one direction only (a is Node1 of the link).
-var Keys = []string{
-	"bw", "delay", "jitter", "loss", "max_queue_size",
-	"emu", "half_life", "dist", "distribution", "rate_interval", "time_based", "reorder",
-	"police", "space", "ge", "seed", "overhead", "max_frame", "limit", "allow_large",
-	"schedule", "trace", // schedule.go
-}
+// Keys are the link parameters that ask for an emulated link, from Table:
+// Mininet's TCLink options (TCKeys: bw in Mbit/s, delay, jitter, loss in
+// percent, max_queue_size in packets) and hymn's own (emu, a whole
+// emulator configuration in the text form of emulator.Parse, and the
+// emulator's keys with '_' for '-'). Any of them may be prefixed with
+// "a>b." or "b>a." to apply to one direction only (a is Node1 of the
+// link).
+var Keys = names(func(*Spec) bool { return true })
 
 // IsKey reports whether k (with or without a direction prefix) is one of
 // Keys.
 func IsKey(k string) bool {
-	k = strings.TrimPrefix(strings.TrimPrefix(k, "a>b."), "b>a.")
-	for _, e := range Keys {
-		if k == e {
-			return true
-		}
-	}
-	return false
+	_, ok := Lookup(strings.TrimPrefix(strings.TrimPrefix(k, "a>b."), "b>a."))
+	return ok
 }
 
 // TCIntfInfo is what Mininet's TCIntf prints for one interface of a link
@@ -161,13 +151,10 @@ func ApplyFrom(c *emulator.Config, m map[string]string, files topo.Files) error 
 	// first (every key is validated as it is applied), then emu (so
 	// single keys refine it), the rest alphabetically.
 	rank := func(k string) int {
-		switch k {
-		case "allow_large":
-			return 0
-		case "emu":
-			return 1
+		if s, _ := Lookup(k); s.first > 0 {
+			return s.first
 		}
-		return 2
+		return 3
 	}
 	sort.Slice(keys, func(i, j int) bool {
 		if ri, rj := rank(keys[i]), rank(keys[j]); ri != rj {
@@ -175,123 +162,25 @@ func ApplyFrom(c *emulator.Config, m map[string]string, files topo.Files) error 
 		}
 		return keys[i] < keys[j]
 	})
-	bad := func(k, format string, a ...any) error {
-		return fmt.Errorf("%w: %s=%s: %s", ErrInvalid, k, m[k], fmt.Sprintf(format, a...))
-	}
 	for _, k := range keys {
-		v := strings.TrimSpace(m[k])
-		var args []string
-		switch k {
-		case "bw":
-			if _, err := strconv.ParseFloat(v, 64); err != nil {
-				return bad(k, "not a number of Mbit/s")
-			}
-			bps := scaled(v, 1e6, 1) // the value as written, in bits/s
-			if math.IsNaN(bps) || math.IsInf(bps, 0) {
-				return bad(k, "not a number of Mbit/s")
-			}
-			if bps <= 0 {
-				return bad(k, "bw must be greater than 0 Mbit/s")
-			}
-			if bps > emulator.MaxRate {
-				return bad(k, "above %g Mbit/s", emulator.MaxRate/1e6)
-			}
-			// Mininet's HTB counts the Ethernet frame without FCS,
-			// preamble and gap, so bw carries no per-packet overhead: with
-			// bw=10 iperf's TCP goodput is 10·1448/1514 = 9.56 Mbit/s, as
-			// with Mininet. An explicit overhead= key (sorted later) wins.
-			c.Space = emulator.SpacerConfig{Enabled: true, Rate: uint64(math.Round(bps)), Limit: 1 << 20}
-			c.Overhead = 0
-			// With bw the queue is the spacer's backlog, limited to N
-			// full-size frames in bytes, as Mininet's HTB queue of N
-			// packets holds about N frames of bulk traffic. A bad N is
-			// reported by its own key below.
-			if q, err := strconv.Atoi(strings.TrimSpace(m["max_queue_size"])); err == nil && q > 0 {
-				if q > 1<<30 {
-					return bad("max_queue_size", "at most %d packets", 1<<30)
-				}
-				c.Space.Limit = emulator.WireBytes(q)
-			}
-			continue
-		case "max_queue_size":
-			n, err := strconv.Atoi(v)
-			if err != nil || n <= 0 {
-				return bad(k, "must be a whole number of packets greater than 0")
-			}
-			if _, shaped := m["bw"]; !shaped {
-				c.Buffer = n
-			}
-			continue
-		case "loss":
-			f, err := strconv.ParseFloat(strings.TrimSuffix(v, "%"), 64)
-			if err != nil || math.IsNaN(f) || f < 0 || f > 100 {
-				return bad(k, "must be a percentage between 0 and 100")
-			}
-			c.Loss = emulator.LossConfig{Model: emulator.RandomLoss, Prob: scaled(strings.TrimSuffix(v, "%"), 1, 100)}
-			continue
-		case "delay", "jitter":
-			if f := fields(v); len(f) == 1 {
-				d, err := emulator.ParseTime(k, f[0])
-				if err != nil {
-					return fmt.Errorf("%w: %s=%s: %v", ErrInvalid, k, m[k], err)
-				}
-				if k == "delay" {
-					c.Delay = d
-				} else {
-					c.Jitter = d
-				}
-				continue
-			}
-			// "delay=10ms 1ms" (delay and jitter): the emulator's grammar.
-			args = append([]string{k}, fields(v)...)
-		case "seed", "overhead", "limit", "police":
-			args = append([]string{k}, fields(v)...)
-		case "emu":
-			args = fields(v)
-		case "half_life", "rate_interval", "max_frame", "space":
-			args = append([]string{strings.ReplaceAll(k, "_", "-")}, fields(v)...)
-		case "dist", "distribution":
-			args = []string{"distribution", v}
-		case "reorder", "time_based", "allow_large":
-			on, err := strconv.ParseBool(v)
-			if v == "" {
-				on, err = true, nil
-			}
-			if err != nil {
-				return bad(k, "must be true or false")
-			}
-			switch {
-			case k == "allow_large":
-				c.AllowLarge = on
-				continue
-			case k == "reorder" && on:
-				args = []string{"reorder"}
-			case k == "reorder":
-				args = []string{"fifo"}
-			case on:
-				args = []string{"time-based"}
-			default:
-				args = []string{"interval-based"}
-			}
-		case "ge":
-			args = append([]string{"loss", "gemodel"}, fields(v)...)
-		case "trace":
-			// A Mahimahi delivery trace is the direction's rate (schedule.go).
-			tr, err := LoadTrace(files, k, v)
-			if err != nil {
-				return fmt.Errorf("%w: %w", ErrInvalid, err)
-			}
-			c.Trace.Trace = tr
-		}
-		if len(args) == 0 {
-			continue
-		}
-		if err := c.Apply(args); err != nil {
+		s, _ := Lookup(k)
+		err := s.apply(c, k, strings.TrimSpace(m[k]), m, files)
+		var (
+			bad *keyErr
+			fe  *fileErr
+		)
+		switch {
+		case err == nil:
+		case errors.As(err, &fe):
+			return fmt.Errorf("%w: %w", ErrInvalid, fe.err)
+		case errors.As(err, &bad):
+			return fmt.Errorf("%w: %s=%s: %s", ErrInvalid, bad.key, m[bad.key], bad.msg)
+		default:
 			return fmt.Errorf("%w: %s=%s: %v", ErrInvalid, k, m[k], err)
 		}
 	}
 	if c.Delay < 0 {
-		return bad("delay", "must not be negative")
+		return fmt.Errorf("%w: delay=%s: must not be negative", ErrInvalid, m["delay"])
 	}
 	return c.Validate()
 }
@@ -365,7 +254,7 @@ func ChangeFrom(c *emulator.Config, params string, files topo.Files) error {
 }
 
 // TCKeys are the options of Mininet's TCLink that hymn's emulator serves.
-var TCKeys = []string{"bw", "delay", "jitter", "loss", "max_queue_size"}
+var TCKeys = names(func(s *Spec) bool { return s.TC })
 
 // ParseLinkSpec reads an mn --link value into the parameters it gives every
 // link (nil for plain links):

@@ -18,6 +18,7 @@ import (
 
 	"github.com/hymn-net/hymn"
 	"github.com/hymn-net/hymn/internal/owner"
+	"github.com/hymn-net/hymn/linkparams"
 	"github.com/hymn-net/hymn/nodes"
 	"github.com/hymn-net/hymn/topo"
 	"github.com/vishvananda/netlink"
@@ -95,6 +96,10 @@ type Hello struct {
 	PID      int    `json:"pid"`
 	Keep     bool   `json:"keep"`
 	Required string `json:"first_request"` // what the client sends first
+	// LinkKeys are the options a TCIntf's config hands to the emulator
+	// (linkparams.IntfKeys): the package takes them from here, so a
+	// parameter added to hymn's table needs no edit of the package.
+	LinkKeys []string `json:"link_keys"`
 }
 
 // Serve answers requests on conn until it ends or ctx does, then (unless
@@ -108,7 +113,7 @@ func Serve(ctx context.Context, conn io.ReadWriteCloser, cfg Config) error {
 		<-ctx.Done()
 		_ = conn.Close()
 	}()
-	s.write(Hello{Hello: "hymn-pyapi", Version: ProtocolVersion, Hymn: cfg.Version, PID: os.Getpid(), Keep: cfg.Keep, Required: "hello"})
+	s.write(Hello{Hello: "hymn-pyapi", Version: ProtocolVersion, Hymn: cfg.Version, PID: os.Getpid(), Keep: cfg.Keep, Required: "hello", LinkKeys: linkparams.IntfKeys()})
 	sc := bufio.NewScanner(conn)
 	sc.Buffer(make([]byte, 0, 64<<10), MaxLine)
 	var wg sync.WaitGroup

@@ -48,16 +48,25 @@ func (e *CustomError) Error() string {
 func (e *CustomError) Is(target error) bool { return target == ErrBadFile }
 
 // knownCustomKeys are the Mininet options hymn reads or deliberately
-// carries; any other key is kept in Params but reported, because Mininet
-// silently ignores unknown options and a typo would go unnoticed.
+// carries, besides the link parameters (RegisterLinkParams); any other
+// key is kept in Params but reported, because Mininet silently ignores
+// unknown options and a typo would go unnoticed.
 var knownCustomKeys = []string{
 	"ip", "mac", "cls", "defaultRoute", "cpu", "cores", "sched", "dpid", "stp",
-	"bw", "delay", "jitter", "loss", "max_queue_size", "use_htb",
+	"use_htb",
 	"cpus", "cpupin", "memory", "cmdline",
 	"port1", "port2", "intfName1", "intfName2", "addr1", "addr2", "params1", "params2",
 	// What the recorder makes of addr1/2 and params1/2's ip and mac.
 	"ip1", "ip2", "mac1", "mac2",
 }
+
+// linkParamKeys are the link parameters, as package linkparams declares
+// them (its table); topo does not import it.
+var linkParamKeys []string
+
+// RegisterLinkParams tells topo the link parameters' keys. Package
+// linkparams calls it when it is loaded, from its table.
+func RegisterLinkParams(keys []string) { linkParamKeys = slices.Clone(keys) }
 
 // LoadCustom runs a Mininet custom topology file (mn --custom FILE --topo
 // NAME,ARGS...) with python3 and returns the topology spec names, with
@@ -334,7 +343,7 @@ func unknownKeys(what string, p Params) []string {
 		} else if rest, ok := strings.CutPrefix(k, "params2."); ok {
 			base = rest
 		}
-		if !slices.Contains(knownCustomKeys, base) {
+		if !slices.Contains(knownCustomKeys, base) && !slices.Contains(linkParamKeys, base) {
 			keys = append(keys, k)
 		}
 	}

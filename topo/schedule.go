@@ -34,7 +34,7 @@ import (
 var (
 	scheduleKeys      = []string{"repeat", "ramp", "points", "file", "a>b", "b>a"}
 	schedulePointKeys = []string{"at", "params", "ramp"}
-	scheduleParamKeys = []string{"delay", "jitter", "rate", "loss"}
+	scheduleParamKeys = emulator.ScheduleParamColumns()
 )
 
 // linkSchedule handles the link's schedule: key and the file references

@@ -91,7 +91,10 @@ type EmuView struct {
 	Queued    int               `json:"queued"`
 	Reordered uint64            `json:"reordered"`
 	Drops     map[string]uint64 `json:"drops"`
-	DelayUS   DelayView         `json:"delay_us"`
+	// Counts are what the emulator's stages did besides dropping
+	// (emulator.Stats.StageCounts: duplicated, corrupted, marked...).
+	Counts  map[string]uint64 `json:"counts"`
+	DelayUS DelayView         `json:"delay_us"`
 }
 
 // DelayView is the realised (applied) delay's summary, in microseconds.
@@ -145,6 +148,7 @@ func emuView(cfg emulator.Config, s emulator.DirectionStats) *EmuView {
 			"policer": e.Policed, "spacer": e.SpacerDropped, "loss": e.Lost, "queue": e.BufferFull,
 			"tx": s.TxPort.TxDropped + s.TxPort.TxFailed,
 		},
+		Counts:  e.StageCounts(),
 		DelayUS: delayView(e.Delay),
 	}
 }

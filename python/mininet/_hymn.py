@@ -89,6 +89,11 @@ class Connection(object):
                             'package %s: use the package of this hymn '
                             '(hymn python --path)'
                             % (hello.get('version'), PROTOCOL_VERSION))
+        # The link options a TCIntf hands to the emulator: hymn's table
+        # says which, so a parameter it adds needs no edit here.
+        if hello.get('link_keys'):
+            from mininet import link
+            link.TC_KEYS = tuple(hello['link_keys'])
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
         self.request('hello', version=PROTOCOL_VERSION)

@@ -14,7 +14,10 @@ from mininet.log import info, error, debug, warn
 
 # The TCIntf options hymn's emulator runs; the rest are accepted and
 # ignored, as Mininet ignores options it does not know.
-TC_KEYS = ('bw', 'delay', 'jitter', 'loss', 'max_queue_size')
+MININET_TC_KEYS = ('bw', 'delay', 'jitter', 'loss', 'max_queue_size')
+# hymn's hello replaces it with every option its emulator takes per
+# interface (linkparams.IntfKeys).
+TC_KEYS = MININET_TC_KEYS
 
 
 class Intf(object):
@@ -218,8 +221,13 @@ class TCIntf(Intf):
             new['max_queue_size'] = int(float(new['max_queue_size']))
         new.update({k: v for k, v in params.items()
                     if k in ('enable_ecn', 'enable_red')})
+        # hymn's further emulator options (NetEm's duplicate, corrupt,
+        # slot, ecn...), as hymn's hello lists them in TC_KEYS.
+        extra = {k: v for k, v in params.items()
+                 if k in TC_KEYS and k not in MININET_TC_KEYS and v is not None}
+        new.update(extra)
         line = _tcLine(new)
-        if not line:
+        if not line and not extra:
             return result
         # Mininet's config replaces the whole qdisc: what is not given
         # goes back to its default.
