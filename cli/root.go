@@ -112,9 +112,9 @@ Progress goes to stderr, as Mininet's does. hymn must run as root.`,
 	}
 	root.AddCommand(newCleanCmd(stdout, stderr), newVersionCmd(stdout), newEmulateCmd(), newRunCmd(stdin, stdout, stderr), NewGraphCmd(), NewVMCmd(), NewSRIOVCmd(), newMeasureCmd(stdin, stdout, stderr), newListCmd(stdout),
 		newWorkerCmd(stdin, stdout), newClusterCmd(stdin, stdout, stderr), newExecCmd(), newKubeCmd(stdout, stderr), newUICmd(stdout)) // cluster.go, exec.go, run_kube.go, ui.go
-	root.AddCommand(newPythonCmd(stdout), newPyserveCmd(stdout, stderr)) // python.go
-	root.AddCommand(newTCCmd(stdout, stderr))                            // tc.go
-	root.AddCommand(newCalibrateCmd(stdout))                             // calibrate.go
+	root.AddCommand(newPythonCmd(stdout), newPyserveCmd(stdout, stderr))      // python.go
+	root.AddCommand(newTCCmd(stdout, stderr), newOVSVsctlCmd(stdout, stderr)) // tc.go, tc_ovsvsctl.go
+	root.AddCommand(newCalibrateCmd(stdout))                                  // calibrate.go
 	return root
 }
 

@@ -33,7 +33,7 @@ const (
 // interface's egress, while the network runs, on any kernel; everything
 // else, and everything with HYMN_TC=kernel, is the system's tc.
 func newTCCmd(stdout, stderr io.Writer) *cobra.Command {
-	return &cobra.Command{
+	tc := &cobra.Command{
 		Use:                "tc [OPTIONS] qdisc|class COMMAND dev DEV ...",
 		Short:              "tc for a node's link interfaces, on hymn's emulator (netem, tbf, htb)",
 		Hidden:             true,
@@ -48,6 +48,7 @@ func newTCCmd(stdout, stderr io.Writer) *cobra.Command {
 			return nil
 		},
 	}
+	return tc
 }
 
 // errSystemTC means the command is not hymn's to serve.

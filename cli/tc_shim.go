@@ -12,8 +12,9 @@ import (
 	"syscall"
 )
 
-// tcShimRoot holds, per hymn binary, a directory with one file: a tc that
-// runs that binary's hymn tc. hymn exec puts it first on the PATH of what
+// tcShimRoot holds, per hymn binary, a directory of small scripts: a tc
+// that runs that binary's hymn tc, an ovs-vsctl that runs its hymn
+// ovs-vsctl. hymn exec puts it first on the PATH of what
 // runs in a node, so a node's shells, popen'ed processes and scripts find
 // hymn's tc before the system's.
 var tcShimRoot = "/var/cache/hymn/shim"
@@ -32,8 +33,13 @@ func tcShimDir() (string, error) {
 	if strings.ContainsAny(self, "'\n") {
 		return "", fmt.Errorf("tc shim: the hymn binary's path %q cannot be quoted", self)
 	}
-	script := []byte("#!/bin/sh\n# hymn's tc for the nodes of hymn networks (hymn tc --help)\nexec '" + self + "' tc \"$@\"\n")
-	sum := sha256.Sum256(script)
+	scripts := map[string][]byte{}
+	h := sha256.New()
+	for _, name := range shimTools {
+		scripts[name] = []byte("#!/bin/sh\n# hymn's " + name + " for hymn networks (hymn " + name + ")\nexec '" + self + "' " + name + " \"$@\"\n")
+		h.Write(scripts[name])
+	}
+	sum := h.Sum(nil)
 	root := tcShimRoot
 	if os.Geteuid() != 0 {
 		base, err := os.UserCacheDir()
@@ -43,8 +49,7 @@ func tcShimDir() (string, error) {
 		root = filepath.Join(base, "hymn", "shim")
 	}
 	dir := filepath.Join(root, hex.EncodeToString(sum[:8]))
-	path := filepath.Join(dir, "tc")
-	if shimOK(dir, path, script) {
+	if shimOK(dir, scripts) {
 		return dir, nil
 	}
 	if err := os.MkdirAll(root, 0o755); err != nil {
@@ -58,26 +63,40 @@ func tcShimDir() (string, error) {
 		return "", err
 	}
 	defer func() { _ = os.RemoveAll(tmp) }() // gone once renamed; else the leftover
-	if err := os.WriteFile(filepath.Join(tmp, "tc"), script, 0o755); err != nil {
-		return "", err
+	for name, script := range scripts {
+		if err := os.WriteFile(filepath.Join(tmp, name), script, 0o755); err != nil {
+			return "", err
+		}
 	}
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return "", err
 	}
 	_ = os.RemoveAll(dir) // a stale or tampered copy
-	if err := os.Rename(tmp, dir); err != nil && !shimOK(dir, path, script) {
+	if err := os.Rename(tmp, dir); err != nil && !shimOK(dir, scripts) {
 		return "", err
 	}
 	return dir, nil
 }
 
-func shimOK(dir, path string, script []byte) bool {
-	if ownedClosed(dir) != nil || ownedClosed(path) != nil {
+func shimOK(dir string, scripts map[string][]byte) bool {
+	if ownedClosed(dir) != nil {
 		return false
 	}
-	got, err := os.ReadFile(path)
-	return err == nil && bytes.Equal(got, script)
+	for name, script := range scripts {
+		path := filepath.Join(dir, name)
+		if ownedClosed(path) != nil {
+			return false
+		}
+		if got, err := os.ReadFile(path); err != nil || !bytes.Equal(got, script) {
+			return false
+		}
+	}
+	return true
 }
+
+// shimTools are the commands the shim directory holds: hymn's tc, and
+// its ovs-vsctl (tc_ovsvsctl.go).
+var shimTools = []string{"tc", "ovs-vsctl"}
 
 func ownedClosed(p string) error {
 	st, err := os.Lstat(p)

@@ -288,7 +288,7 @@ class CLI(Cmd):
             node = self.mn[first]
             rest = args.split(' ')
             hops = [self.mn[arg].defaultIntf().updateIP() or
-                    self.mn[arg].IP()
+                    self.mn[arg].IP() or arg
                     if arg in self.mn and self.mn[arg].defaultIntf()
                     else arg for arg in rest]
             node.sendCmd(' '.join(hops))

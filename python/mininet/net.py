@@ -25,8 +25,10 @@ from mininet import _hymn
 
 VERSION = "2.3.0 (hymn)"
 
-# The environment that points Open vSwitch's tools at a database.
-OVS_ENV = ('OVS_RUNDIR', 'OVS_DBDIR', 'OVS_LOGDIR')
+# The environment that points Open vSwitch's tools at a database (and
+# PATH, where hymn's ovs-vsctl comes first: it shows controller targets
+# as Mininet's switches have them).
+OVS_ENV = ('OVS_RUNDIR', 'OVS_DBDIR', 'OVS_LOGDIR', 'PATH')
 
 
 def _unsupported(what, instead):
@@ -474,8 +476,12 @@ class Mininet(object):
             d = info.get('ovsDir')
             if d and self._ovsEnvBefore is None:
                 self._ovsEnvBefore = {k: os.environ.get(k) for k in OVS_ENV}
-                for k in OVS_ENV:
+                for k in OVS_ENV[:3]:
                     os.environ[k] = d
+                shim = os.environ.get('HYMN_PY_SHIM')
+                if shim:
+                    os.environ['PATH'] = shim + ':' + \
+                        os.environ.get('PATH', '')
                 return
 
     def _restoreOVSTools(self):

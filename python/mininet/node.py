@@ -247,6 +247,11 @@ class Node(object):
         bash = ['env', 'PS1=' + SENTINEL, 'bash', '--norc', '--noediting',
                 '-is', 'hymn:' + self.name]
         if self.hymn is not None and self.hymn.get('ownNamespace'):
+            if self.privateDirs:
+                # A mount namespace of the node's own, as Mininet's
+                # mnexec makes, for its private directories.
+                bash = ['unshare', '--mount', '--propagation',
+                        'private'] + bash
             return [_hymn.hymnBinary(), 'exec', '--run', self.net.hymnRun,
                     self.name, '--'] + bash
         if self.hymn is not None and self.hymn.get('ovsDir'):
@@ -320,6 +325,30 @@ class Node(object):
         for d in (self.hymn or {}).get('cgroups') or []:
             # A CPU-limited node's commands run in its cgroup.
             self.cmd('echo $$ > %s/cgroup.procs' % d)
+        self.mountPrivateDirs()
+
+    def _privateMounts(self):
+        return bool(self.privateDirs) and not self._isVM() and \
+            self.hymn is not None and self.hymn.get('ownNamespace')
+
+    def mountPrivateDirs(self):
+        """Mount the node's private directories in its mount namespace:
+        (dir, source) binds source (with %(name)s made the node's name)
+        on dir, a plain dir gets an empty tmpfs; other nodes and the
+        machine keep seeing their own."""
+        if not self._privateMounts():
+            return
+        for d in self.privateDirs:
+            if isinstance(d, tuple):
+                src = d[1] % self.__dict__
+                self.cmd('mkdir -p %s %s && mount --bind %s %s'
+                         % (src, d[0], src, d[0]))
+            else:
+                self.cmd('mkdir -p %s && mount -n -t tmpfs tmpfs %s'
+                         % (d, d))
+
+    def unmountPrivateDirs(self):
+        "The mounts go with the node's mount namespace when it stops."
 
     def _shellDied(self):
         self._dead = True
@@ -529,6 +558,10 @@ class Node(object):
                 '%s.popen: VM nodes run commands through their shell; use '
                 '%s.cmd() or sendCmd()/monitor()' % (self.name, self.name))
         if self.hymn is not None and self.hymn.get('ownNamespace'):
+            if self._privateMounts() and self.shell is not None:
+                # In the node's mount namespace too (Mininet's mnexec -a).
+                cmd = ['nsenter', '--mount=/proc/%d/ns/mnt'
+                       % self.shell.pid, '--'] + cmd
             return _popenInNode(self, cmd, defaults)
         elif self.hymn is not None and self.hymn.get('ovsDir'):
             cmd = ['ip', 'netns', 'exec', self.hymn['namespace'],
@@ -880,8 +913,12 @@ class Switch(Node):
         self.dpid = self.defaultDpid(dpid)
         self.opts = opts
         self.listenPort = listenPort
+        self.controlIntf = None
         if not self.inNamespace:
-            self.controlIntf = None
+            # Mininet's switches outside a namespace list the loopback
+            # as port 0, their control interface (intfs, net, ifconfig).
+            from mininet.link import Intf
+            self.controlIntf = Intf('lo', node=self, port=0)
 
     def defaultDpid(self, dpid=None):
         if dpid:
@@ -896,6 +933,8 @@ class Switch(Node):
         return '0' * (self.dpidLen - len(dpid)) + dpid
 
     def defaultIntf(self):
+        if self.controlIntf is not None:
+            return self.controlIntf
         return Node.defaultIntf(self) if self.intfs else None
 
     def sendCmd(self, *cmd, **kwargs):

@@ -21,6 +21,28 @@ Python3 = True
 Encoding = 'utf-8'
 
 
+class _StrPexpect(object):
+    """mininet.util.pexpect, as Mininet 2.3 has it (its tests import
+    it): the pexpect module, with spawn() reading and writing str."""
+
+    def __init__(self, module):
+        self._module = module
+
+    def spawn(self, *args, **kwargs):
+        kwargs.setdefault('encoding', 'utf-8')
+        return self._module.spawn(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._module, name)
+
+
+try:
+    import pexpect as _pexpect
+    pexpect = _StrPexpect(_pexpect)
+except ImportError:  # as in Mininet: only where pexpect is installed
+    pass
+
+
 def irange(start, end):
     "Inclusive range, as Mininet's irange."
     return range(start, end + 1)

@@ -115,7 +115,7 @@ class TestBuild(NetCase):
         self.assertEqual(h1.intfNames(), ['h1-eth0'])
         self.assertEqual(str(h1.defaultIntf()), 'h1-eth0')
         self.assertEqual(h1.ports[h1.defaultIntf()], 0)
-        self.assertEqual(net['s2'].intfNames(), ['s2-eth1', 's2-eth2',
+        self.assertEqual(net['s2'].intfNames(), ['lo', 's2-eth1', 's2-eth2',
                                                  's2-eth3'])
         conns = h1.connectionsTo(net['s1'])
         self.assertEqual([(str(a), str(b)) for a, b in conns],
