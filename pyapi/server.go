@@ -261,7 +261,10 @@ func (s *Server) handle(ctx context.Context, op string, raw json.RawMessage) (an
 		if err != nil {
 			return nil, err
 		}
-		return nil, n.Start(ctx)
+		if err := n.Start(ctx); err != nil {
+			return nil, err
+		}
+		return nil, writeTargets(n)
 	case "stop":
 		return nil, s.stop()
 	case "info":
