@@ -241,11 +241,11 @@ func TestSRIOVEmulatedLink(t *testing.T) {
 	pingAvg(t, net, "h1", "h2", "-c", "1") // ARP crosses the delay too
 	// 5 ms each way: no RTT below 10 ms, the median (and the mean if the
 	// machine did not stall) at most 14 ms; then 20 ms out, 5 ms back.
-	checkPingRTT(t, net, "h1", "h2", 5, 200*time.Millisecond, 10*time.Millisecond, 14*time.Millisecond)
+	checkPingRTT(t, net, "h1", "h2", 20, 100*time.Millisecond, 10*time.Millisecond, 14*time.Millisecond)
 	if err := net.SetLinkParams("h1", "s1", Forward, "delay 20ms"); err != nil {
 		t.Fatal(err)
 	}
-	checkPingRTT(t, net, "h1", "h2", 5, 200*time.Millisecond, 25*time.Millisecond, 29*time.Millisecond)
+	checkPingRTT(t, net, "h1", "h2", 20, 100*time.Millisecond, 25*time.Millisecond, 29*time.Millisecond)
 	st, err := net.LinkStats("h1", "s1")
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,10 @@
 # namespaces; stall-inject runs at SCHED_FIFO 99).
 #
 #   sudo scripts/flake-check.sh                 # every row, -count=10
+pause=false
+#   sudo scripts/flake-check.sh --pause --run TestTraceOutage
+#                        # also SIGSTOP the test process itself for 20-50 ms
+#                        # every 1-3 s, wherever it is between its reads
 #   sudo scripts/flake-check.sh --count 2 --run 'emulator|Schedule'
 #   scripts/flake-check.sh --list               # the rows, nothing run
 #
@@ -40,6 +44,7 @@ usage() {
 usage: scripts/flake-check.sh [--count N] [--run REGEXP] [--list]
   --count N     runs per test (default 10)
   --run REGEXP  only the rows whose "package test" line matches REGEXP (grep -E)
+  --pause       also stop the test process (SIGSTOP) for 20-50 ms every 1-3 s
   --list        print the rows and exit
 EOF
 }
@@ -54,6 +59,7 @@ while [ $# -gt 0 ]; do
     --run) [ $# -ge 2 ] || { usage >&2; exit 2; }; filter=$2; shift 2 ;;
     --run=*) filter=${1#--run=}; shift ;;
     --list) list=true; shift ;;
+    --pause) pause=true; shift ;;
     -h | --help) usage; exit 0 ;;
     *) echo "flake-check: unknown argument $1" >&2; usage >&2; exit 2 ;;
   esac
@@ -125,6 +131,25 @@ print(n["pass"], n["fail"], n["skip"])
 EOF
 }
 
+# pause_children PID LOG: until PID ends, every 1-3 s stops each child
+# of PID (go test's test binaries) for 20-50 ms, as a host that stops this
+# process alone would, and logs each pause.
+pause_children() {
+  local parent=$1 log=$2 kids=""
+  # Never leave a test stopped.
+  trap 'kill -CONT $kids 2>/dev/null; exit 0' TERM
+  while kill -0 "$parent" 2>/dev/null; do
+    sleep "$(awk -v r="$RANDOM" 'BEGIN{printf "%.3f", 1 + 2*r/32767}')"
+    kids=$(cat /proc/"$parent"/task/*/children 2>/dev/null) || true
+    [ -n "$kids" ] || continue
+    ms=$(awk -v r="$RANDOM" 'BEGIN{printf "%d", 20 + 30*r/32767}')
+    kill -STOP $kids 2>/dev/null || continue
+    sleep "0.0$ms"
+    kill -CONT $kids 2>/dev/null || true
+    echo "paused $kids for $ms ms" >>"$log"
+  done
+}
+
 table=()
 bad=0
 start=$(date +%s)
@@ -139,7 +164,17 @@ while read -r pkg name flags; do
   done
   out="$logdir/$(printf '%s' "${pkg#./}" | tr '/.' '__')-$name.json"
   t0=$(date +%s)
-  go test "${race[@]}" "${args[@]}" "$pkg" >"$out" 2>&1 || true
+  go test "${race[@]}" "${args[@]}" "$pkg" >"$out" 2>&1 &
+  gotest=$!
+  if $pause; then
+    pause_children "$gotest" "$logdir/pauses.txt" &
+    pauser=$!
+  fi
+  wait "$gotest" || true
+  if $pause; then
+    kill "$pauser" 2>/dev/null || true
+    wait "$pauser" 2>/dev/null || true
+  fi
   read -r passed failed skipped < <(count_runs "$out" "$name")
   note=""
   [ "$failed" -gt 0 ] && note+=" $failed failed"
@@ -159,6 +194,7 @@ stalls=$(grep -c 'cpu 0 stalled' "$logdir/stall-inject.txt" 2>/dev/null || true)
 
 echo
 echo "*** flake-check: passes per test, -race -count=$count beside stall-inject ($stalls stalls injected in $(($(date +%s) - start)) s)"
+if $pause; then echo "*** flake-check: the test processes were also paused $(wc -l <"$logdir/pauses.txt" 2>/dev/null || echo 0) times (SIGSTOP, 20-50 ms)"; fi
 printf '%s\n' "${table[@]}"
 if [ "$bad" -ne 0 ]; then
   echo "*** flake-check: some tests passed fewer than $count of $count runs; their go test -json output is in $logdir"
