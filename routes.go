@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/hymn-net/hymn/routing"
 	"github.com/hymn-net/hymn/topo"
@@ -236,7 +237,9 @@ func (n *Network) reroute(ctx context.Context, running map[string]Node) error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	plan := n.Plan()
+	t0 := time.Now()
 	tables := routing.Compute(plan, routing.Options{Down: st.down, Include: st.include, IPv6: n.opts.IPv6})
+	t1 := time.Now()
 	var names []string
 	for _, p := range plan.Hosts() {
 		if st.include(p) {
@@ -254,6 +257,11 @@ func (n *Network) reroute(ctx context.Context, running map[string]Node) error {
 	if err != nil {
 		return err
 	}
+	count := 0
+	for _, rs := range tables {
+		count += len(rs)
+	}
+	n.log().Debugf("*** static routes: computed %d in %v, installed in %v\n", count, t1.Sub(t0), time.Since(t1))
 	st.installed = tables
 	return nil
 }

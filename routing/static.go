@@ -53,19 +53,38 @@ func (c Cost) less(d Cost) bool {
 
 // adjacency is one way from a node to a neighbour across a segment.
 type adjacency struct {
-	to       string
+	to       int        // the neighbour's index
 	from, at *topo.Intf // the interface it leaves by, and the neighbour's
 	cost     Cost
 }
 
-// graph is the plan seen at layer 3: nodes joined across segments.
+// graph is the plan seen at layer 3: nodes (by index, in natural name
+// order) joined across segments.
 type graph struct {
-	plan *topo.Plan
-	adj  map[string][]adjacency
+	plan   *topo.Plan
+	names  []string
+	router []bool
+	index  map[string]int
+	// adj holds each node's adjacencies in tie-break order: by the
+	// interface they leave by, then the neighbour's name, then its
+	// interface (natural order), so the first of equal-cost paths wins.
+	adj [][]adjacency
 }
 
 func newGraph(plan *topo.Plan, down map[*topo.PlannedLink]bool) *graph {
-	g := &graph{plan: plan, adj: map[string][]adjacency{}}
+	g := &graph{plan: plan, index: map[string]int{}}
+	for _, n := range plan.Nodes {
+		if !n.IsSwitch() {
+			g.names = append(g.names, n.Name)
+		}
+	}
+	slices.SortStableFunc(g.names, natural)
+	g.router = make([]bool, len(g.names))
+	for i, name := range g.names {
+		g.index[name] = i
+		g.router[i] = plan.Node(name).Kind == topo.KindRouter
+	}
+	g.adj = make([][]adjacency, len(g.names))
 	for _, s := range Segments(plan, down) {
 		for _, a := range s.Ends {
 			for _, b := range s.Ends {
@@ -76,9 +95,21 @@ func newGraph(plan *topo.Plan, down map[*topo.PlannedLink]bool) *graph {
 				if !s.Switched {
 					d = outDelay(a) // one link: its delay from a to b
 				}
-				g.adj[a.Node] = append(g.adj[a.Node], adjacency{to: b.Node, from: a, at: b, cost: Cost{Delay: d, Hops: 1}})
+				ia := g.index[a.Node]
+				g.adj[ia] = append(g.adj[ia], adjacency{to: g.index[b.Node], from: a, at: b, cost: Cost{Delay: d, Hops: 1}})
 			}
 		}
+	}
+	for _, as := range g.adj {
+		slices.SortStableFunc(as, func(x, y adjacency) int {
+			if c := natural(x.from.Name, y.from.Name); c != 0 {
+				return c
+			}
+			if x.to != y.to {
+				return x.to - y.to
+			}
+			return natural(x.at.Name, y.at.Name)
+		})
 	}
 	return g
 }
@@ -132,12 +163,13 @@ func linkDelay(p topo.Params, dir string) time.Duration {
 // path is Dijkstra's state for one node.
 type path struct {
 	cost  Cost
-	first *adjacency // the source's adjacency the path starts with
+	first int // index into the source's adjacencies of the path's first step; -1 for none
+	seen  bool
 	done  bool
 }
 
 type queueItem struct {
-	name string
+	node int
 	cost Cost
 }
 
@@ -148,7 +180,7 @@ func (q queue) Less(i, j int) bool {
 	if q[i].cost != q[j].cost {
 		return q[i].cost.less(q[j].cost)
 	}
-	return topo.NaturalLess(q[i].name, q[j].name)
+	return q[i].node < q[j].node // natural name order
 }
 func (q queue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
 func (q *queue) Push(x any)   { *q = append(*q, x.(queueItem)) }
@@ -159,63 +191,51 @@ func (q *queue) Pop() any {
 	return it
 }
 
-// firstLess breaks ties between equal-cost paths: the one leaving by the
-// smaller interface name, then toward the smaller neighbour name, wins.
-func firstLess(a, b *adjacency) bool {
-	if a.from.Name != b.from.Name {
-		return topo.NaturalLess(a.from.Name, b.from.Name)
-	}
-	if a.to != b.to {
-		return topo.NaturalLess(a.to, b.to)
-	}
-	return topo.NaturalLess(a.at.Name, b.at.Name)
-}
-
 // shortest runs Dijkstra from src; only routers carry transit traffic.
-func (g *graph) shortest(src string) map[string]*path {
-	paths := map[string]*path{src: {}}
-	q := &queue{{name: src}}
+// Between equal-cost paths the one whose first step comes first in the
+// source's adjacency order wins.
+func (g *graph) shortest(src int) []path {
+	paths := make([]path, len(g.names))
+	for i := range paths {
+		paths[i].first = -1
+	}
+	paths[src].seen = true
+	q := &queue{{node: src}}
 	for q.Len() > 0 {
 		it := heap.Pop(q).(queueItem)
-		p := paths[it.name]
+		p := &paths[it.node]
 		if p.done || p.cost != it.cost {
 			continue
 		}
 		p.done = true
-		if it.name != src && g.plan.Node(it.name).Kind != topo.KindRouter {
+		if it.node != src && !g.router[it.node] {
 			continue
 		}
-		for k := range g.adj[it.name] {
-			a := &g.adj[it.name][k]
+		for k := range g.adj[it.node] {
+			a := &g.adj[it.node][k]
 			c := Cost{Delay: p.cost.Delay + a.cost.Delay, Hops: p.cost.Hops + a.cost.Hops}
 			first := p.first
-			if it.name == src {
-				first = a
+			if it.node == src {
+				first = k
 			}
-			old, seen := paths[a.to]
+			old := &paths[a.to]
 			switch {
-			case !seen:
-				paths[a.to] = &path{cost: c, first: first}
+			case !old.seen:
+				*old = path{cost: c, first: first, seen: true}
 			case old.done:
 				continue
 			case c.less(old.cost):
 				old.cost, old.first = c, first
-			case c == old.cost && firstLess(first, old.first):
+			case c == old.cost && first < old.first:
 				old.first = first
 				continue
 			default:
 				continue
 			}
-			heap.Push(q, queueItem{name: a.to, cost: c})
+			heap.Push(q, queueItem{node: a.to, cost: c})
 		}
 	}
 	return paths
-}
-
-// owner is an interface that puts a node on a subnet.
-type owner struct {
-	node string
-	up   bool
 }
 
 // Compute returns the static routes of every node opts include: for each
@@ -234,19 +254,16 @@ func Compute(plan *topo.Plan, opts Options) Tables {
 		families = append(families, family{func(i *topo.Intf) netip.Prefix { return i.IP6 }, netip.MustParsePrefix("::/0")})
 	}
 	up := func(i *topo.Intf) bool { return i.Link == nil || !opts.Down[i.Link] }
-	// Subnets and the nodes on them, per family.
+	// Subnets and the nodes on them (indexes, ascending), per family.
 	type subnet struct {
 		prefix netip.Prefix
-		nodes  []string
+		nodes  []int
 	}
 	subnets := make([][]*subnet, len(families))
 	for f, fam := range families {
 		byPrefix := map[netip.Prefix]*subnet{}
-		for _, n := range plan.Nodes {
-			if n.IsSwitch() {
-				continue
-			}
-			for _, i := range n.Intfs {
+		for _, name := range g.names {
+			for _, i := range plan.Node(name).Intfs {
 				a := fam.addr(i)
 				if !a.IsValid() || !up(i) {
 					continue
@@ -258,47 +275,48 @@ func Compute(plan *topo.Plan, opts Options) Tables {
 					byPrefix[p] = s
 					subnets[f] = append(subnets[f], s)
 				}
-				if !slices.Contains(s.nodes, n.Name) {
-					s.nodes = append(s.nodes, n.Name)
+				if k := g.index[name]; len(s.nodes) == 0 || s.nodes[len(s.nodes)-1] != k {
+					s.nodes = append(s.nodes, k)
 				}
 			}
 		}
 		slices.SortFunc(subnets[f], func(a, b *subnet) int { return comparePrefix(a.prefix, b.prefix) })
 	}
 	tables := Tables{}
-	for _, n := range plan.Nodes {
-		if n.IsSwitch() || (opts.Include != nil && !opts.Include(n)) {
+	for src, name := range g.names {
+		n := plan.Node(name)
+		if opts.Include != nil && !opts.Include(n) {
 			continue
 		}
-		paths := g.shortest(n.Name)
+		paths := g.shortest(src)
 		var routes []Route
 		for f, fam := range families {
 			var own []Route
 			for _, s := range subnets[f] {
-				if slices.Contains(s.nodes, n.Name) {
+				if _, on := slices.BinarySearch(s.nodes, src); on {
 					continue
 				}
-				var best *path
-				bestName := ""
-				for _, d := range s.nodes {
-					p, ok := paths[d]
+				best := -1
+				for _, d := range s.nodes { // ascending: the first of equals is the smaller name
+					p := &paths[d]
 					// Only a router forwards to the rest of a subnet:
 					// a host next door is no gateway.
-					if !ok || p.first == nil || plan.Node(p.first.to).Kind != topo.KindRouter {
+					if !p.seen || p.first < 0 || !g.router[g.adj[src][p.first].to] {
 						continue
 					}
-					if best == nil || p.cost.less(best.cost) || p.cost == best.cost && topo.NaturalLess(d, bestName) {
-						best, bestName = p, d
+					if best < 0 || p.cost.less(paths[best].cost) {
+						best = d
 					}
 				}
-				if best == nil {
+				if best < 0 {
 					continue
 				}
-				via := fam.addr(best.first.at)
+				step := &g.adj[src][paths[best].first]
+				via := fam.addr(step.at)
 				if !via.IsValid() {
 					continue
 				}
-				own = append(own, Route{Dst: s.prefix, Via: via.Addr(), Dev: best.first.from.Name})
+				own = append(own, Route{Dst: s.prefix, Via: via.Addr(), Dev: step.from.Name})
 			}
 			if n.Kind == topo.KindHost && len(own) > 1 && oneGateway(own) {
 				own = []Route{{Dst: fam.dflt, Via: own[0].Via, Dev: own[0].Dev}}
@@ -306,7 +324,7 @@ func Compute(plan *topo.Plan, opts Options) Tables {
 			routes = append(routes, own...)
 		}
 		if len(routes) > 0 {
-			tables[n.Name] = routes
+			tables[name] = routes
 		}
 	}
 	return tables
@@ -331,11 +349,14 @@ func comparePrefix(a, b netip.Prefix) int {
 // PathCost returns the cost of the shortest path from one node to
 // another as Compute sees it, and whether there is one.
 func PathCost(plan *topo.Plan, down map[*topo.PlannedLink]bool, from, to string) (Cost, bool) {
-	p, ok := newGraph(plan, down).shortest(from)[to]
-	if !ok {
+	g := newGraph(plan, down)
+	src, ok1 := g.index[from]
+	dst, ok2 := g.index[to]
+	if !ok1 || !ok2 {
 		return Cost{}, false
 	}
-	return p.cost, true
+	p := g.shortest(src)[dst]
+	return p.cost, p.seen
 }
 
 // Path returns the nodes on the shortest path from one node to another
@@ -343,14 +364,19 @@ func PathCost(plan *topo.Plan, down map[*topo.PlannedLink]bool, from, to string)
 // routes do; nil when there is none.
 func Path(plan *topo.Plan, down map[*topo.PlannedLink]bool, from, to string) []string {
 	g := newGraph(plan, down)
+	cur, ok1 := g.index[from]
+	dst, ok2 := g.index[to]
+	if !ok1 || !ok2 {
+		return nil
+	}
 	out := []string{from}
-	for cur := from; cur != to; {
-		p, ok := g.shortest(cur)[to]
-		if !ok || p.first == nil || len(out) > len(plan.Nodes) {
+	for cur != dst {
+		p := g.shortest(cur)[dst]
+		if !p.seen || p.first < 0 || len(out) > len(g.names) {
 			return nil
 		}
-		cur = p.first.to
-		out = append(out, cur)
+		cur = g.adj[cur][p.first].to
+		out = append(out, g.names[cur])
 	}
 	return out
 }
