@@ -31,7 +31,7 @@ func TestTopologyFileNamesRefused(t *testing.T) {
 		return "nodes: [h1, h2]\nlinks:\n  - endpoints: [h1, h2]\n    params: {" + params + "}\n"
 	}
 	node := func(params string) string {
-		return "nodes:\n  - name: h1\n    backend: vm\n    params: {" + params + "}\n  - h2\nlinks:\n  - [h1, h2]\n"
+		return "nodes:\n  - name: h1\n    backend: vm\n    params: {" + params + "}\n  - h2\nlinks:\n  - endpoints: [h1, h2]\n"
 	}
 	for _, c := range []struct{ name, file, want string }{
 		{"trace token", link("trace: /var/run/secrets/kubernetes.io/serviceaccount/token"), "trace: a file name is not accepted from a Topology resource"},
