@@ -172,6 +172,15 @@ func (n *Network) configureIPv6(ctx context.Context, p *topo.PlannedNode) error 
 			return fmt.Errorf("node %s: IPv6: %s: %w", p.Name, kv[0], err)
 		}
 	}
+	for _, i := range p.Intfs {
+		// DAD runs unless both all's and the interface's accept_dad are
+		// off: the interface's was copied from default when it was made.
+		// Off, the link-local address a link gets when it comes back up
+		// is usable at once too.
+		if err := ns.Sysctl("net/ipv6/conf/"+i.Name+"/accept_dad", "0"); err != nil {
+			return fmt.Errorf("node %s: IPv6: %s: %w", p.Name, i.Name, err)
+		}
+	}
 	return ns.Netlink(func(h *netlink.Handle) error {
 		for _, i := range p.Intfs {
 			if !i.IP6.IsValid() {

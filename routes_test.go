@@ -154,8 +154,23 @@ func TestStaticRoutingFollowsLinkStatus(t *testing.T) {
 		t.Fatalf("after r1-r2 up r1 reaches h2's LAN by %q", dev)
 	}
 	// Both families again, through the link that came back.
-	if loss, err := net.PingAll(ctx, 0); err != nil || loss != 0 {
+	if results, loss, err := net.PingResults(ctx, nil, 0); err != nil || loss != 0 {
+		logLost(t, results)
 		t.Fatalf("PingAll after up = %v%%, %v", loss, err)
+	}
+}
+
+// logLost names the pairs of a dual-stack ping matrix that got no answer
+// (the IPv4 half first, then the IPv6 half).
+func logLost(t *testing.T, results []PingResult) {
+	for i, r := range results {
+		if r.Received == 0 {
+			family := "IPv4"
+			if i >= len(results)/2 {
+				family = "IPv6"
+			}
+			t.Logf("lost: %s %s -> %s", family, r.Src, r.Dst)
+		}
 	}
 }
 
@@ -166,6 +181,7 @@ func TestDualStackPingAll(t *testing.T) {
 			net := startNet(t, mustTopo(t, "tree,2,2"), Options{Switch: kind, IPv6: true})
 			results, loss, err := net.PingResults(context.Background(), nil, 0)
 			if err != nil || loss != 0 || len(results) != 2*4*3 {
+				logLost(t, results)
 				t.Fatalf("PingResults: %d results, %v%%, %v", len(results), loss, err)
 			}
 			if ip, err := net.IP6("h3"); err != nil || ip.String() != "fd00::3" {
