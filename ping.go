@@ -19,6 +19,9 @@ type PingResult struct {
 	Sent, Received         int
 	RTTMin, RTTAvg, RTTMax time.Duration // zero when nothing came back
 	RTTMdev                time.Duration
+	// Family is IPv4 or IPv6 on a dual-stack network (Options.IPv6), where
+	// every pair is pinged in both; empty otherwise.
+	Family string
 }
 
 var (
@@ -187,6 +190,7 @@ func (n *Network) pingMatrixFamily(ctx context.Context, hosts []*topo.PlannedNod
 				return
 			}
 			results[i], errs[i] = n.pingOnce(ctx, hosts[jobs[i].src].Name, hosts[jobs[i].dst].Name, timeout, family)
+			results[i].Family = family
 		}()
 	}
 	var firstErr error
@@ -272,8 +276,12 @@ func (n *Network) PingFull(ctx context.Context, hosts []string, timeout time.Dur
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	b.WriteString("*** Results: \n")
 	for _, r := range results {
-		fmt.Fprintf(&b, " %s->%s: %d/%d, rtt min/avg/max/mdev %0.3f/%0.3f/%0.3f/%0.3f ms\n",
-			r.Src, r.Dst, r.Sent, r.Received, ms(r.RTTMin), ms(r.RTTAvg), ms(r.RTTMax), ms(r.RTTMdev))
+		family := ""
+		if r.Family != "" {
+			family = r.Family + " "
+		}
+		fmt.Fprintf(&b, " %s%s->%s: %d/%d, rtt min/avg/max/mdev %0.3f/%0.3f/%0.3f/%0.3f ms\n",
+			family, r.Src, r.Dst, r.Sent, r.Received, ms(r.RTTMin), ms(r.RTTAvg), ms(r.RTTMax), ms(r.RTTMdev))
 	}
 	n.log().Output(b.String())
 	return results, nil

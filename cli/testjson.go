@@ -45,6 +45,7 @@ func linked(t *topo.Topo, a, b string) bool {
 type pingJSON struct {
 	Src      string   `json:"src"`
 	Dst      string   `json:"dst"`
+	Family   string   `json:"family,omitempty"` // IPv4 or IPv6 with --ipv6
 	Sent     int      `json:"sent"`
 	Received int      `json:"received"`
 	RTT      *rttJSON `json:"rtt_ms,omitempty"`
@@ -81,7 +82,7 @@ type iperfJSON struct {
 func pingsJSON(test string, results []hymn.PingResult) testJSON {
 	t := testJSON{Test: test, Pings: []pingJSON{}}
 	for _, r := range results {
-		p := pingJSON{Src: r.Src, Dst: r.Dst, Sent: r.Sent, Received: r.Received}
+		p := pingJSON{Src: r.Src, Dst: r.Dst, Family: r.Family, Sent: r.Sent, Received: r.Received}
 		if r.Received > 0 {
 			ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 			p.RTT = &rttJSON{ms(r.RTTMin), ms(r.RTTAvg), ms(r.RTTMax), ms(r.RTTMdev)}
