@@ -354,10 +354,26 @@ func substituteNodes(args string, lookup func(token string) (string, bool)) stri
 	return strings.Join(tokens, " ")
 }
 
+// wantsIPv6 says whether a node command asks for IPv6 (ping6, or -6):
+// on a dual-stack network its node names become IPv6 addresses.
+func wantsIPv6(args string) bool {
+	f := strings.Fields(args)
+	if len(f) > 0 && (f[0] == "ping6" || f[0] == "traceroute6" || f[0] == "tracepath6") {
+		return true
+	}
+	return slices.Contains(f, "-6")
+}
+
 // nodeCommand runs a command on a node with exact node-name tokens replaced
 // by the node's IP, streaming its output; Ctrl-C interrupts it.
 func (s *shell) nodeCommand(ctx context.Context, name, args string) {
+	v6 := wantsIPv6(args)
 	line := substituteNodes(args, func(tok string) (string, bool) {
+		if v6 {
+			if ip, err := s.net.IP6(tok); err == nil {
+				return ip.String(), true
+			}
+		}
 		if ip, err := s.net.IP(tok); err == nil {
 			return ip.String(), true
 		}

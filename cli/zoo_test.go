@@ -46,3 +46,14 @@ func TestMapAndRoutingBadInput(t *testing.T) {
 		}
 	}
 }
+
+func TestWantsIPv6(t *testing.T) {
+	for args, want := range map[string]bool{
+		"ping6 -c1 h2": true, "ping -6 -c1 h2": true, "traceroute6 h2": true,
+		"ping -c1 h2": false, "echo ping6": false, "ping -c 6 h2": false, "": false,
+	} {
+		if got := wantsIPv6(args); got != want {
+			t.Errorf("wantsIPv6(%q) = %v, want %v", args, got, want)
+		}
+	}
+}
