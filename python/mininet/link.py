@@ -23,6 +23,13 @@ TC_KEYS = MININET_TC_KEYS
 class Intf(object):
     "An interface of a node; a link's end, or an existing interface."
 
+    def emulatorParams(self):
+        "What this interface's egress asks of hymn's emulator."
+        out = {k: v for k, v in self.tcParams.items() if k in TC_KEYS}
+        out.update((k, v) for k, v in self.hymnOptions.items()
+                   if k in TC_KEYS)
+        return out
+
     def __init__(self, name, node=None, port=None, link=None, mac=None,
                  **params):
         self.node = node
@@ -33,6 +40,7 @@ class Intf(object):
         self.hymnIP = None  # the address hymn gave it, once built
         self.params = dict(params)
         self.tcParams = {}
+        self.hymnOptions = {}  # hymn's own emulator options (TCIntf)
         self.existing = link is None and name != 'lo'
         if self.name == 'lo':
             self.ip, self.prefixLen = '127.0.0.1', 8
@@ -222,12 +230,17 @@ class TCIntf(Intf):
         new.update({k: v for k, v in params.items()
                     if k in ('enable_ecn', 'enable_red')})
         # hymn's further emulator options (NetEm's duplicate, corrupt,
-        # slot, ecn...), as hymn's hello lists them in TC_KEYS.
+        # slot, ecn...): which they are, hymn's hello says (TC_KEYS),
+        # which may come after the topology is configured, so they are
+        # kept and picked when the link is sent to hymn.
         extra = {k: v for k, v in params.items()
-                 if k in TC_KEYS and k not in MININET_TC_KEYS and v is not None}
-        new.update(extra)
+                 if k not in MININET_TC_KEYS and v is not None}
+        if extra:
+            self.hymnOptions = dict(self.hymnOptions, **extra)
         line = _tcLine(new)
-        if not line and not extra:
+        if not line:
+            if extra and self.link is not None and self.link.deployed:
+                self.link._applyTC(self)
             return result
         # Mininet's config replaces the whole qdisc: what is not given
         # goes back to its default.
@@ -304,14 +317,18 @@ class Link(object):
         "The link's parameters as hymn's topology takes them."
         out = {}
         for k, v in self.linkParams.items():
-            if k in TC_KEYS or v is None or isinstance(v, (dict, list)):
+            # Shaping keys go per interface (tcParams, below); hymn's own
+            # keys only if the interfaces took them (TC_KEYS came from
+            # the hello before they were configured).
+            tc = k in MININET_TC_KEYS or any(
+                k in i.hymnOptions for i in (self.intf1, self.intf2))
+            if tc or v is None or isinstance(v, (dict, list)):
                 continue
             out[str(k)] = str(v)
         for intf, prefix, key in ((self.intf1, 'a>b.', '1'),
                                   (self.intf2, 'b>a.', '2')):
-            for k, v in intf.tcParams.items():
-                if k in TC_KEYS:
-                    out[prefix + k] = _hymnValue(k, v)
+            for k, v in intf.emulatorParams().items():
+                out[prefix + k] = _hymnValue(k, v)
             ip = intf.params.get('ip')
             if ip:
                 out['ip' + key] = str(ip)
@@ -327,9 +344,8 @@ class Link(object):
         net = intf.node.net
         dirn = 'a>b' if intf is self.intf1 else 'b>a'
         parts = []
-        for k in TC_KEYS:
-            if k in intf.tcParams:
-                parts.append('%s=%s' % (k, _hymnValue(k, intf.tcParams[k])))
+        for k, v in intf.emulatorParams().items():
+            parts.append('%s=%s' % (k, _hymnValue(k, v)))
         if not parts:
             return
         net.conn.request('setLink', node1=self.intf1.node.name,

@@ -448,9 +448,11 @@ class Mininet(object):
                 spec = c.hymnSpecString()
                 if spec:
                     controllers.append({'name': c.name, 'spec': spec})
+        # Connected first: the hello says which link options hymn's
+        # emulator takes (link.TC_KEYS), which the links' specs use.
+        conn = self._connect()
         nodes = [self._nodeSpec(n) for n in self.hosts + self.switches]
         links = [self._linkSpec(l) for l in self.links]
-        conn = self._connect()
         res = conn.request('build', nodes=nodes, links=links,
                            controllers=controllers, options={
                                'switch': kind, 'nodes': d['nodes'],
