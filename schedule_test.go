@@ -395,9 +395,9 @@ func TestTraceOutage(t *testing.T) {
 	// the due time of the last of them on the emulator's clock, and the
 	// test's own clock right after.
 	type snapshot struct {
-		bytes uint64
-		due   time.Duration
-		at    time.Time
+		bytes, bufferFull uint64
+		due               time.Duration
+		at                time.Time
 	}
 	// measure saturates the link for window plus a second either side
 	// and reads it at both ends of window.
@@ -414,7 +414,7 @@ func TestTraceOutage(t *testing.T) {
 				t.Error(err)
 			}
 			e := st.Forward.Emulator
-			return snapshot{e.SentBytes, time.Duration(e.LastSentDue), time.Now()}
+			return snapshot{e.SentBytes, e.BufferFull, time.Duration(e.LastSentDue), time.Now()}
 		}
 		time.Sleep(1500 * time.Millisecond)
 		first = sample()
@@ -457,13 +457,27 @@ func TestTraceOutage(t *testing.T) {
 	// The outage trace repeats every 10 s (8 s of slots, 2 s without):
 	// its share needs a window of whole periods, whatever the phase, so
 	// the test's own clock reads it; two periods make one pause at an end
-	// small enough for ±3 %.
+	// small enough for ±3 %. The share is a share of a busy link: a run in
+	// which the full buffer dropped nothing is one in which iperf3's
+	// sender (on a loaded machine) did not keep the link busy, and is
+	// measured again, at most three runs. A trace that delivers too little
+	// overflows the buffer and is judged; one that delivers too much is
+	// judged after the third run.
 	const outageWindow = 20 * time.Second
-	c0, c1 := measure(outage, outageWindow)
+	var c0, c1 snapshot
+	for attempt := 1; attempt <= 3; attempt++ {
+		c0, c1 = measure(outage, outageWindow)
+		if c1.bufferFull > c0.bufferFull || attempt == 3 {
+			break
+		}
+		t.Logf("outage trace, run %d: %.4f of nominal and no frame dropped by the full buffer: the sender did not keep the link busy; again",
+			attempt, rate(c0, c1, c1.at.Sub(c0.at))/nominal)
+	}
 	span := c1.at.Sub(c0.at)
 	cut := rate(c0, c1, span)
 	want := 8001.0 / 10000
-	t.Logf("outage trace: %.3f Mbit/s of frames over %v, %.4f of nominal; the outage's share is %.4f", cut/1e6, span, cut/nominal, want)
+	t.Logf("outage trace: %.3f Mbit/s of frames over %v, %.4f of nominal; the outage's share is %.4f; %d frames dropped by the full buffer",
+		cut/1e6, span, cut/nominal, want, c1.bufferFull-c0.bufferFull)
 	testenv.Judge(t, testenv.Measurement{
 		Quantity: "outage trace's rate over two periods / nominal", Got: cut / nominal, Target: want, Tolerance: 0.03 * want,
 		Resolution: testenv.CallerWindow(cut/nominal, span),

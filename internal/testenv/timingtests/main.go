@@ -12,7 +12,7 @@
 //
 //	go run ./internal/testenv/timingtests            # rows: package test [flags]
 //	go run ./internal/testenv/timingtests -table     # the audit table (Markdown)
-//	go run ./internal/testenv/timingtests -check     # exit 1 on a suspect
+//	go run ./internal/testenv/timingtests -check     # exit 1 on a suspect (-v: list the pending)
 //	go run ./internal/testenv/timingtests -regexp    # ^(TestA|TestB)$ for go test -run/-skip
 //	go run ./internal/testenv/timingtests -packages  # packages holding a test of those names
 //
@@ -67,6 +67,7 @@ type fileInfo struct {
 func main() {
 	table := flag.Bool("table", false, "print the audit table (Markdown)")
 	check := flag.Bool("check", false, "exit 1 when a test looks as if it judged time without the helper")
+	verbose := flag.Bool("v", false, "with -check: also list the pending tests")
 	re := flag.Bool("regexp", false, "print one regexp matching every timing test's name")
 	pkgs := flag.Bool("packages", false, "print the packages (./dir) that hold a test named like a timing test")
 	root := flag.String("root", ".", "the module's root")
@@ -116,6 +117,9 @@ func main() {
 			fmt.Printf("internal/testenv/timing-audit.txt: %s\n", s)
 		}
 		for _, t := range pending {
+			if !*verbose {
+				break
+			}
 			fmt.Printf("pending: %s %s judges time without testenv.Judge yet (%s)\n", t.Pkg, t.Name, audit[t.Pkg+" "+t.Name].reason)
 		}
 		fmt.Printf("timingtests: %d tests judge time: %d through testenv.Judge, %d pending; %d unlisted suspects, %d stale audit lines\n",
