@@ -49,6 +49,7 @@ func ParseRoutingMode(s string) (RoutingMode, error) {
 type routeState struct {
 	mu        sync.Mutex
 	static    map[string]bool // routers routed statically
+	ipv6      bool            // dual-stack: every node gets hymn's IPv6 routes
 	down      map[*topo.PlannedLink]bool
 	installed routing.Tables
 }
@@ -102,11 +103,12 @@ func (n *Network) planRouting(plan *topo.Plan) error {
 	if err := routing.Address(plan, opts); err != nil {
 		return err
 	}
+	st.ipv6 = n.opts.IPv6
 	n.routes = st
 	return nil
 }
 
-// staticRouted says which nodes get routes from hymn: the static
+// include says which nodes get IPv4 routes from hymn: the static
 // routers, and the hosts without routes of their own (defaultRoute,
 // routes) when some router is static.
 func (st *routeState) include(p *topo.PlannedNode) bool {
@@ -120,6 +122,11 @@ func (st *routeState) include(p *topo.PlannedNode) bool {
 	_, rs := p.Params["routes"]
 	return !dr && !rs
 }
+
+// include6 says which nodes get IPv6 routes from hymn: on a dual-stack
+// network every host and router, whatever its IPv4 routing, since a
+// topology has no way to write IPv6 routes of its own.
+func (st *routeState) include6(*topo.PlannedNode) bool { return st.ipv6 }
 
 // configureLayer3 runs in Build once the links are up: IPv6 addresses
 // and forwarding, then the static routes.
@@ -240,18 +247,18 @@ func prefixNet(p netip.Prefix) *net.IPNet {
 // wanted deleted.
 func (n *Network) reroute(ctx context.Context, running map[string]Node) error {
 	st := n.routes
-	if st == nil || len(st.static) == 0 {
+	if st == nil || len(st.static) == 0 && !st.ipv6 {
 		return nil
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	plan := n.Plan()
 	t0 := time.Now()
-	tables := routing.Compute(plan, routing.Options{Down: st.down, Include: st.include, IPv6: n.opts.IPv6})
+	tables := routing.Compute(plan, routing.Options{Down: st.down, Include: st.include, Include6: st.include6, IPv6: st.ipv6})
 	t1 := time.Now()
 	var names []string
 	for _, p := range plan.Hosts() {
-		if st.include(p) {
+		if st.include(p) || st.include6(p) {
 			names = append(names, p.Name)
 		}
 	}

@@ -227,3 +227,22 @@ func TestLinkDelay(t *testing.T) {
 		t.Errorf("direction's own delay: %v", got)
 	}
 }
+
+func TestComputeIPv6OnlyForSomeNodes(t *testing.T) {
+	plan := ring(t, "", "", "", "")
+	if err := Address(plan, AddressOptions{Routed: true, IPv6: true}); err != nil {
+		t.Fatal(err)
+	}
+	// A router whose IPv4 routes are the topology's still gets IPv6 ones.
+	tables := Compute(plan, Options{IPv6: true,
+		Include:  func(p *topo.PlannedNode) bool { return p.Name != "r1" },
+		Include6: func(*topo.PlannedNode) bool { return true }})
+	for _, r := range tables["r1"] {
+		if r.Dst.Addr().Is4() {
+			t.Fatalf("r1 got an IPv4 route: %v", r)
+		}
+	}
+	if len(tables["r1"]) != 5 || len(tables["r2"]) != 10 {
+		t.Fatalf("r1 %d routes, r2 %d; want 5 and 10", len(tables["r1"]), len(tables["r2"]))
+	}
+}

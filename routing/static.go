@@ -29,9 +29,12 @@ type Tables map[string][]Route
 type Options struct {
 	// Down are links that are down (ConfigLinkStatus): they carry nothing.
 	Down map[*topo.PlannedLink]bool
-	// Include says which nodes get a table; nil means every host and
+	// Include says which nodes get IPv4 routes; nil means every host and
 	// router. Every router forwards transit traffic either way.
 	Include func(*topo.PlannedNode) bool
+	// Include6 says which nodes get IPv6 routes (with IPv6); nil means
+	// the nodes Include says.
+	Include6 func(*topo.PlannedNode) bool
 	// IPv6 computes the IPv6 routes too (interfaces' IP6 addresses).
 	IPv6 bool
 }
@@ -285,12 +288,25 @@ func Compute(plan *topo.Plan, opts Options) Tables {
 	tables := Tables{}
 	for src, name := range g.names {
 		n := plan.Node(name)
-		if opts.Include != nil && !opts.Include(n) {
+		wants := make([]bool, len(families))
+		some := false
+		for f := range families {
+			include := opts.Include
+			if f == 1 && opts.Include6 != nil {
+				include = opts.Include6
+			}
+			wants[f] = include == nil || include(n)
+			some = some || wants[f]
+		}
+		if !some {
 			continue
 		}
 		paths := g.shortest(src)
 		var routes []Route
 		for f, fam := range families {
+			if !wants[f] {
+				continue
+			}
 			var own []Route
 			for _, s := range subnets[f] {
 				if _, on := slices.BinarySearch(s.nodes, src); on {
