@@ -419,4 +419,3 @@ func truthy(v string) bool {
 	}
 	return false
 }
-
