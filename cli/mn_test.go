@@ -97,9 +97,9 @@ func TestMNTestNoneUnderTwoSeconds(t *testing.T) {
 	if code != 0 || m == nil {
 		t.Fatalf("exit %d:\n%s", code, stderr)
 	}
-	if secs, _ := strconv.ParseFloat(m[1], 64); secs >= 2 {
-		t.Errorf("--test none took %.3f s, want < 2 s", secs)
-	}
+	// hymn times itself: its own pauses are the measurement's.
+	secs, _ := strconv.ParseFloat(m[1], 64)
+	testenv.Elapsed(t, "--test none, as hymn reports it", time.Duration(secs*float64(time.Second)), 2*time.Second)
 }
 
 func TestMNIperf(t *testing.T) {
