@@ -49,6 +49,20 @@ const (
 	stDstKey = -16 // destination MAC, likewise
 	stValue  = -32 // an fdb value being written: port u32, pad u32, time u64
 	stZero   = -40 // u32 0: the port list's key
+	stRouter = -48 // 8 zero bytes: the fdb key of the router record
+)
+
+// ICMPv6 types the switch looks at (RFC 4861, RFC 2710, RFC 3810).
+const (
+	icmp6MLDQuery    = 130
+	icmp6MLDReport   = 131
+	icmp6MLDDone     = 132
+	icmp6RouterSol   = 133
+	icmp6RouterAdv   = 134
+	icmp6MLDv2Report = 143
+	ipprotoHopOpts   = 0
+	ipprotoICMPv6    = 58
+	ipprotoPIM       = 103
 )
 
 // fdb map: key = MAC in 8 bytes (6 + 2 zero), value = fdbValue.
@@ -139,7 +153,7 @@ func program(fdb, ports, maxPorts int) ([]byte, error) {
 	a.Label("forward")
 	a.Ldx(bpfsys.OpLdxB, bpfsys.R4, bpfsys.R10, stDstKey)
 	a.AndImm(bpfsys.R4, 1)
-	a.Jmp(bpfsys.OpJneImm, bpfsys.R4, 0, "flood")
+	a.Jmp(bpfsys.OpJneImm, bpfsys.R4, 0, "group")
 	lookup(a, fdb, stDstKey)
 	a.Jmp(bpfsys.OpJeqImm, bpfsys.R0, 0, "flood")
 	a.Ldx(bpfsys.OpLdxDW, bpfsys.R1, bpfsys.R0, 8)
@@ -152,6 +166,64 @@ func program(fdb, ports, maxPorts int) ([]byte, error) {
 	a.MovImm(bpfsys.R2, 0) // flags 0: out of the port (egress)
 	a.Call(fnRedirect)
 	a.Exit() // TC_ACT_REDIRECT, from the helper
+
+	// A group destination: IPv6 messages meant for routers only (router
+	// solicitations, MLD reports and dones) cross the switch once it has
+	// seen a router (a router advertisement, an MLD query or PIM, on any
+	// port: the router record, under the all-zero key no source can
+	// have); before that no one on the segment would act on them, and
+	// every host sends several as it starts. Anything else floods.
+	a.Label("group")
+	a.Ldx(bpfsys.OpLdxW, bpfsys.R2, bpfsys.R6, skbData) // the helpers invalidated the packet pointers
+	a.Ldx(bpfsys.OpLdxW, bpfsys.R3, bpfsys.R6, skbDataEnd)
+	a.Mov(bpfsys.R4, bpfsys.R2)
+	a.AddImm(bpfsys.R4, 56) // Ethernet, IPv6, two bytes beyond
+	a.JmpReg(bpfsys.OpJgtReg, bpfsys.R4, bpfsys.R3, "flood")
+	a.Ldx(bpfsys.OpLdxH, bpfsys.R4, bpfsys.R2, 12)
+	a.Jmp(bpfsys.OpJneImm, bpfsys.R4, 0xdd86, "flood") // ethertype 86 dd, little-endian
+	a.Ldx(bpfsys.OpLdxB, bpfsys.R4, bpfsys.R2, 20)     // next header
+	a.Jmp(bpfsys.OpJeqImm, bpfsys.R4, ipprotoICMPv6, "icmp6")
+	a.Jmp(bpfsys.OpJeqImm, bpfsys.R4, ipprotoPIM, "router")
+	a.Jmp(bpfsys.OpJneImm, bpfsys.R4, ipprotoHopOpts, "flood")
+	// MLD comes after an 8-byte hop-by-hop header (the router alert).
+	a.Ldx(bpfsys.OpLdxB, bpfsys.R4, bpfsys.R2, 55)
+	a.Jmp(bpfsys.OpJneImm, bpfsys.R4, 0, "flood")
+	a.Ldx(bpfsys.OpLdxB, bpfsys.R4, bpfsys.R2, 54)
+	a.Jmp(bpfsys.OpJneImm, bpfsys.R4, ipprotoICMPv6, "flood")
+	a.Mov(bpfsys.R4, bpfsys.R2)
+	a.AddImm(bpfsys.R4, 63)
+	a.JmpReg(bpfsys.OpJgtReg, bpfsys.R4, bpfsys.R3, "flood")
+	a.Ldx(bpfsys.OpLdxB, bpfsys.R4, bpfsys.R2, 62)
+	a.Ja("type")
+	a.Label("icmp6")
+	a.Ldx(bpfsys.OpLdxB, bpfsys.R4, bpfsys.R2, 54)
+	a.Label("type")
+	a.Jmp(bpfsys.OpJeqImm, bpfsys.R4, icmp6RouterAdv, "router")
+	a.Jmp(bpfsys.OpJeqImm, bpfsys.R4, icmp6MLDQuery, "router")
+	a.Jmp(bpfsys.OpJeqImm, bpfsys.R4, icmp6RouterSol, "to-routers")
+	a.Jmp(bpfsys.OpJeqImm, bpfsys.R4, icmp6MLDReport, "to-routers")
+	a.Jmp(bpfsys.OpJeqImm, bpfsys.R4, icmp6MLDDone, "to-routers")
+	a.Jmp(bpfsys.OpJeqImm, bpfsys.R4, icmp6MLDv2Report, "to-routers")
+	a.Ja("flood")
+	a.Label("to-routers")
+	a.St(bpfsys.OpStW, bpfsys.R10, stRouter, 0)
+	a.St(bpfsys.OpStW, bpfsys.R10, stRouter+4, 0)
+	lookup(a, fdb, stRouter)
+	a.Jmp(bpfsys.OpJeqImm, bpfsys.R0, 0, "drop")
+	a.Ja("flood")
+	a.Label("router") // record it (port, time), then flood the frame
+	a.St(bpfsys.OpStW, bpfsys.R10, stRouter, 0)
+	a.St(bpfsys.OpStW, bpfsys.R10, stRouter+4, 0)
+	a.Stx(bpfsys.OpStxW, bpfsys.R10, stValue, bpfsys.R7)
+	a.St(bpfsys.OpStW, bpfsys.R10, stValue+4, 0)
+	a.Stx(bpfsys.OpStxDW, bpfsys.R10, stValue+8, bpfsys.R8)
+	a.LdMap(bpfsys.R1, fdb)
+	a.Mov(bpfsys.R2, bpfsys.R10)
+	a.AddImm(bpfsys.R2, stRouter)
+	a.Mov(bpfsys.R3, bpfsys.R10)
+	a.AddImm(bpfsys.R3, stValue)
+	a.MovImm(bpfsys.R4, bpfAny)
+	a.Call(fnMapUpdateElem)
 
 	// Flood: a clone to every port of the list but the ingress one; the
 	// list ends at its first 0 or after maxPorts entries.

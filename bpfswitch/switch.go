@@ -318,6 +318,31 @@ func (s *Switch) forget(ifindex int) error {
 	return nil
 }
 
+// routerKey is the fdb key of the router record (prog.go): all zeros,
+// which no learned source can be (the program drops such frames).
+var routerKey [8]byte
+
+// SawRouter reports whether the switch has seen an IPv6 router (a router
+// advertisement, an MLD query or PIM): only then do the hosts' router
+// solicitations and MLD reports cross it.
+func (s *Switch) SawRouter() (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false, errors.New("bpf switch is closed")
+	}
+	key := routerKey
+	var val [fdbValueSize]byte
+	err := mapLookup(s.fdb, unsafe.Pointer(&key), unsafe.Pointer(&val))
+	if errors.Is(err, unix.ENOENT) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("switch %s: reading the table: %w", s.name, err)
+	}
+	return true, nil
+}
+
 // walk calls fn for each entry of the table; entries the program adds or
 // deletes meanwhile may be missed.
 func (s *Switch) walk(fn func(key [8]byte, port int, stamp uint64)) error {
@@ -342,6 +367,9 @@ func (s *Switch) walk(fn func(key [8]byte, port int, stamp uint64)) error {
 				continue // deleted meanwhile
 			}
 			return fmt.Errorf("switch %s: reading the table: %w", s.name, err)
+		}
+		if key == routerKey {
+			continue // not an address: the program's router record
 		}
 		fn(key, int(binary.LittleEndian.Uint32(val[0:])), binary.LittleEndian.Uint64(val[8:]))
 	}

@@ -3,8 +3,10 @@ package bpfswitch
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,6 +15,7 @@ import (
 	"github.com/hymn-net/hymn/internal/testenv"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 )
 
 func TestBoundFor(t *testing.T) {
@@ -323,5 +326,109 @@ func TestSwitchGrows(t *testing.T) {
 		if !l.reach(1, b) {
 			t.Errorf("h1 cannot ping h%d after growing", b)
 		}
+	}
+}
+
+// send writes one raw frame out of host i's eth0.
+func (l *lab) send(i int, frame []byte) {
+	l.t.Helper()
+	ns, err := netns.GetFromName(l.host(i))
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	defer func() { _ = ns.Close() }() // our own descriptor
+	done := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends in the host's namespace
+		if err := netns.Set(ns); err != nil {
+			done <- err
+			return
+		}
+		fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW, 0)
+		if err != nil {
+			done <- err
+			return
+		}
+		defer func() { _ = unix.Close(fd) }() // a socket of our own
+		ifi, err := net.InterfaceByName("eth0")
+		if err != nil {
+			done <- err
+			return
+		}
+		done <- unix.Sendto(fd, frame, 0, &unix.SockaddrLinklayer{Ifindex: ifi.Index, Halen: 6})
+	}()
+	if err := <-done; err != nil {
+		l.t.Fatalf("sending from h%d: %v", i, err)
+	}
+}
+
+// icmp6Frame is an IPv6 frame from host i to a link-local group with an
+// ICMPv6 message of type typ (the hop-by-hop router alert first for MLD,
+// as hosts send it); checksums are not filled in: the switch does not
+// look at them, and the receiving counter counts the frame anyway.
+func icmp6Frame(i int, group byte, typ byte, hbh bool) []byte {
+	f := []byte{0x33, 0x33, 0, 0, 0, group, 2, 0, 0, 0, 0, byte(i), 0x86, 0xdd}
+	ip := make([]byte, 40)
+	ip[0] = 0x60
+	payload := []byte{typ, 0, 0, 0, 0, 0, 0, 0}
+	ip[6] = 58
+	if hbh {
+		ip[6] = 0
+		payload = append([]byte{58, 0, 5, 2, 0, 0, 1, 0}, payload...)
+	}
+	ip[5] = byte(len(payload))
+	ip[8], ip[9] = 0xfe, 0x80
+	ip[23] = byte(i)
+	ip[24], ip[25], ip[39] = 0xff, 0x02, group
+	return append(append(f, ip...), payload...)
+}
+
+// Router solicitations and MLD reports reach the other ports only once
+// the switch has seen a router; other IPv6 multicast floods as before.
+func TestSwitchKeepsRouterMessagesUntilARouter(t *testing.T) {
+	testenv.Root(t)
+	l := newLab(t, 3)
+	s, err := New("rtr", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	for i := 1; i <= 3; i++ {
+		l.attach(s, i)
+	}
+	// received counts what h2 gets of frames h1 sends.
+	received := func(frames ...[]byte) uint64 {
+		before := l.rx(2)
+		for _, f := range frames {
+			l.send(1, f)
+		}
+		time.Sleep(50 * time.Millisecond)
+		return l.rx(2) - before
+	}
+	rs, mld := icmp6Frame(1, 2, icmp6RouterSol, false), icmp6Frame(1, 0x16, icmp6MLDv2Report, true)
+	echo := icmp6Frame(1, 1, 128, false) // an echo request to all nodes
+	if got := received(rs, mld, rs); got != 0 {
+		t.Errorf("h2 received %d of h1's router solicitations and MLD reports without a router on the switch", got)
+	}
+	if got := received(echo); got != 1 {
+		t.Errorf("h2 received %d of 1 echo request to all nodes", got)
+	}
+	if saw, err := s.SawRouter(); err != nil || saw {
+		t.Fatalf("SawRouter before any router: %v, %v", saw, err)
+	}
+	l.send(3, icmp6Frame(3, 1, icmp6RouterAdv, false)) // h3 advertises itself as a router
+	time.Sleep(50 * time.Millisecond)
+	if saw, err := s.SawRouter(); err != nil || !saw {
+		t.Fatalf("SawRouter after h3's router advertisement: %v, %v", saw, err)
+	}
+	if got := received(rs, mld); got != 2 {
+		t.Errorf("h2 received %d of h1's 2 router messages once a router was seen (they flood, as a bridge without a querier floods)", got)
+	}
+	if _, ok := l.fdb(s)["00:00:00:00:00:00"]; ok {
+		t.Error("the router record is listed as a learned address")
 	}
 }
