@@ -213,6 +213,9 @@ func (n *Network) Build(ctx context.Context) (err error) {
 	if err := CheckTools("bash", "ip"); err != nil {
 		return err
 	}
+	if err := n.ensureFiles(); err != nil { // nodens.go
+		return err
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.built || n.stopped {

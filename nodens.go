@@ -2,7 +2,9 @@ package hymn
 
 import (
 	"context"
+	"fmt"
 
+	"github.com/hymn-net/hymn/internal/netnsx"
 	"github.com/hymn-net/hymn/nodes"
 	"github.com/hymn-net/hymn/topo"
 )
@@ -62,4 +64,40 @@ func (n *Network) switchNode(name string) *nodes.NsNode {
 		return sw
 	}
 	return nil
+}
+
+// bpfSwitchFiles is what a BPF switch holds beyond its namespace node's
+// handles: its program, port list and learning table.
+const bpfSwitchFiles = 3
+
+// filesNeeded estimates the descriptors the built network holds: each
+// node's namespace and netlink handles, a BPF switch's program and maps,
+// and a reserve for the rest.
+func (n *Network) filesNeeded() uint64 {
+	need := uint64(netnsx.FilesReserve)
+	for _, p := range n.Plan().Nodes {
+		need += netnsx.FilesPerNamespace
+		if n.isBPF(p) {
+			need += bpfSwitchFiles
+		}
+	}
+	return need
+}
+
+// ensureFiles raises the open-file limit for the network before anything
+// is built, or says how large a network fits under it: a build that ran
+// out of descriptors halfway (EMFILE on a namespace or a BPF program)
+// would only fail later, after making thousands of namespaces.
+func (n *Network) ensureFiles() error {
+	need := n.filesNeeded()
+	limit, err := netnsx.EnsureFiles(need)
+	if err == nil {
+		return nil
+	}
+	nodes := len(n.Plan().Nodes)
+	fit := 0
+	if limit > netnsx.FilesReserve {
+		fit = int(uint64(nodes) * (limit - netnsx.FilesReserve) / (need - netnsx.FilesReserve))
+	}
+	return fmt.Errorf("%d nodes: %w: about %d nodes of this topology fit", nodes, err, fit)
 }
