@@ -467,7 +467,7 @@ func runCluster(ctx context.Context, f *clusterFlags, args []string, stdin *os.F
 	rep := &ClusterReport{Workers: n, Split: c.Split, BuildMS: c.BuildTime.Milliseconds(), LinkMS: c.LinkTime.Milliseconds(), Ready: c.Ready}
 	cn := &clusterNet{c: c}
 	if f.ui.listen != "" {
-		v, err := cn.LiveView(f.ui.listen, f.ui.readOnly, mnlog.New(stderr, mnlog.Info))
+		v, err := cn.LiveView(f.ui, mnlog.New(stderr, mnlog.Info))
 		if err != nil {
 			sctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			_ = c.Stop(sctx) // the view's error is the news

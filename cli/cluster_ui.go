@@ -85,16 +85,23 @@ func (p *clusterParts) CutCounters(ctx context.Context) (map[int]ui.CutCounters,
 
 // clusterLiveView serves the page of a split network (cluster run --ui);
 // the shell's ui command prints its URL, starting it if needed.
-func (n *clusterNet) LiveView(listen string, readOnly bool, lg *mnlog.Logger) (*ui.Server, error) {
+func (n *clusterNet) LiveView(f uiFlags, lg *mnlog.Logger) (*ui.Server, error) {
 	if n.view != nil {
 		return n.view, nil
+	}
+	warning, err := f.check()
+	if err != nil {
+		return nil, err
 	}
 	parts, err := newClusterParts(n.c, n)
 	if err != nil {
 		return nil, err
 	}
 	ui.Version = Version
-	s, err := ui.ServeCluster(parts, ui.Options{Listen: listen, ReadOnly: readOnly, Log: lg})
+	s, err := ui.ServeCluster(parts, f.options(lg))
+	if err == nil && warning != "" {
+		lg.Warningf("%s", warning)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: --ui: %v", ErrUsage, err)
 	}

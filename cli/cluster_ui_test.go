@@ -214,7 +214,7 @@ func TestClusterLiveView(t *testing.T) {
 		t.Errorf("node h4: %d %v", code, node)
 	}
 	req, _ := http.NewRequest(http.MethodGet, base+"/api/topology", nil)
-	if code := do(t, req, nil); code != http.StatusForbidden {
+	if code := do(t, req, nil); code != http.StatusUnauthorized {
 		t.Errorf("no token: %d", code)
 	}
 

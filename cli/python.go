@@ -150,12 +150,12 @@ start python3 themselves. See docs/python.md.`,
 			if dir, err := tcShimDir(); err == nil {
 				env = append(env, envPyShim+"="+dir)
 			}
-			if uiF.listen != "" {
-				env = append(env, envPyUI+"="+uiF.listen)
-				if uiF.readOnly {
-					env = append(env, envPyUIRO+"=1")
-				}
+			// Refused here, before the script runs, rather than once its
+			// network is built.
+			if _, err := uiF.check(); err != nil {
+				return err
 			}
+			env = append(env, uiF.env()...)
 			// The script takes this process's place: its exit status,
 			// signals and terminal are the user's.
 			return syscall.Exec(py, argv, env)
@@ -288,8 +288,7 @@ func newPyserveCmd(stdout, stderr io.Writer) *cobra.Command {
 				// with hymn python --ui, the page; the URL goes to the
 				// script's stderr.
 				Started: func(n *hymn.Network) (func(), error) {
-					f := uiFlags{listen: os.Getenv(envPyUI), readOnly: os.Getenv(envPyUIRO) == "1"}
-					return startLiveView(n, f, mnlog.New(stderr, mnlog.Info))
+					return startLiveView(n, uiFlagsFromEnv(), mnlog.New(stderr, mnlog.Info))
 				}}
 			if debug {
 				cfg.Debug = stderr

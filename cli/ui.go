@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sync"
 
 	"github.com/hymn-net/hymn"
@@ -14,16 +15,86 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// uiFlags are --ui[=ADDR] and --ui-read-only on hymn and hymn run.
+// uiFlags are --ui[=ADDR], --ui-read-only and the TLS or plain-HTTP
+// choice beyond the loopback, on hymn, hymn run, hymn python and hymn
+// cluster run.
 type uiFlags struct {
 	listen   string
 	readOnly bool
+	tlsCert  string
+	tlsKey   string
+	insecure bool
 }
 
 func addUIFlags(fl *pflag.FlagSet, f *uiFlags) {
 	fl.StringVar(&f.listen, "ui", "", "serve the live view in the browser (docs/ui.md) on ADDR (default "+ui.DefaultListen+"); the URL, with its token, is printed")
 	fl.Lookup("ui").NoOptDefVal = ui.DefaultListen
 	fl.BoolVar(&f.readOnly, "ui-read-only", false, "the live view only shows: no actions")
+	fl.StringVar(&f.tlsCert, "ui-tls-cert", "", "serve the live view over HTTPS with this certificate (PEM; with --ui-tls-key): needed for an --ui address beyond the loopback")
+	fl.StringVar(&f.tlsKey, "ui-tls-key", "", "the private key (PEM) of --ui-tls-cert")
+	fl.BoolVar(&f.insecure, "ui-insecure-listen", false, "allow plain HTTP for an --ui address beyond the loopback (whoever sees the traffic reads the token)")
+}
+
+// options are the flags as the live view takes them.
+func (f uiFlags) options(lg *mnlog.Logger) ui.Options {
+	return ui.Options{Listen: f.listen, ReadOnly: f.readOnly, Log: lg, TLSCert: f.tlsCert, TLSKey: f.tlsKey, InsecureListen: f.insecure}
+}
+
+// check refuses --ui beyond the loopback without TLS or the opt-out (a
+// usage error naming the flags) and returns the warning to print for one
+// allowed ("" on the loopback).
+func (f uiFlags) check() (string, error) {
+	return checkListen(f.listen, f.tlsCert, f.tlsKey, f.insecure, "--ui", "--ui-tls-cert", "--ui-tls-key", "--ui-insecure-listen")
+}
+
+func checkListen(addr, cert, key string, insecure bool, listenFlag, certFlag, keyFlag, insecureFlag string) (string, error) {
+	if (cert == "") != (key == "") {
+		return "", fmt.Errorf("%w: %s and %s go together", ErrUsage, certFlag, keyFlag)
+	}
+	if addr == "" || ui.Loopback(addr) {
+		return "", nil
+	}
+	if cert == "" && !insecure {
+		return "", fmt.Errorf("%w: %s %s is not a loopback address: give %s and %s to serve HTTPS, or %s to serve plain HTTP (whoever sees the traffic then reads the token)",
+			ErrUsage, listenFlag, addr, certFlag, keyFlag, insecureFlag)
+	}
+	w := fmt.Sprintf("*** live view: listening on %s, beyond the loopback: whoever has the URL can set links down, change their emulation, capture and measure", addr)
+	if cert == "" {
+		w += fmt.Sprintf("; plain HTTP (%s): whoever sees the traffic reads the token", insecureFlag)
+	}
+	return w + "\n", nil
+}
+
+// The --ui flags reach hymn python's network process (pyserve) through
+// its environment.
+const (
+	envPyUITLSCert  = "HYMN_PY_UI_TLS_CERT"
+	envPyUITLSKey   = "HYMN_PY_UI_TLS_KEY"
+	envPyUIInsecure = "HYMN_PY_UI_INSECURE"
+)
+
+// env is f for pyserve's environment.
+func (f uiFlags) env() []string {
+	if f.listen == "" {
+		return nil
+	}
+	env := []string{envPyUI + "=" + f.listen}
+	if f.readOnly {
+		env = append(env, envPyUIRO+"=1")
+	}
+	if f.tlsCert != "" {
+		env = append(env, envPyUITLSCert+"="+f.tlsCert, envPyUITLSKey+"="+f.tlsKey)
+	}
+	if f.insecure {
+		env = append(env, envPyUIInsecure+"=1")
+	}
+	return env
+}
+
+// uiFlagsFromEnv reads what env wrote.
+func uiFlagsFromEnv() uiFlags {
+	return uiFlags{listen: os.Getenv(envPyUI), readOnly: os.Getenv(envPyUIRO) == "1",
+		tlsCert: os.Getenv(envPyUITLSCert), tlsKey: os.Getenv(envPyUITLSKey), insecure: os.Getenv(envPyUIInsecure) == "1"}
 }
 
 // liveViews are the pages served in this process, by network, so the
@@ -37,6 +108,10 @@ var liveViews = struct {
 // process) and, with --ui, the page; the returned function stops both
 // (before the network stops).
 func startLiveView(net *hymn.Network, f uiFlags, lg *mnlog.Logger) (stop func(), err error) {
+	warning, err := f.check()
+	if err != nil {
+		return nil, err
+	}
 	ui.Version = Version
 	ctl, err := ui.ServeControl(net, ui.Options{Log: lg})
 	if err != nil {
@@ -58,25 +133,28 @@ func startLiveView(net *hymn.Network, f uiFlags, lg *mnlog.Logger) (stop func(),
 		}
 	}
 	if f.listen != "" {
-		s, err := liveView(net, f.listen, f.readOnly, lg)
+		s, err := liveView(net, f, lg)
 		if err != nil {
 			stop()
 			return nil, err
+		}
+		if warning != "" {
+			lg.Warningf("%s", warning)
 		}
 		lg.Infof("*** Live view: %s\n", s.URL())
 	}
 	return stop, nil
 }
 
-// liveView returns the page served for net, starting it on listen if
+// liveView returns the page served for net, starting it as f says if
 // there is none.
-func liveView(net *hymn.Network, listen string, readOnly bool, lg *mnlog.Logger) (*ui.Server, error) {
+func liveView(net *hymn.Network, f uiFlags, lg *mnlog.Logger) (*ui.Server, error) {
 	liveViews.Lock()
 	defer liveViews.Unlock()
 	if s := liveViews.m[net]; s != nil {
 		return s, nil
 	}
-	s, err := ui.Serve(net, ui.Options{Listen: listen, ReadOnly: readOnly, Log: lg})
+	s, err := ui.Serve(net, f.options(lg))
 	if err != nil {
 		return nil, fmt.Errorf("%w: --ui: %v", ErrUsage, err)
 	}
@@ -95,11 +173,11 @@ func (s *shell) doUI(context.Context, string) bool {
 	var v *ui.Server
 	var err error
 	if lv, ok := s.remote.(interface {
-		LiveView(listen string, readOnly bool, lg *mnlog.Logger) (*ui.Server, error)
+		LiveView(f uiFlags, lg *mnlog.Logger) (*ui.Server, error)
 	}); ok {
-		v, err = lv.LiveView(ui.DefaultListen, false, s.lg)
+		v, err = lv.LiveView(uiFlags{listen: ui.DefaultListen}, s.lg)
 	} else if s.net != nil {
-		v, err = liveView(s.net, ui.DefaultListen, false, s.lg)
+		v, err = liveView(s.net, uiFlags{listen: ui.DefaultListen}, s.lg)
 	} else {
 		s.out("ui: this network has no live view\n")
 		return false
@@ -115,8 +193,8 @@ func (s *shell) doUI(context.Context, string) bool {
 // newUICmd is hymn ui: the live view of a network another hymn process
 // runs.
 func newUICmd(stdout io.Writer) *cobra.Command {
-	var run, listen string
-	var readOnly bool
+	var run string
+	var f uiFlags
 	cmd := &cobra.Command{
 		Use:   "ui [--run RUN] [--listen ADDR] [--read-only]",
 		Short: "Serve the live view of a running hymn network in the browser",
@@ -128,9 +206,13 @@ network's own process, which logs them. The network is the newest live run,
 or --run RUN (hymn list shows them).
 
 It prints one line, the page's URL with a random token, and serves until the
-network stops. It listens on 127.0.0.1 unless --listen says otherwise;
-requests without the token or from another site's page are refused. See
-docs/ui.md for the HTTP API (curl "URL/api/snapshot" without the page).
+network stops. Opening the URL trades the token for a cookie (the address
+bar then shows no token); scripts send it in the X-Hymn-Token header.
+Requests without it, for another host name or from another site's page are
+refused. It listens on 127.0.0.1 unless --listen says otherwise; an address
+beyond the loopback needs --tls-cert and --tls-key (HTTPS), or
+--insecure-listen for plain HTTP. See docs/ui.md for the HTTP API
+(curl -H "X-Hymn-Token: TOKEN" URL/api/snapshot without the page).
 
 hymn --ui and hymn run --ui serve the page from the process that runs the
 network; the mininet> shell's ui command prints its URL.`,
@@ -138,13 +220,20 @@ network; the mininet> shell's ui command prints its URL.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			warning, err := checkListen(f.listen, f.tlsCert, f.tlsKey, f.insecure, "--listen", "--tls-cert", "--tls-key", "--insecure-listen")
+			if err != nil {
+				return err
+			}
 			ui.Version = Version
-			s, err := ui.Proxy(run, ui.Options{Listen: listen, ReadOnly: readOnly})
-			if errors.Is(err, ui.ErrNoRun) {
+			s, err := ui.Proxy(run, f.options(nil))
+			if errors.Is(err, ui.ErrNoRun) || errors.Is(err, ui.ErrListen) {
 				return fmt.Errorf("%w: ui: %v", ErrUsage, err)
 			}
 			if err != nil {
-				return err
+				return fmt.Errorf("ui: %w", err)
+			}
+			if warning != "" {
+				_, _ = fmt.Fprint(cmd.ErrOrStderr(), warning) // a terminal gone: the URL below fails too
 			}
 			// Only connections to end at exit: the same as in stop above.
 			defer func() { _ = s.Close() }()
@@ -157,8 +246,11 @@ network; the mininet> shell's ui command prints its URL.`,
 		},
 	}
 	cmd.Flags().StringVar(&run, "run", "", "the run id (hymn list); default: the newest live run")
-	cmd.Flags().StringVar(&listen, "listen", ui.DefaultListen, "address to listen on")
-	cmd.Flags().BoolVar(&readOnly, "read-only", false, "only show: no actions")
+	cmd.Flags().StringVar(&f.listen, "listen", ui.DefaultListen, "address to listen on (beyond the loopback: --tls-cert and --tls-key, or --insecure-listen)")
+	cmd.Flags().BoolVar(&f.readOnly, "read-only", false, "only show: no actions")
+	cmd.Flags().StringVar(&f.tlsCert, "tls-cert", "", "serve HTTPS with this certificate (PEM; with --tls-key)")
+	cmd.Flags().StringVar(&f.tlsKey, "tls-key", "", "the private key (PEM) of --tls-cert")
+	cmd.Flags().BoolVar(&f.insecure, "insecure-listen", false, "allow plain HTTP on an address beyond the loopback (whoever sees the traffic reads the token)")
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return fmt.Errorf("%w: %v", ErrUsage, err) })
 	return cmd
 }

@@ -33,6 +33,9 @@ type api struct {
 	capDir  string
 	ownDir  bool
 	measure sync.Mutex // one measure at a time
+	// capStart makes capture starts one at a time: each takes the next
+	// id and its share of the byte budget (limits.go).
+	capStart sync.Mutex
 }
 
 type uiCapture struct {
@@ -99,6 +102,8 @@ func httpError(w http.ResponseWriter, err error) {
 		code = http.StatusNotFound
 	case errors.Is(err, hymn.ErrNotBuilt):
 		code = http.StatusServiceUnavailable
+	case errors.Is(err, errTooMany):
+		code = http.StatusTooManyRequests
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
@@ -356,7 +361,14 @@ func (a *api) captureStart(_ context.Context, body []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	a.capStart.Lock()
+	defer a.capStart.Unlock()
 	a.mu.Lock()
+	limit, err := a.captureRoomLocked()
+	if err != nil {
+		a.mu.Unlock()
+		return nil, err
+	}
 	if a.capDir == "" {
 		d, err := os.MkdirTemp("", "hymn-ui-captures-")
 		if err != nil {
@@ -368,7 +380,7 @@ func (a *api) captureStart(_ context.Context, body []byte) (any, error) {
 	id := len(a.caps)
 	file := filepath.Join(a.capDir, fmt.Sprintf("%d-%s-%s.pcapng", id, req.Node1, req.Node2))
 	a.mu.Unlock()
-	lc, err := a.net.StartCapture(hymn.CaptureSpec{Node1: req.Node1, Node2: req.Node2, Dir: dir, File: file})
+	lc, err := a.net.StartCapture(hymn.CaptureSpec{Node1: req.Node1, Node2: req.Node2, Dir: dir, File: file, Limit: limit})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errBadRequest, err)
 	}

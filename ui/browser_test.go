@@ -269,28 +269,42 @@ func TestBrowserLinear3(t *testing.T) {
 		poll(`hymnUI.samples.get(0).up === true`, 20*time.Second))
 	hymntest.Cmd(t, net, "h1", "ping -c 1 -W 3 "+h3.String(), 10*time.Second)
 
+	// The page's URL lost its token: the browser holds it as a cookie
+	// the page's script cannot read.
+	if loc := eval[string](t, ctx, `location.href`); strings.Contains(loc, "token") {
+		t.Errorf("page's URL after load %q carries the token", loc)
+	}
+	if c := eval[string](t, ctx, `document.cookie`); c != "" {
+		t.Errorf("the page's script reads cookies %q: the token's must be HttpOnly", c)
+	}
+
 	// The server refuses what has no token or comes from another origin.
 	base := strings.SplitN(srv.URL(), "?", 2)[0]
 	token := strings.SplitN(srv.URL(), "token=", 2)[1]
 	for _, c := range []struct {
-		what, url, origin string
+		what, url, header, origin string
+		want                      int
 	}{
-		{"no token", base + "api/snapshot", ""},
-		{"wrong token", base + "api/snapshot?token=00" + token[2:], ""},
-		{"no token, page", base, ""},
-		{"foreign origin", base + "api/snapshot?token=" + token, "http://evil.example"},
+		{"no token", base + "api/snapshot", "", "", http.StatusUnauthorized},
+		{"wrong token", base + "api/snapshot", "00" + token[2:], "", http.StatusUnauthorized},
+		{"token in an API URL", base + "api/snapshot?token=" + token, "", "", http.StatusUnauthorized},
+		{"no token, page", base, "", "", http.StatusUnauthorized},
+		{"foreign origin", base + "api/snapshot", token, "http://evil.example", http.StatusForbidden},
 	} {
 		req, _ := http.NewRequest("GET", c.url, nil)
 		if c.origin != "" {
 			req.Header.Set("Origin", c.origin)
+		}
+		if c.header != "" {
+			req.Header.Set("X-Hymn-Token", c.header)
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		_ = resp.Body.Close() // read nothing from it
-		if resp.StatusCode != http.StatusForbidden {
-			t.Errorf("%s: %d, want 403", c.what, resp.StatusCode)
+		if resp.StatusCode != c.want {
+			t.Errorf("%s: %d, want %d", c.what, resp.StatusCode, c.want)
 		}
 	}
 }
@@ -364,8 +378,9 @@ func TestBrowserMeasureHistogram(t *testing.T) {
 		t.Error("read-only page lets measure run")
 	}
 	base, token, _ := strings.Cut(ro.URL(), "?token=")
-	req, _ := http.NewRequest("POST", base+"api/link/state?token="+token, strings.NewReader(`{"node1":"h1","node2":"s1","up":false}`))
+	req, _ := http.NewRequest("POST", base+"api/link/state", strings.NewReader(`{"node1":"h1","node2":"s1","up":false}`))
 	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Hymn-Token", token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -8,22 +8,32 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
-	"os"
 	"time"
 
 	"github.com/hymn-net/hymn"
 	"github.com/hymn-net/hymn/internal/owner"
+	"github.com/hymn-net/hymn/mnlog"
 	"golang.org/x/sys/unix"
 )
 
 // controlName is the abstract Unix socket of a run's API. An abstract
 // socket leaves no file behind: it goes with the process, even after kill
-// -9, so there is nothing for hymn clean to remove.
+// -9, so there is nothing for hymn clean to remove. Any local user can
+// bind a name first, though, so neither side trusts the name: the server
+// takes only root of its own user namespace (peerListener), and a client
+// takes only the run's own process as the server (checkServer).
 func controlName(run string) string { return "@hymn-ui-" + run }
 
-// peerListener accepts only connections from processes of this process's
-// user (abstract sockets have no file permissions to do it).
-type peerListener struct{ net.Listener }
+// ErrForeignSocket means a run's control socket is held by a process that
+// is not the run's: hymn ui refuses to proxy to it.
+var ErrForeignSocket = errors.New("control socket held by another process")
+
+// peerListener accepts only connections from root of this process's user
+// namespace (an abstract socket has no file permissions to do it).
+type peerListener struct {
+	net.Listener
+	log *mnlog.Logger
+}
 
 func (l peerListener) Accept() (net.Conn, error) {
 	for {
@@ -31,30 +41,132 @@ func (l peerListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		if samePeer(c) {
+		err = rootPeer(c)
+		if err == nil {
 			return c, nil
 		}
 		_ = c.Close() // a stranger's connection, refused
+		if l.log != nil {
+			l.log.Warningf("*** ui: control socket: refused a connection: %v\n", err)
+		}
 	}
 }
 
-func samePeer(c net.Conn) bool {
+// soPeerPidfd is SO_PEERPIDFD (Linux 6.5): a pidfd of the peer, which
+// tells whether the process read about is still the one connected.
+const soPeerPidfd = 77
+
+// peerCred returns the credentials of c's peer as the kernel recorded them
+// (at connect for a client, at listen for a server) and, where the kernel
+// has it, a pidfd of that process (-1 otherwise; the caller closes it).
+func peerCred(c net.Conn) (*unix.Ucred, int, error) {
 	uc, ok := c.(*net.UnixConn)
 	if !ok {
-		return false
+		return nil, -1, errors.New("not a Unix socket")
 	}
 	raw, err := uc.SyscallConn()
 	if err != nil {
-		return false
+		return nil, -1, err
 	}
 	var cred *unix.Ucred
+	pidfd := -1
 	var cerr error
 	if err := raw.Control(func(fd uintptr) {
 		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-	}); err != nil || cerr != nil {
-		return false
+		if cerr == nil {
+			if p, err := unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, soPeerPidfd); err == nil {
+				pidfd = p
+			}
+		}
+	}); err != nil {
+		return nil, -1, err
 	}
-	return int(cred.Uid) == os.Geteuid()
+	if cerr != nil {
+		return nil, -1, fmt.Errorf("SO_PEERCRED: %w", cerr)
+	}
+	return cred, pidfd, nil
+}
+
+// rootPeer checks that c's peer is root in this process's user namespace.
+// SO_PEERCRED maps the peer's uid into ours, but root of a user namespace
+// made by root with 0 mapped to 0 shows as 0 too, without root's power
+// here: its user namespace must be ours.
+func rootPeer(c net.Conn) error {
+	cred, pidfd, err := peerCred(c)
+	if err != nil {
+		return err
+	}
+	if pidfd >= 0 {
+		defer func() { _ = unix.Close(pidfd) }() // only read
+	}
+	if cred.Uid != 0 {
+		return fmt.Errorf("pid %d: uid %d is not root", cred.Pid, cred.Uid)
+	}
+	if cred.Pid <= 0 {
+		return errors.New("the peer's pid is not visible here (another pid namespace)")
+	}
+	ours, err := nsID("/proc/self/ns/user")
+	if err != nil {
+		return err
+	}
+	theirs, err := nsID(fmt.Sprintf("/proc/%d/ns/user", cred.Pid))
+	if err != nil {
+		return fmt.Errorf("pid %d: %w", cred.Pid, err)
+	}
+	if pidfd >= 0 && unix.PidfdSendSignal(pidfd, 0, nil, 0) == unix.ESRCH {
+		// Its pid may name another process now: what was read is not
+		// the peer's.
+		return fmt.Errorf("pid %d exited while it was checked", cred.Pid)
+	}
+	if ours != theirs {
+		return fmt.Errorf("pid %d is root of another user namespace", cred.Pid)
+	}
+	return nil
+}
+
+// nsID identifies a namespace by its file's device and inode.
+func nsID(path string) ([2]uint64, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return [2]uint64{}, fmt.Errorf("namespace %s: %w", path, err)
+	}
+	return [2]uint64{st.Dev, st.Ino}, nil
+}
+
+// checkServer checks that the process listening on c's other end is the
+// run's own (the pid its record in /run/hymn holds, still alive, and
+// root), not one that bound the socket's name first.
+func checkServer(c net.Conn, run string) error {
+	cred, pidfd, err := peerCred(c)
+	if err != nil {
+		return fmt.Errorf("run %s: control socket: %w", run, err)
+	}
+	if pidfd >= 0 {
+		_ = unix.Close(pidfd) // the pid is compared with the record's start time instead
+	}
+	st, err := owner.ReadState(run)
+	if err != nil {
+		return fmt.Errorf("run %s: %w", run, err)
+	}
+	if int(cred.Pid) != st.PID || cred.Uid != 0 || !owner.ProcessAlive(st.PID, st.StartTime) {
+		return fmt.Errorf("%w: run %s's socket %s is held by pid %d (uid %d), not by the run's process (pid %d): refusing to show it",
+			ErrForeignSocket, run, controlName(run), cred.Pid, cred.Uid, st.PID)
+	}
+	return nil
+}
+
+// dialRun connects to run's control socket and checks who serves it.
+func dialRun(ctx context.Context, run string) (net.Conn, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "unix", controlName(run))
+	if err != nil {
+		return nil, err
+	}
+	if err := checkServer(c, run); err != nil {
+		_ = c.Close() // not the run's: nothing is sent
+		return nil, err
+	}
+	return c, nil
 }
 
 // Control is a run's API served on its control socket.
@@ -87,7 +199,8 @@ func Handler(net *hymn.Network, opts Options) (h http.Handler, closeIt func(), e
 
 // ServeControl serves net's API on the run's control socket, for `hymn ui
 // --run RUN` in another process (Proxy). Requests need no token there: only
-// this user's processes can connect. opts.Log gets the actions.
+// root of this user namespace can connect. opts.Log gets the actions and
+// the refused connections.
 func ServeControl(net *hymn.Network, opts Options) (*Control, error) {
 	opts.Token = "-" // unused: the socket is private
 	if err := opts.fill(); err != nil {
@@ -99,15 +212,19 @@ func ServeControl(net *hymn.Network, opts Options) (*Control, error) {
 	}
 	ln, err := listenUnix(controlName(net.RunID()))
 	if err != nil {
+		a.close()
 		return nil, err
 	}
-	c := &Control{srv: &http.Server{Handler: a, ReadHeaderTimeout: 10 * time.Second}, api: a}
-	go func() { _ = c.srv.Serve(peerListener{ln}) }() // ends with ErrServerClosed at Close
+	c := &Control{srv: &http.Server{Handler: a, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: opts.IdleTimeout}, api: a}
+	go func() { _ = c.srv.Serve(peerListener{ln, opts.Log}) }() // ends with ErrServerClosed at Close
 	return c, nil
 }
 
 func listenUnix(name string) (net.Listener, error) {
 	ln, err := net.Listen("unix", name)
+	if errors.Is(err, unix.EADDRINUSE) {
+		return nil, fmt.Errorf("ui: control socket %s is held by another process: hymn ui cannot show this run", name)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("ui: control socket %s: %w", name, err)
 	}
@@ -118,7 +235,8 @@ func listenUnix(name string) (net.Listener, error) {
 var ErrNoRun = errors.New("no running hymn network")
 
 // FindRun picks the run to show: run itself if given (it must be alive
-// and serve its control socket), else the newest live run that does.
+// and serve its control socket), else the newest live run that does. The
+// socket must be the run's own (ErrForeignSocket otherwise).
 func FindRun(run string) (string, error) {
 	if run != "" {
 		if !owner.ValidRunID(run) {
@@ -130,7 +248,7 @@ func FindRun(run string) (string, error) {
 		if !reachable(run) {
 			return "", fmt.Errorf("%w: run %s does not serve a live view (started by the Go API without ui.ServeControl, or by an older hymn)", ErrNoRun, run)
 		}
-		return run, nil
+		return run, verify(run)
 	}
 	runs, err := owner.Runs()
 	if err != nil {
@@ -152,9 +270,12 @@ func FindRun(run string) (string, error) {
 	if best == "" {
 		return "", fmt.Errorf("%w on this machine", ErrNoRun)
 	}
-	return best, nil
+	// The newest run's socket held by a stranger is said, not skipped
+	// for an older run the user did not ask for.
+	return best, verify(best)
 }
 
+// reachable says whether something listens on run's control socket.
 func reachable(run string) bool {
 	c, err := net.DialTimeout("unix", controlName(run), time.Second)
 	if err != nil {
@@ -164,6 +285,18 @@ func reachable(run string) bool {
 	return true
 }
 
+// verify checks that run's control socket is served by the run.
+func verify(run string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	c, err := dialRun(ctx, run)
+	if err != nil {
+		return err
+	}
+	_ = c.Close() // only checking
+	return nil
+}
+
 // Proxy serves the live view of another process's run: the gate, the page
 // and its assets here, the API through the run's control socket. The
 // server's Done closes when the run ends.
@@ -171,22 +304,25 @@ func Proxy(run string, opts Options) (*Server, error) {
 	if err := opts.fill(); err != nil {
 		return nil, err
 	}
+	if err := checkListen(opts); err != nil {
+		return nil, err
+	}
 	run, err := FindRun(run)
 	if err != nil {
 		return nil, err
 	}
-	name := controlName(run)
 	tr := &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", name)
-		},
+		// Every connection checks its server again: the run may have
+		// ended and its name been taken since.
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return dialRun(ctx, run) },
 	}
 	target := &url.URL{Scheme: "http", Host: "hymn-run"}
 	rp := &httputil.ReverseProxy{Transport: tr, Rewrite: func(pr *httputil.ProxyRequest) {
 		pr.SetURL(target)
-		// The backend trusts its socket; the token stays with the gate.
-		pr.Out.Header.Del("X-Hymn-Token")
+		// The backend trusts its socket; the token and the cookie stay
+		// with the gate.
+		pr.Out.Header.Del(tokenHeader)
+		pr.Out.Header.Del("Cookie")
 		q := pr.Out.URL.Query()
 		q.Del("token")
 		pr.Out.URL.RawQuery = q.Encode()

@@ -253,6 +253,11 @@ func (a *stream) events(w http.ResponseWriter, r *http.Request) {
 		httpError(w, hymn.ErrNotBuilt)
 		return
 	}
+	if n := a.opts.MaxStreams; n > 0 && len(a.subs) >= n {
+		a.mu.Unlock()
+		httpError(w, fmt.Errorf("%w: %d event streams are open, the view's limit: close a page first", errTooMany, n))
+		return
+	}
 	a.subs[ch] = struct{}{}
 	// Lines logged from here on come through ch.
 	backlog := append([]LogLine(nil), a.log...)
@@ -290,6 +295,10 @@ func (a *stream) events(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 }
+
+// errTooMany marks a request beyond one of the view's limits (429): event
+// streams, captures running, capture bytes.
+var errTooMany = errors.New("too many requests")
 
 // logAction records an action in the run's log and on every open page.
 func (a *stream) logAction(format string, args ...any) {

@@ -9,8 +9,9 @@ import './style.css';
 
 cytoscape.use(fcose);
 
+// The page's requests carry the session cookie the server set when the
+// URL with the token was opened: no token in any URL or in the page.
 const body = document.body;
-const token = body.dataset.token;
 let readOnly = body.dataset.readOnly === 'true';
 const ui = (window.hymnUI = {
   cytoscape, // for experiments from the console
@@ -27,7 +28,7 @@ function mark(name) {
 }
 
 async function api(path, body) {
-  const opts = { headers: { 'X-Hymn-Token': token } };
+  const opts = { headers: {} };
   if (body !== undefined) {
     opts.method = 'POST';
     opts.headers['Content-Type'] = 'application/json';
@@ -525,7 +526,7 @@ function linkActions(l) {
       } else {
         const r = await api('/api/capture/stop', { id: cap.id });
         capBtn.textContent = 'Start capture';
-        capList.replaceChildren(...cap.files.map((f, k) => el('a', { href: `/api/capture/file?id=${cap.id}&file=${k}&token=${token}`, download: f }, f + ' ')));
+        capList.replaceChildren(...cap.files.map((f, k) => el('a', { href: `/api/capture/file?id=${cap.id}&file=${k}`, download: f }, f + ' ')));
         cap = null;
       }
     } catch (e) {
@@ -629,7 +630,7 @@ async function load() {
 }
 
 function stream() {
-  const es = new EventSource('/api/events?token=' + encodeURIComponent(token));
+  const es = new EventSource('/api/events');
   es.addEventListener('stats', (e) => {
     const s = JSON.parse(e.data);
     ui.events++;
