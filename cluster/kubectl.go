@@ -17,7 +17,60 @@ import (
 	"github.com/hymn-net/hymn/internal/owner"
 )
 
-// Kubectl runs workers as privileged pods of a Kubernetes cluster, through
+// WorkerCapabilities are the only Linux capabilities a worker pod's
+// container keeps (every other one is dropped, and the pod is not
+// privileged), on both Kubernetes transports: this one and the hymn-kube
+// controller. Each was found needed by running the worker's work (eBPF
+// and bridge switches, routers, emulated links, VXLAN cut links, node
+// commands) with all capabilities but it:
+//
+//   - NET_ADMIN: netlink (veth pairs, bridges, VXLAN devices, addresses,
+//     routes, qdiscs), eBPF programs attached to interfaces, ethtool
+//     offloads; without it no interface comes up.
+//   - NET_RAW: the emulator's AF_PACKET ports and captures, and ping in
+//     the nodes (Debian's ping carries the file capability, so exec fails
+//     without it in the bounding set).
+//   - SYS_ADMIN: setns into the nodes' network namespaces, the bind
+//     mounts that name them under /run/netns, and making /proc/sys/net
+//     writable (PrepareContainer); it also covers bpf() for the eBPF
+//     switch, so BPF and PERFMON are not needed besides it.
+//   - SYS_NICE: the emulator's forwarding threads run under SCHED_FIFO
+//     (without it they fall back, silently, to normal priority and
+//     forward less punctually).
+//
+// VM nodes are not covered: their taps need /dev/net/tun, which an
+// unprivileged container does not get (runc 1.2 no longer allows it by
+// default), and the image needs QEMU.
+var WorkerCapabilities = []string{"NET_ADMIN", "NET_RAW", "SYS_ADMIN", "SYS_NICE"}
+
+// WorkerAppArmorUnconfined and WorkerSeccompProfile are the rest of a
+// worker container's security context. AppArmor's default container
+// profile denies every mount and writes under /proc/sys/net, both of
+// which a worker needs (named namespaces, per-node sysctls), so the
+// container runs unconfined by AppArmor (on a host without AppArmor this
+// changes nothing); the capabilities above still bound it. Seccomp keeps
+// the runtime's default profile, which allows mount, setns, unshare and
+// bpf to a holder of SYS_ADMIN.
+const (
+	WorkerAppArmorUnconfined = true
+	WorkerSeccompProfile     = "RuntimeDefault"
+)
+
+// workerSecurityContext is the worker container's securityContext, as a
+// manifest's map.
+func workerSecurityContext() map[string]any {
+	sc := map[string]any{
+		"privileged":     false,
+		"capabilities":   map[string]any{"drop": []string{"ALL"}, "add": WorkerCapabilities},
+		"seccompProfile": map[string]any{"type": WorkerSeccompProfile},
+	}
+	if WorkerAppArmorUnconfined {
+		sc["appArmorProfile"] = map[string]any{"type": "Unconfined"}
+	}
+	return sc
+}
+
+// Kubectl runs workers as pods of a Kubernetes cluster, through
 // the kubectl command (so hymn itself links no Kubernetes client): per
 // worker a ConfigMap with its spec and a pod running `hymn worker --spec
 // /spec/spec.json` from Image, whose stdin/stdout (kubectl attach) carry
@@ -120,13 +173,15 @@ func (k *Kubectl) manifest(name string, spec []byte) ([]byte, error) {
 				"spec": map[string]any{
 					"restartPolicy":                 "Never",
 					"terminationGracePeriodSeconds": 30,
+					// A worker talks to no API server: a token mounted in
+					// it would only be one more thing for its nodes'
+					// commands to read.
+					"automountServiceAccountToken": false,
 					"containers": []any{map[string]any{
 						"name": "worker", "image": k.Image, "imagePullPolicy": pull,
 						"args":  append([]string{"worker", "--spec", "/spec/spec.json"}, k.WorkerArgs...),
 						"stdin": true, "stdinOnce": true,
-						// Namespaces, veth pairs, bridges, VXLAN devices
-						// and packet sockets need the pod privileged.
-						"securityContext": map[string]any{"privileged": true},
+						"securityContext": workerSecurityContext(),
 						"volumeMounts":    []any{map[string]any{"name": "spec", "mountPath": "/spec", "readOnly": true}},
 					}},
 					"volumes": []any{map[string]any{"name": "spec", "configMap": map[string]any{"name": name}}},

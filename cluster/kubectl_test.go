@@ -7,9 +7,10 @@ import (
 	"testing"
 )
 
-// The pod a worker runs in: privileged, stdin kept open once for the
-// protocol, the spec mounted from its ConfigMap, labelled with the run so
-// Close deletes exactly its own.
+// The pod a worker runs in: not privileged (only WorkerCapabilities, no
+// service-account token), stdin kept open once for the protocol, the spec
+// mounted from its ConfigMap, labelled with the run so Close deletes
+// exactly its own.
 func TestKubectlManifest(t *testing.T) {
 	k := &Kubectl{Image: "localhost/hymn:dev", run: "0123456789abcdef"}
 	data, err := k.manifest("hymn-0123456789abcdef-w1", []byte(`{"topology":"linear,2"}`))
@@ -25,16 +26,15 @@ func TestKubectlManifest(t *testing.T) {
 			} `json:"metadata"`
 			Data map[string]string `json:"data"`
 			Spec struct {
-				RestartPolicy string `json:"restartPolicy"`
-				Containers    []struct {
-					Image           string   `json:"image"`
-					ImagePullPolicy string   `json:"imagePullPolicy"`
-					Args            []string `json:"args"`
-					Stdin           bool     `json:"stdin"`
-					StdinOnce       bool     `json:"stdinOnce"`
-					SecurityContext struct {
-						Privileged bool `json:"privileged"`
-					} `json:"securityContext"`
+				RestartPolicy                string `json:"restartPolicy"`
+				AutomountServiceAccountToken *bool  `json:"automountServiceAccountToken"`
+				Containers                   []struct {
+					Image           string         `json:"image"`
+					ImagePullPolicy string         `json:"imagePullPolicy"`
+					Args            []string       `json:"args"`
+					Stdin           bool           `json:"stdin"`
+					StdinOnce       bool           `json:"stdinOnce"`
+					SecurityContext map[string]any `json:"securityContext"`
 				} `json:"containers"`
 			} `json:"spec"`
 		} `json:"items"`
@@ -50,7 +50,18 @@ func TestKubectlManifest(t *testing.T) {
 	}
 	pod := list.Items[1]
 	c := pod.Spec.Containers[0]
-	if !c.SecurityContext.Privileged || !c.Stdin || !c.StdinOnce || c.ImagePullPolicy != "Never" ||
+	sc, err := json.Marshal(c.SecurityContext)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("worker container securityContext: %s", sc)
+	if string(sc) != `{"appArmorProfile":{"type":"Unconfined"},"capabilities":{"add":["NET_ADMIN","NET_RAW","SYS_ADMIN","SYS_NICE"],"drop":["ALL"]},"privileged":false,"seccompProfile":{"type":"RuntimeDefault"}}` {
+		t.Errorf("securityContext %s", sc)
+	}
+	if a := pod.Spec.AutomountServiceAccountToken; a == nil || *a {
+		t.Errorf("automountServiceAccountToken %v, want false", a)
+	}
+	if !c.Stdin || !c.StdinOnce || c.ImagePullPolicy != "Never" ||
 		strings.Join(c.Args, " ") != "worker --spec /spec/spec.json" || pod.Spec.RestartPolicy != "Never" {
 		t.Errorf("pod %+v", pod)
 	}

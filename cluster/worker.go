@@ -63,6 +63,9 @@ func RunWorker(ctx context.Context, opts WorkerOptions, in io.Reader, out io.Wri
 		_ = w.write(Event{Event: "error", Worker: me, Error: err.Error(), Fatal: true})
 		return err
 	}
+	if err := PrepareContainer(); err != nil { // an unprivileged pod's read-only /proc/sys
+		return fatal(err)
+	}
 	underlay := opts.Underlay
 	if underlay == nil {
 		if underlay, err = links.HostNamespace(); err != nil {

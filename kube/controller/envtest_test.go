@@ -39,6 +39,9 @@ func newHarness(t *testing.T, r *Reconciler) *harness {
 	if r.Attach == nil {
 		r.Attach = h.workers.Attach
 	}
+	if r.Namespaces == nil {
+		r.Namespaces = e.Watched
+	}
 	e.RunController(r)
 	return h
 }
@@ -340,7 +343,7 @@ func TestDeleteWhileBuilding(t *testing.T) {
 func TestRealAttachWithoutKubelet(t *testing.T) {
 	e := kubetest.Start(t)
 	h := &harness{Env: e, t: t, c: e.Client, ns: e.NS, env: e.Env}
-	e.RunController(&Reconciler{PodTimeout: time.Minute, LinkTimeout: 20 * time.Second})
+	e.RunController(&Reconciler{PodTimeout: time.Minute, LinkTimeout: 20 * time.Second, Namespaces: e.Watched})
 	topo := h.create("attach", v1alpha1.TopologySpec{Topology: "linear,2", Workers: 2})
 	h.runPods(topo, "10.244.0.", 30)
 	topo = h.waitPhase("attach", v1alpha1.PhaseFailed, 40*time.Second)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -22,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -78,6 +80,17 @@ type Reconciler struct {
 	// none.
 	Image      string
 	PullPolicy corev1.PullPolicy
+	// AllowedImages are the images a Topology may name in spec.image
+	// besides Image: an exact reference, or "NAME:*" for any tag or
+	// digest of NAME. A worker pod administers its node's networking
+	// (cluster.WorkerCapabilities), so which program runs there is the
+	// operator's choice, not the Topology author's: any other image fails
+	// the Topology and no pod is made.
+	AllowedImages []string
+	// Namespaces are the only ones the controller acts in (the manager's
+	// cache watches only them, CacheOptions; RBAC grants it nothing
+	// elsewhere, config.Access); at least one.
+	Namespaces []string
 	// PodTimeout bounds the wait for a worker pod to run with an address;
 	// LinkTimeout the build and linking of the parts once they all run;
 	// StopTimeout the workers' teardown on deletion.
@@ -123,9 +136,22 @@ type restoration struct {
 	err    error
 }
 
+// CacheOptions makes a manager's cache watch only the given namespaces
+// (the cluster-scoped Nodes are read uncached).
+func CacheOptions(namespaces []string) cache.Options {
+	o := cache.Options{DefaultNamespaces: map[string]cache.Config{}}
+	for _, ns := range namespaces {
+		o.DefaultNamespaces[ns] = cache.Config{}
+	}
+	return o
+}
+
 // SetupWithManager registers the controller: Topologies, the pods they
 // own, and the coordinators' completions.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if len(r.Namespaces) == 0 {
+		return errors.New("the controller watches no namespace (give it at least one)")
+	}
 	if r.Client == nil {
 		r.Client = mgr.GetClient()
 	}
@@ -201,6 +227,12 @@ func or(d, def time.Duration) time.Duration {
 
 // Reconcile moves one Topology a step toward Running (or Failed).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if !slices.Contains(r.Namespaces, req.Namespace) {
+		// The cache sees only the watched namespaces, and RBAC grants
+		// nothing elsewhere: a request from outside is a mistake, refused.
+		log.FromContext(ctx).Info("ignoring a Topology outside the watched namespaces", "namespace", req.Namespace, "watched", r.Namespaces)
+		return ctrl.Result{}, nil
+	}
 	t := &v1alpha1.Topology{}
 	if err := r.APIReader.Get(ctx, req.NamespacedName, t); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -250,6 +282,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	specs, needs, res, err := r.validate(t)
 	if err != nil {
+		var na *imageNotAllowed
+		if errors.As(err, &na) {
+			r.event(t, corev1.EventTypeWarning, reasonImageNotAllowed, "Validate", err.Error())
+			return ctrl.Result{}, r.failReason(ctx, t, old, reasonImageNotAllowed, err.Error())
+		}
 		return ctrl.Result{}, r.fail(ctx, t, old, err.Error())
 	}
 	n := len(specs)
@@ -517,6 +554,9 @@ func (r *Reconciler) validate(t *v1alpha1.Topology) ([]*cluster.Spec, []partNeed
 	if r.image(t) == "" {
 		return nil, nil, nil, errors.New("no worker image: set spec.image or the controller's --image")
 	}
+	if err := r.checkImage(t); err != nil {
+		return nil, nil, nil, err
+	}
 	topology, file := sp.Topology, ""
 	if sp.File != "" {
 		topology, file = sp.File, "spec.file"
@@ -542,10 +582,72 @@ func (r *Reconciler) image(t *v1alpha1.Topology) string {
 	if t.Spec.Image != "" {
 		return t.Spec.Image
 	}
+	return r.defaultImage()
+}
+
+func (r *Reconciler) defaultImage() string {
 	if r.Image != "" {
 		return r.Image
 	}
 	return DefaultImage
+}
+
+// reasonImageNotAllowed is the Ready condition's reason (and the event's)
+// when spec.image is not on the allow-list.
+const reasonImageNotAllowed = "ImageNotAllowed"
+
+// imageNotAllowed is validate's error for an image off the allow-list.
+type imageNotAllowed struct{ image, allowed string }
+
+func (e *imageNotAllowed) Error() string {
+	return fmt.Sprintf("spec.image %q is not on the controller's allow-list (%s): worker pods administer their node's networking, so they run only the images the operator allows (hymn-kube controller --allow-image)", e.image, e.allowed)
+}
+
+// checkImage refuses a spec.image that is neither the default image nor
+// on the allow-list.
+func (r *Reconciler) checkImage(t *v1alpha1.Topology) error {
+	img := r.image(t)
+	if img == r.defaultImage() || ImageAllowed(img, r.AllowedImages) {
+		return nil
+	}
+	allowed := append([]string{r.defaultImage()}, r.AllowedImages...)
+	return &imageNotAllowed{image: clip(img, 200), allowed: clip(strings.Join(allowed, ", "), 1000)}
+}
+
+// ImageAllowed reports whether image matches an entry of allowed: equal to
+// it, or, for an entry "NAME:*", NAME followed by a tag (":...") or a
+// digest ("@..."), never a longer name.
+func ImageAllowed(image string, allowed []string) bool {
+	for _, a := range allowed {
+		if name, ok := strings.CutSuffix(a, ":*"); ok {
+			if rest, ok := strings.CutPrefix(image, name); ok && len(rest) > 1 && (rest[0] == ':' || rest[0] == '@') &&
+				!strings.ContainsAny(rest[1:], "/") {
+				return true
+			}
+			continue
+		}
+		if image == a {
+			return true
+		}
+	}
+	return false
+}
+
+// CheckAllowList refuses malformed allow-list entries: empty, with spaces,
+// or a wildcard anywhere but a final ":*".
+func CheckAllowList(allowed []string) error {
+	for _, a := range allowed {
+		name, wild := strings.CutSuffix(a, ":*")
+		switch {
+		case a == "" || name == "":
+			return errors.New("an empty image name")
+		case strings.ContainsAny(a, " \t\n"):
+			return fmt.Errorf("image %q has white space", a)
+		case strings.Contains(name, "*") || (!wild && strings.Contains(a, "*")):
+			return fmt.Errorf("image %q: a wildcard is only allowed as a final \":*\" (any tag or digest of that name)", a)
+		}
+	}
+	return nil
 }
 
 // PodName is worker i's pod (and ConfigMap) name.
@@ -599,7 +701,7 @@ func (r *Reconciler) createWorker(ctx context.Context, t *v1alpha1.Topology, i i
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: t.Namespace, Labels: labels},
 		Data:       map[string]string{specKey: string(data)},
 	}
-	privileged, automount, grace := true, false, int64(30)
+	automount, grace := false, int64(30)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: t.Namespace, Labels: labels},
 		Spec: corev1.PodSpec{
@@ -610,9 +712,7 @@ func (r *Reconciler) createWorker(ctx context.Context, t *v1alpha1.Topology, i i
 				Name: workerContainer, Image: r.image(t), ImagePullPolicy: pull,
 				Args:  []string{"worker", "--spec", "/spec/" + specKey},
 				Stdin: true, StdinOnce: true,
-				// Namespaces, veth pairs, bridges, VXLAN devices and
-				// packet sockets need the pod privileged.
-				SecurityContext: &corev1.SecurityContext{Privileged: &privileged},
+				SecurityContext: WorkerSecurityContext(),
 				Resources:       corev1.ResourceRequirements{Requests: need.requests()},
 				VolumeMounts:    []corev1.VolumeMount{{Name: "spec", MountPath: "/spec", ReadOnly: true}},
 			}},
@@ -777,6 +877,11 @@ func (r *Reconciler) stopSession(key types.NamespacedName, timeout time.Duration
 // reconcile finds the same failure again (the failed pod, the
 // coordinator's error) rather than a Topology without pods to recreate.
 func (r *Reconciler) fail(ctx context.Context, t *v1alpha1.Topology, old *v1alpha1.TopologyStatus, msg string) error {
+	return r.failReason(ctx, t, old, "Failed", msg)
+}
+
+// failReason is fail with reason as the Ready condition's.
+func (r *Reconciler) failReason(ctx context.Context, t *v1alpha1.Topology, old *v1alpha1.TopologyStatus, reason, msg string) error {
 	t.Status.Phase = v1alpha1.PhaseFailed
 	msg = strings.ReplaceAll(strings.TrimSpace(msg), "\n", "; ") // joined errors: one line for kubectl's column
 	t.Status.Message = clip(msg, 4000)
@@ -785,7 +890,7 @@ func (r *Reconciler) fail(ctx context.Context, t *v1alpha1.Topology, old *v1alph
 	if meta.FindStatusCondition(t.Status.Conditions, v1alpha1.ConditionWorkersReady) != nil {
 		setCond(t, v1alpha1.ConditionWorkersReady, metav1.ConditionFalse, "Removed", "the worker pods are removed")
 	}
-	setCond(t, v1alpha1.ConditionReady, metav1.ConditionFalse, "Failed", msg)
+	setCond(t, v1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg)
 	if err := r.writeStatus(ctx, t, old); err != nil {
 		return err
 	}

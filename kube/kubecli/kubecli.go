@@ -18,6 +18,7 @@ import (
 	"github.com/hymn-net/hymn/kube/controller"
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -85,11 +86,12 @@ func newRoot(stdin *os.File, stdout, stderr io.Writer) *cobra.Command {
 		Long: `hymn-kube runs a hymn topology across the nodes of a Kubernetes cluster: a
 Topology resource (hymn.hymn-net.io/v1alpha1) names the topology and how many
 worker pods it is split over; the controller (hymn-kube controller) creates the
-privileged worker pods, builds the parts in them and joins the cut links with
+worker pods (with network administration rights on their node: creating a
+Topology is a privileged act), builds the parts in them and joins the cut links with
 VXLAN tunnels, and reports the phase in the resource's status.
 
-  hymn-kube install                      the CRD and the controller's ClusterRole
-  hymn-kube controller                   run the controller
+  hymn-kube install [--namespaces a,b]   the CRD and the controller's roles
+  hymn-kube controller [--namespaces a,b] [--allow-image I]   run the controller
   hymn-kube run --topo linear,4 --workers 2
   hymn-kube list
   hymn-kube delete NAME`,
@@ -196,9 +198,10 @@ func apiErr(cfg *rest.Config, err error) error {
 
 func newController(g *globals, stderr io.Writer) *cobra.Command {
 	r := &controller.Reconciler{}
-	var pull, metrics, probe string
+	var pull, metrics, probe, namespaces string
 	var leader bool
 	var restarts int
+	var allow []string
 	cmd := &cobra.Command{
 		Use:   "controller [--kubeconfig F] [--image I]",
 		Short: "Run the Topology controller until interrupted",
@@ -223,25 +226,37 @@ func newController(g *globals, stderr io.Writer) *cobra.Command {
 			default:
 				r.MaxRestarts = restarts
 			}
+			if err := controller.CheckAllowList(allow); err != nil {
+				return usage("--allow-image: %v", err)
+			}
+			r.AllowedImages = allow
+			if err := g.watched(namespaces, &r.Namespaces); err != nil {
+				return err
+			}
 			cfg, err := g.restConfig()
 			if err != nil {
 				return err
 			}
-			// The CRD must be there: say so now rather than in the log.
+			// The CRD must be there and the namespaces readable: say so
+			// now rather than in the log.
 			c, err := client.New(cfg, client.Options{Scheme: scheme()})
 			if err != nil {
 				return apiErr(cfg, err)
 			}
-			if err := c.List(cmd.Context(), &v1alpha1.TopologyList{}, client.InNamespace(g.namespace), client.Limit(1)); err != nil {
-				return apiErr(cfg, err)
+			for _, ns := range r.Namespaces {
+				if err := c.List(cmd.Context(), &v1alpha1.TopologyList{}, client.InNamespace(ns), client.Limit(1)); err != nil {
+					return apiErr(cfg, err)
+				}
 			}
 			ctrl.SetLogger(zap.New(zap.WriteTo(&lockedWriter{w: stderr})))
 			mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-				Scheme:                 scheme(),
-				Metrics:                metricsserver.Options{BindAddress: metrics},
-				HealthProbeBindAddress: probe,
-				LeaderElection:         leader,
-				LeaderElectionID:       "hymn-kube-controller.hymn.hymn-net.io",
+				Scheme:                  scheme(),
+				Metrics:                 metricsserver.Options{BindAddress: metrics},
+				HealthProbeBindAddress:  probe,
+				Cache:                   controller.CacheOptions(r.Namespaces),
+				LeaderElection:          leader,
+				LeaderElectionID:        "hymn-kube-controller.hymn.hymn-net.io",
+				LeaderElectionNamespace: r.Namespaces[0],
 			})
 			if err != nil {
 				return err
@@ -258,7 +273,9 @@ func newController(g *globals, stderr io.Writer) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&r.Image, "image", controller.DefaultImage, "the worker image of Topologies that name none")
+	f.StringVar(&r.Image, "image", controller.DefaultImage, "the worker image of Topologies that name none (always allowed)")
+	f.StringSliceVar(&allow, "allow-image", nil, "an image a Topology's spec.image may name besides --image: IMAGE, or NAME:* for any tag or digest of NAME (repeatable, or comma-separated); any other fails the Topology")
+	f.StringVar(&namespaces, "namespaces", "", "the namespaces to watch, comma-separated (default: --namespace); the controller acts nowhere else")
 	f.StringVar(&pull, "pull-policy", string(controller.DefaultPullPolicy), "the worker pods' image pull policy when a Topology names none (Never: images imported into the nodes)")
 	f.DurationVar(&r.PodTimeout, "pod-timeout", controller.DefaultPodTimeout, "how long a worker pod may take to run")
 	f.DurationVar(&r.LinkTimeout, "link-timeout", controller.DefaultLinkTimeout, "how long building and linking the parts may take")
@@ -266,7 +283,7 @@ func newController(g *globals, stderr io.Writer) *cobra.Command {
 	f.DurationVar(&r.RestartWindow, "restart-window", controller.DefaultRestartWindow, "the window --max-restarts counts in")
 	f.StringVar(&metrics, "metrics-bind-address", "0", "where to serve metrics (0: nowhere)")
 	f.StringVar(&probe, "health-probe-bind-address", "0", "where to serve /healthz (0: nowhere)")
-	f.BoolVar(&leader, "leader-elect", false, "elect a leader among several controllers (a Lease in the namespace)")
+	f.BoolVar(&leader, "leader-elect", false, "elect a leader among several controllers (a Lease in the first watched namespace)")
 	return cmd
 }
 
@@ -283,27 +300,63 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
+// watched parses --namespaces (default: --namespace) into ns.
+func (g *globals) watched(list string, ns *[]string) error {
+	if list == "" {
+		list = g.namespace
+	}
+	var err error
+	if *ns, err = config.ParseNamespaces(list); err != nil {
+		return usage("--namespaces: %v", err)
+	}
+	return nil
+}
+
 func newInstall(g *globals, stdout io.Writer) *cobra.Command {
 	var print bool
+	var namespaces, account string
 	cmd := &cobra.Command{
-		Use:   "install [--print]",
-		Short: "Create or update the Topology CRD and the controller's ClusterRole",
+		Use:   "install [--namespaces a,b] [--service-account NS/NAME] [--print]",
+		Short: "Create or update the Topology CRD and the controller's service account and roles",
 		Args:  args(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			access := config.Access{}
+			if err := g.watched(namespaces, &access.Namespaces); err != nil {
+				return err
+			}
+			if account != "" {
+				ns, name, ok := strings.Cut(account, "/")
+				if !ok || len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 {
+					return usage("--service-account %q: use NAMESPACE/NAME", account)
+				}
+				access.Subject = &rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: name}
+			} else {
+				access.Subject = &rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: access.Namespaces[0], Name: config.DefaultServiceAccount}
+			}
 			if print {
+				rbac, err := access.Objects()
+				if err != nil {
+					return err
+				}
+				y, err := config.YAML(rbac)
+				if err != nil {
+					return err
+				}
 				// The manifests are the output (piped to kubectl apply): a
 				// failed write is an error, not a silent success.
-				_, err := fmt.Fprintf(stdout, "%s---\n%s", config.CRD, config.RBAC)
+				_, err = fmt.Fprintf(stdout, "%s---\n%s", config.CRD, y)
 				return err
 			}
 			c, cfg, err := g.client()
 			if err != nil {
 				return err
 			}
-			return apiErr(cfg, config.Install(cmd.Context(), c, time.Minute, func(f string, a ...any) { _, _ = fmt.Fprintf(stdout, f, a...) }))
+			return apiErr(cfg, config.Install(cmd.Context(), c, access, time.Minute, func(f string, a ...any) { _, _ = fmt.Fprintf(stdout, f, a...) }))
 		},
 	}
 	cmd.Flags().BoolVar(&print, "print", false, "print the manifests instead (for kubectl apply -f -)")
+	cmd.Flags().StringVar(&namespaces, "namespaces", "", "the namespaces the controller watches, comma-separated (default: --namespace): a Role and RoleBinding in each")
+	cmd.Flags().StringVar(&account, "service-account", "", "the controller's service account, NAMESPACE/NAME (default: hymn-kube-controller in the first watched namespace)")
 	return cmd
 }
 

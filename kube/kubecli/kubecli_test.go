@@ -152,7 +152,9 @@ func TestAgainstAPIServer(t *testing.T) {
 		t.Errorf("install as a user without permissions: exit %d, %q", code, errs)
 	}
 	code, out, errs := run(t.Context(), "install", "--kubeconfig", kc)
-	if code != 0 || !strings.Contains(out, "created CustomResourceDefinition topologies.hymn.hymn-net.io") || !strings.Contains(out, "created ClusterRole hymn-kube-controller") {
+	if code != 0 || !strings.Contains(out, "created CustomResourceDefinition topologies.hymn.hymn-net.io") || !strings.Contains(out, "created ClusterRole hymn-kube-controller") ||
+		!strings.Contains(out, "created Role default/hymn-kube-controller") || !strings.Contains(out, "created RoleBinding default/hymn-kube-controller") ||
+		!strings.Contains(out, "created ServiceAccount default/hymn-kube-controller") {
 		t.Fatalf("install: exit %d, %q %q", code, out, errs)
 	}
 	if code, out, errs = run(t.Context(), "install", "--kubeconfig", kc); code != 0 || !strings.Contains(out, "updated CustomResourceDefinition") {
@@ -165,7 +167,12 @@ func TestAgainstAPIServer(t *testing.T) {
 		}
 	}
 	workers := &kubetest.FakeWorkers{C: e.Client}
-	e.RunController(&controller.Reconciler{Attach: workers.Attach, PodTimeout: time.Minute})
+	// The controller watches default and other.
+	if err := e.Client.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "other"}}); err != nil {
+		t.Fatal(err)
+	}
+	e.Watched = []string{"default", "other"}
+	e.RunController(&controller.Reconciler{Attach: workers.Attach, PodTimeout: time.Minute, Namespaces: e.Watched})
 
 	// The kubelet: every worker pod of the run runs.
 	ctx, cancel := context.WithCancel(t.Context())
@@ -233,9 +240,6 @@ func TestAgainstAPIServer(t *testing.T) {
 	}
 	// Interrupted while the pods do not run (namespace other has no
 	// kubelet here): exit 1, and the Topology is removed.
-	if err := e.Client.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "other"}}); err != nil {
-		t.Fatal(err)
-	}
 	ictx, icancel := context.WithCancel(t.Context())
 	time.AfterFunc(3*time.Second, icancel)
 	code, out, errs = run(ictx, "run", "--kubeconfig", kc, "-n", "other", "--topo", "linear,2", "--name", "stopped")

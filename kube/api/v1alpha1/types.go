@@ -57,7 +57,8 @@ type TopologySpec struct {
 	// default 2).
 	Workers int32 `json:"workers,omitempty"`
 	// Image is the worker image (hymn's binary as its entrypoint, bash, ip,
-	// ping); the controller's default when empty.
+	// ping); the controller's default when empty. The controller runs only
+	// images on its allow-list: another fails the Topology.
 	Image string `json:"image,omitempty"`
 	// ImagePullPolicy of the worker pods (Never, IfNotPresent, Always);
 	// the controller's default when empty.

@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -144,14 +145,33 @@ type Env struct {
 	Config *rest.Config  // admin
 	Client client.Client // admin
 	NS     string
+	// Watched are the namespaces the controller under test watches
+	// (NS first); Start makes the others.
+	Watched []string
 }
 
-// Start starts kube-apiserver and etcd (stopped in t.Cleanup) and installs
-// the CRD and ClusterRole with config.Install.
-func Start(t *testing.T) *Env {
+// ControllerUser is the identity the controller under test runs as.
+const ControllerUser = "hymn-kube-controller"
+
+// Start starts kube-apiserver and etcd (stopped in t.Cleanup), creates
+// the watched namespaces besides "default" (the controller under test
+// watches "default" without any) and installs the CRD and the
+// controller's roles in them with config.Install.
+func Start(t *testing.T, watched ...string) *Env {
 	t.Helper()
 	e := StartBare(t)
-	if err := config.Install(t.Context(), e.Client, 30*time.Second, t.Logf); err != nil {
+	if len(watched) > 0 {
+		e.Watched, e.NS = watched, watched[0]
+	}
+	for _, ns := range e.Watched {
+		if ns == "default" {
+			continue
+		}
+		if err := e.Client.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := config.Install(t.Context(), e.Client, config.Access{Namespaces: e.Watched}, 30*time.Second, t.Logf); err != nil {
 		t.Fatal(err)
 	}
 	return e
@@ -177,7 +197,7 @@ func StartBare(t *testing.T) *Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Env{T: t, Env: env, Config: cfg, Client: c, NS: "default"}
+	return &Env{T: t, Env: env, Config: cfg, Client: c, NS: "default", Watched: []string{"default"}}
 }
 
 // Reconciler is what RunController needs of the controller (an interface,
@@ -186,26 +206,31 @@ type Reconciler interface {
 	SetupWithManager(ctrl.Manager) error
 }
 
-// RunController runs a manager with r as a user bound only to the
-// controller's ClusterRole, until the test ends.
+// RunController runs a manager with r as a user holding only the
+// controller's RBAC (config.Access for e.Watched, bound to it here), its
+// cache watching only e.Watched, until the test ends.
 func (e *Env) RunController(r Reconciler) {
 	t := e.T
 	t.Helper()
-	user, err := e.Env.AddUser(envtest.User{Name: "hymn-kube-controller"}, nil)
+	user, err := e.Env.AddUser(envtest.User{Name: ControllerUser}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	crb := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "hymn-kube-controller"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "hymn-kube-controller"},
-		Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: "hymn-kube-controller"}},
+	objs, err := config.Access{Namespaces: e.Watched, Subject: &rbacv1.Subject{Kind: rbacv1.UserKind, Name: ControllerUser}}.Objects()
+	if err != nil {
+		t.Fatal(err)
 	}
-	if err := e.Client.Create(t.Context(), crb); err != nil {
+	if err := config.Apply(t.Context(), e.Client, objs, t.Logf); err != nil {
 		t.Fatal(err)
 	}
 	logTo(t)
 	skip := true
+	namespaces := map[string]cache.Config{}
+	for _, ns := range e.Watched {
+		namespaces[ns] = cache.Config{}
+	}
 	mgr, err := ctrl.NewManager(user.Config(), ctrl.Options{
+		Cache:                  cache.Options{DefaultNamespaces: namespaces},
 		Scheme:                 Scheme(t),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
