@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -121,9 +122,9 @@ func Start(cfg Config) (_ *Capture, err error) {
 		}
 		c.taps = append(c.taps, &tap{Tap: t, fd: fd, index: i, stats: Stats{Interface: t.Interface}})
 	}
-	c.file, err = os.OpenFile(cfg.File, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	c.file, err = createFile(cfg.File)
 	if err != nil {
-		return nil, fmt.Errorf("capture: %w", err)
+		return nil, err
 	}
 	for i, t := range c.taps {
 		name := t.Name
@@ -149,6 +150,53 @@ func Start(cfg Config) (_ *Capture, err error) {
 		go c.read(t)
 	}
 	return c, nil
+}
+
+// createFile opens a capture file for writing, mode 0600 (packets are
+// private). As tcpdump -w, it replaces an earlier capture of the same
+// name, but only a plain file of this user's with no other name: a
+// symbolic link (O_NOFOLLOW), a FIFO or device, another user's file (one
+// left in a shared directory for root to write into) or a hard link to a
+// file elsewhere is refused, and nothing is truncated before that is
+// known.
+func createFile(name string) (*os.File, error) {
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o600)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, fmt.Errorf("capture: %s is a symbolic link: refusing to write through it", name)
+	}
+	if errors.Is(err, syscall.ENXIO) {
+		// A FIFO nobody reads (O_NONBLOCK: the open does not wait).
+		return nil, fmt.Errorf("capture: %s is not a regular file: refusing to overwrite it (remove it or name another file)", name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("capture: %w", err)
+	}
+	refuse := func(why string) (*os.File, error) {
+		_ = f.Close() // refused: nothing was written
+		return nil, fmt.Errorf("capture: %s %s: refusing to overwrite it (remove it or name another file)", name, why)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return refuse(fmt.Sprintf("cannot be examined (%v)", err))
+	}
+	sys, _ := st.Sys().(*syscall.Stat_t)
+	switch {
+	case !st.Mode().IsRegular():
+		return refuse("is not a regular file")
+	case sys != nil && int(sys.Uid) != os.Geteuid():
+		return refuse(fmt.Sprintf("belongs to uid %d", sys.Uid))
+	case sys != nil && sys.Nlink > 1:
+		return refuse("has other hard links")
+	}
+	if err := f.Truncate(0); err != nil {
+		_ = f.Close() // the truncate's error is the one to report
+		return nil, fmt.Errorf("capture: %w", err)
+	}
+	if err := f.Chmod(0o600); err != nil {
+		_ = f.Close() // as above
+		return nil, fmt.Errorf("capture: %w", err)
+	}
+	return f, nil
 }
 
 func htons(v uint16) uint16 { return v<<8 | v>>8 }

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/hymn-net/hymn"
@@ -777,19 +778,29 @@ func (s *Server) cmd(ctx context.Context, raw json.RawMessage) (any, error) {
 }
 
 // Listen makes the server's socket at path, whose directory must exist,
-// be owned by this user and be closed to others (0700): the socket is the
-// network's remote control.
+// be a directory (not a link to one) owned by root or this user and be
+// closed to others (0700): the socket is the network's remote control.
 func Listen(path string) (net.Listener, error) {
 	dir := path[:max(strings.LastIndex(path, "/"), 0)]
 	if dir == "" {
 		dir = "."
 	}
-	st, err := os.Stat(dir)
+	// Lstat: a symbolic link would let its owner point it elsewhere
+	// after the check.
+	st, err := os.Lstat(dir)
 	if err != nil {
 		return nil, fmt.Errorf("socket directory: %w", err)
 	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("socket directory %s is not a directory (%v)", dir, st.Mode().Type())
+	}
 	if st.Mode().Perm()&0o077 != 0 {
 		return nil, fmt.Errorf("socket directory %s is open to other users (mode %v): it must be 0700", dir, st.Mode().Perm())
+	}
+	// A 0700 directory of another user's is theirs to swap the socket
+	// in: it must be root's or ours.
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && sys.Uid != 0 && int(sys.Uid) != os.Geteuid() {
+		return nil, fmt.Errorf("socket directory %s belongs to uid %d: it must be root's or this user's", dir, sys.Uid)
 	}
 	ln, err := net.Listen("unix", path)
 	if err != nil {

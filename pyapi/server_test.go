@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hymn-net/hymn/internal/testenv"
 )
 
 // talk runs a server on one end of a pipe and returns a line reader and
@@ -111,6 +113,34 @@ func TestListenRefusesOpenDirectory(t *testing.T) {
 	}
 	if err := ln.Close(); err != nil {
 		t.Fatal(err)
+	}
+	// A symbolic link to the directory: its owner could point it
+	// elsewhere once checked.
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(dir, link); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Listen(filepath.Join(link, "sock")); err == nil || !strings.Contains(err.Error(), "not a directory") {
+		t.Errorf("Listen through a symbolic link: %v", err)
+	}
+}
+
+// TestListenRefusesAnotherUsersDirectory: a 0700 directory of another
+// user's is theirs to replace the socket in.
+func TestListenRefusesAnotherUsersDirectory(t *testing.T) {
+	testenv.Root(t)
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(dir, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	if ln, err := Listen(filepath.Join(dir, "sock")); err == nil || !strings.Contains(err.Error(), "uid 65534") {
+		if ln != nil {
+			_ = ln.Close() // the failure is the news
+		}
+		t.Fatalf("Listen in a directory of uid 65534: %v, want a refusal naming its owner", err)
 	}
 }
 
