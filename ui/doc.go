@@ -6,16 +6,19 @@
 // binary (assets/, made by `go generate ./ui`). docs/ui.md describes the
 // API.
 //
-// Every request goes through the gate: it needs the server's random token
-// (in the URL, a header or the page's own links) and, when it carries an
-// Origin, the server's own origin; actions also need the token and are
-// refused in read-only mode. The page never runs a command in a node: the
-// only actions are the ones the mininet> shell's link, emu, capture and
-// measure commands take, through the same hymn.Network calls, logged in
-// the run's log.
+// Every request goes through the gate: it answers only its own Host
+// names, needs the server's random token (the page's URL trades it for
+// an HttpOnly cookie and drops it; scripts send a header) and, when it
+// carries an Origin, the server's own origin; actions are refused in
+// read-only mode. Timeouts and limits (event streams, captures) keep a
+// client from holding the server. The page never runs a command in a node
+// nor names a file: the only actions are the ones the mininet> shell's
+// link, emu, capture and measure commands take, through the same
+// hymn.Network calls, logged in the run's log.
 //
 // A process without the network (`hymn ui --run RUN`) reaches it through
 // the run's control socket: every hymn run listens on an abstract Unix
-// socket named after its run id (ServeControl), accepting only peers of
-// its own user, and Proxy puts the same gate and page in front of it.
+// socket named after its run id (ServeControl), accepting only root of its
+// own user namespace, and Proxy, having checked that the socket's listener
+// is the run's own process, puts the same gate and page in front of it.
 package ui
