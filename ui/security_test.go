@@ -3,14 +3,23 @@ package ui
 import (
 	"bufio"
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
+	"math/big"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -424,5 +433,69 @@ sys.stdout.write("answered" if b"served" in out else "refused")`
 		if err != nil || string(out) != c.want {
 			t.Errorf("%s: %q %v, want %s", c.what, out, err, c.want)
 		}
+	}
+}
+
+// TestListenBeyondLoopback: plain HTTP beyond the loopback is refused
+// unless asked for; with a certificate the view serves HTTPS and its
+// cookie is Secure.
+func TestListenBeyondLoopback(t *testing.T) {
+	for _, addr := range []string{"0.0.0.0:0", ":0"} {
+		opts := Options{Listen: addr}
+		if err := opts.fill(); err != nil {
+			t.Fatal(err)
+		}
+		if s, err := listen(opts, fakeAPI(1), "r"); !errors.Is(err, ErrListen) {
+			if s != nil {
+				_ = s.Close() // the failure is the news
+			}
+			t.Errorf("plain HTTP on %s: %v, want ErrListen", addr, err)
+		}
+	}
+	startView(t, Options{Listen: "0.0.0.0:0", InsecureListen: true}, fakeAPI(1))
+
+	dir := t.TempDir()
+	cert, key := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	writeSelfSigned(t, cert, key)
+	s, base, token := startView(t, Options{Listen: "0.0.0.0:0", TLSCert: cert, TLSKey: key}, fakeAPI(1))
+	if !strings.HasPrefix(s.URL(), "https://127.0.0.1:") {
+		t.Fatalf("URL %s: want https on 127.0.0.1", s.URL())
+	}
+	client := &http.Client{
+		Transport:     &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec // the test's own self-signed certificate
+		CheckRedirect: noRedirect.CheckRedirect,
+	}
+	resp, err := client.Get(base + "?token=" + token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close() // a redirect
+	if cs := resp.Cookies(); resp.StatusCode != http.StatusSeeOther || len(cs) != 1 || !cs[0].Secure {
+		t.Errorf("over TLS: %d, cookies %v: want 303 with a Secure cookie", resp.StatusCode, resp.Header["Set-Cookie"])
+	}
+}
+
+// writeSelfSigned writes a certificate for 127.0.0.1 and its key.
+func writeSelfSigned(t *testing.T, certFile, keyFile string) {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "hymn test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, err := x509.MarshalECPrivateKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600); err != nil {
+		t.Fatal(err)
 	}
 }
