@@ -142,7 +142,7 @@ func TestTopologyLifecycle(t *testing.T) {
 			t.Fatalf("pod %s: controller reference %+v", p.Name, ref)
 		}
 		c := p.Spec.Containers[0]
-		if c.SecurityContext == nil || c.SecurityContext.Privileged == nil || !*c.SecurityContext.Privileged || !c.Stdin || !c.StdinOnce {
+		if c.SecurityContext == nil || c.SecurityContext.Privileged == nil || *c.SecurityContext.Privileged || !c.Stdin || !c.StdinOnce {
 			t.Fatalf("pod %s: container %+v", p.Name, c)
 		}
 		cm := &corev1.ConfigMap{}
