@@ -60,6 +60,10 @@ func TestUsageErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"bogus"}, `unknown command "bogus"`},
+		{[]string{"controller", "--allow-image", "repo/*"}, `--allow-image: image "repo/*": a wildcard is only allowed as a final ":*"`},
+		{[]string{"controller", "--namespaces", "a,A"}, `--namespaces: namespace "A"`},
+		{[]string{"install", "--namespaces", "a,a"}, `--namespaces: namespace "a" named twice`},
+		{[]string{"install", "--service-account", "nobody"}, `--service-account "nobody": use NAMESPACE/NAME`},
 		{[]string{"list", "--bogus"}, "unknown flag: --bogus"},
 		{[]string{"list", "extra"}, "list takes no arguments"},
 		{[]string{"run"}, "run needs --topo SPEC"},
