@@ -70,7 +70,8 @@ func workerSecurityContext() map[string]any {
 	return sc
 }
 
-// Kubectl runs workers as pods of a Kubernetes cluster, through
+// Kubectl runs workers as pods of a Kubernetes cluster (unprivileged:
+// WorkerCapabilities), through
 // the kubectl command (so hymn itself links no Kubernetes client): per
 // worker a ConfigMap with its spec and a pod running `hymn worker --spec
 // /spec/spec.json` from Image, whose stdin/stdout (kubectl attach) carry
