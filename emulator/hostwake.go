@@ -143,6 +143,7 @@ func measureEventWake(ctx context.Context, cfg HostWakeConfig) ([]int64, error) 
 		return nil, fmt.Errorf("host calibration: eventfd: %w", err)
 	}
 	var sentAt atomic.Int64 // ns since base, written before each signal
+	var taken atomic.Int64  // signals the reader has taken
 	base := time.Now()
 	out := make(chan []int64, 1)
 	ready := make(chan struct{})
@@ -163,6 +164,7 @@ func measureEventWake(ctx context.Context, cfg HostWakeConfig) ([]int64, error) 
 				break
 			}
 			wake = append(wake, int64(time.Since(base))-s)
+			taken.Add(1)
 		}
 		out <- wake
 	}()
@@ -177,10 +179,12 @@ func measureEventWake(ctx context.Context, cfg HostWakeConfig) ([]int64, error) 
 			_ = unix.Close(fd)
 			return nil, fmt.Errorf("host calibration: eventfd write: %w", err)
 		}
+		// The next signal waits until the reader took this one, so two
+		// never merge into one sample however late the reader runs.
+		for taken.Load() <= int64(i) && ctx.Err() == nil {
+			ThreadSleep(cfg.Gap / 4)
+		}
 	}
-	// Two signals the reader was too late to take apart count as one, so
-	// it may still wait for a last sample: the stop signal ends it.
-	ThreadSleep(cfg.Gap)
 	sentAt.Store(-1)
 	_, _ = unix.Write(fd, one)
 	wake := <-out
