@@ -260,15 +260,6 @@ type tcState struct {
 	touched bool      // tc changed the interface once: its tree is all there is
 }
 
-func (s *tcState) root() *tcQdisc {
-	for i := range s.Qdiscs {
-		if s.Qdiscs[i].Parent == "root" {
-			return &s.Qdiscs[i]
-		}
-	}
-	return nil
-}
-
 func (s *tcState) at(parent, handle string) int {
 	for i, q := range s.Qdiscs {
 		if parent != "" && q.Parent == parent || parent == "" && handle != "" && q.Handle == handle {

@@ -276,7 +276,7 @@ func TestECN(t *testing.T) {
 	}
 	v6 := make([]byte, 14+40)
 	binary.BigEndian.PutUint16(v6[12:], etherTypeIPv6)
-	v6[14], v6[15] = 0x60|0x0, 0x10 // traffic class 0x01: ECT(1)
+	v6[14], v6[15] = 0x60, 0x10 // traffic class 0x01: ECT(1)
 	if !FrameECT(v6) {
 		t.Error("IPv6 ECT(1) not seen")
 	}

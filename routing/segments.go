@@ -6,7 +6,6 @@ import (
 	"math/big"
 	"net/netip"
 	"slices"
-	"strings"
 
 	"github.com/hymn-net/hymn/topo"
 )
@@ -332,13 +331,4 @@ func add6(a netip.Addr, host uint64) netip.Addr {
 	var out [16]byte
 	v.FillBytes(out[:])
 	return netip.AddrFrom16(out)
-}
-
-// describe names a segment in messages.
-func (s *Segment) describe() string {
-	names := make([]string, 0, len(s.Ends))
-	for _, i := range s.Ends {
-		names = append(names, i.Name)
-	}
-	return strings.Join(names, ",")
 }

@@ -109,14 +109,14 @@ type zooNode struct {
 	id, label string
 	// Latitude and Longitude as written; coordinates are checked when the
 	// graph is built, so the message names the node's line.
-	lat, lon         string
-	hasLat, hasLon   bool
-	hyper            bool // a hyperedge: a shared medium joining its neighbours
-	line             int
-	latDeg, lonDeg   float64
-	hasCoords        bool
-	name, hostName   string
-	degree, maxPorts int
+	lat, lon       string
+	hasLat, hasLon bool
+	hyper          bool // a hyperedge: a shared medium joining its neighbours
+	line           int
+	latDeg, lonDeg float64
+	hasCoords      bool
+	name, hostName string
+	degree         int
 }
 
 type zooEdge struct {
@@ -146,9 +146,6 @@ func (g *zooGraph) addNode(n *zooNode) error {
 	g.nodes = append(g.nodes, n)
 	return nil
 }
-
-// maxLabel bounds the label kept in a node's params.
-const maxLabel = 64
 
 // build checks the graph and makes the topology: routers (and a switch
 // per hyperedge), one host per router on port 0, and a link per edge with

@@ -136,13 +136,13 @@ func (p *gmlParser) edge(v gmlValue) error {
 func (p *gmlParser) skipBlanks() {
 	for p.pos < len(p.data) {
 		c := p.data[p.pos]
-		switch {
-		case c == '\n':
+		switch c {
+		case '\n':
 			p.line++
 			p.pos++
-		case c == ' ' || c == '\t' || c == '\r':
+		case ' ', '\t', '\r':
 			p.pos++
-		case c == '#':
+		case '#':
 			for p.pos < len(p.data) && p.data[p.pos] != '\n' {
 				p.pos++
 			}
@@ -184,14 +184,14 @@ func (p *gmlParser) list(depth int, closed bool) ([]gmlPair, error) {
 			return nil, p.g.errAt(p.line, "%s has no value", clip(key))
 		}
 		v := gmlValue{line: p.line}
-		switch c := p.data[p.pos]; {
-		case c == '[':
+		switch p.data[p.pos] {
+		case '[':
 			p.pos++
 			v.isList = true
 			if v.list, err = p.list(depth+1, true); err != nil {
 				return nil, err
 			}
-		case c == '"':
+		case '"':
 			if v.text, err = p.str(); err != nil {
 				return nil, err
 			}
