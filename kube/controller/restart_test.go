@@ -23,7 +23,7 @@ func TestControllerRestartFailsRunning(t *testing.T) {
 	h.runPods(topo, "10.244.1.", 10)
 	topo = h.waitPhase("survivor", v1alpha1.PhaseRunning, 20*time.Second)
 
-	restarted := &Reconciler{Client: h.c, APIReader: h.c, Scheme: kubetest.Scheme(t), Attach: h.workers.Attach}
+	restarted := &Reconciler{Client: h.c, APIReader: h.c, Scheme: kubetest.Scheme(t), Attach: h.workers.Attach, Namespaces: h.Watched}
 	if _, err := restarted.Reconcile(t.Context(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(topo)}); err != nil {
 		t.Fatal(err)
 	}
