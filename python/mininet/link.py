@@ -74,7 +74,8 @@ class Intf(object):
                 raise Exception('No prefix length set for IP address %s'
                                 % (ipstr,))
             self.ip, self.prefixLen = ipstr, prefixLen
-        if self.node is not None and self.node.hymn is not None:
+        if self.node is not None and (self.node.hymn is not None or
+                                      getattr(self, 'made', False)):
             return self.cmd('ip addr flush dev %s; ip addr add %s/%s dev %s'
                             % (self.name, self.ip, self.prefixLen,
                                self.name))
@@ -265,10 +266,9 @@ class Link(object):
         if getattr(node1, 'net', None) is None and \
                 getattr(node2, 'net', None) is None:
             raise NotImplementedError(
-                'Link(%s, %s) between nodes outside a Mininet object (the '
-                "low-level API of Mininet's scratchnet.py) is not supported "
-                'by hymn: build the network with Mininet(), addHost, '
-                'addSwitch and addLink' % (node1, node2))
+                'Link(%s, %s) between two nodes in the root namespace is '
+                'not supported by hymn: one end must be a node in a '
+                'namespace' % (node1, node2))
         if params1 is None:
             params1 = {}
         if params2 is None:
@@ -297,8 +297,27 @@ class Link(object):
                           link=self, mac=addr2, **params2)
         self.params1, self.params2 = params1, params2
         net = getattr(node1, 'net', None) or getattr(node2, 'net', None)
+        # An end in the root namespace (a Node(inNamespace=False) of the
+        # script's own: connectToRootNS, baresshd): a veth pair the
+        # package makes there, its other end handed to hymn's node.
+        self.rootIntf = None
+        for intf in (self.intf1, self.intf2):
+            if getattr(intf.node, 'net', None) is None and \
+                    not intf.node.inNamespace:
+                self.rootIntf = intf
+        if net is not None and getattr(net, 'implicit', False) and \
+                self not in net.links:
+            # Mininet's low-level links exist once made: the implicit
+            # network is built now (with this link), or takes it live.
+            net.links.append(self)
+            if not net.deployed:
+                net._ensureDeployed('Link(%s, %s)' % (node1, node2))
+                return
         if net is not None and net.deployed:
-            net._deployLink(self)
+            if self.rootIntf is not None:
+                net._makeRootLink(self)
+            else:
+                net._deployLink(self)
 
     @staticmethod
     def _ignore(*args, **kwargs):
@@ -354,8 +373,15 @@ class Link(object):
 
     def delete(self):
         "Remove the link: on a running network both interfaces go."
-        net = self.intf1.node.net
-        if net is not None and net.deployed:
+        net = self.intf1.node.net or self.intf2.node.net
+        root = getattr(self, 'rootIntf', None)
+        if root is not None:
+            # The package made this pair: deleting its root end takes
+            # both.
+            if getattr(root, 'made', False):
+                from mininet.util import errRun
+                errRun(['ip', 'link', 'del', root.name])
+        elif net is not None and net.deployed:
             net.conn.request('delLink', node1=self.intf1.node.name,
                              node2=self.intf2.node.name,
                              intf1=self.intf1.name)

@@ -86,6 +86,7 @@ class Mininet(object):
         self._started = False
         self.stopped = False
         self._adopt = []
+        self.implicit = False  # the low-level API's network (implicitNet)
         Mininet.init()
         if topo and build:
             self.build()
@@ -256,7 +257,8 @@ class Mininet(object):
         node1 = node1 if not isinstance(node1, BaseString) else self[node1]
         node2 = node2 if not isinstance(node2, BaseString) else self[node2]
         for n in (node1, node2):
-            if self.nameToNode.get(n.name) is not n:
+            if self.nameToNode.get(n.name) is not n and \
+                    not (n.net is None and not n.inNamespace):
                 _unsupported('addLink to %s, a node this Mininet did not add '
                              "(Mininet's connectToRootNS links a root-"
                              'namespace Node)' % n.name,
@@ -452,7 +454,8 @@ class Mininet(object):
         # emulator takes (link.TC_KEYS), which the links' specs use.
         conn = self._connect()
         nodes = [self._nodeSpec(n) for n in self.hosts + self.switches]
-        links = [self._linkSpec(l) for l in self.links]
+        links = [self._linkSpec(l) for l in self.links
+                 if getattr(l, 'rootIntf', None) is None]
         res = conn.request('build', nodes=nodes, links=links,
                            controllers=controllers, options={
                                'switch': kind, 'nodes': d['nodes'],
@@ -468,6 +471,9 @@ class Mininet(object):
         for intf in _pendingAdopt + list(self._adopt):
             self._adoptIntf(intf)
         del _pendingAdopt[:]
+        for link in self.links:
+            if getattr(link, 'rootIntf', None) is not None:
+                self._makeRootLink(link)
         self._runEarly()
 
     def _pointOVSTools(self, nodes):
@@ -512,6 +518,58 @@ class Mininet(object):
         res = self.conn.request('addLink', **spec)
         link.deployed = True
         self._absorb([res['node1'], res['node2']])
+
+    def adoptNode(self, node):
+        "A node of the low-level API joins this (implicit) network."
+        node.net = self
+        self.hosts.append(node)
+        self.nameToNode[node.name] = node
+
+    def _makeRootLink(self, link):
+        """A link to a node in the root namespace: a veth pair made
+        there; the other end goes to its node as an existing interface
+        (moved into a namespace, or made a switch's port). The root end
+        goes when that node's namespace does."""
+        from mininet.util import errRun
+        root = link.rootIntf
+        other = link.intf2 if root is link.intf1 else link.intf1
+        if other.node.hymn is None and other.node.inNamespace and \
+                not getattr(other.node, 'kind', '') == 'switch':
+            self._deployNode(other.node)
+        deadline = time.time() + 3
+        while True:
+            _, err, code = errRun(['ip', 'link', 'add', other.name, 'type',
+                                   'veth', 'peer', 'name', root.name])
+            # A pair of a node just deleted goes with its namespace, which
+            # the kernel frees in the background.
+            if not code or 'File exists' not in err or \
+                    time.time() > deadline:
+                break
+            time.sleep(0.05)
+        if code:
+            raise _hymn.HymnError('link %s: %s' % (link, err.strip()))
+        # Checksums complete on the wire, as on hymn's own links: a
+        # switch's user-space datapath forwards a partial one as it is.
+        for name in (root.name, other.name):
+            errRun(['ethtool', '-K', name, 'tx', 'off'])
+        if root.mac:
+            errRun(['ip', 'link', 'set', root.name, 'address', root.mac])
+        errRun(['ip', 'link', 'set', root.name, 'up'])
+        ip = root.params.get('ip')
+        if ip:
+            errRun(['ip', 'addr', 'add', str(ip) if '/' in str(ip) else
+                    '%s/8' % ip, 'dev', root.name])
+        root.made = True
+        link.deployed = True
+        nodeIP = other.node.params.get('ip')
+        if not other.params.get('ip') and nodeIP and \
+                other.node.defaultIntf() is other:
+            # The node's address on its default interface, as hymn gives
+            # it to the links it makes (Mininet's config sets it).
+            ip = str(nodeIP) if '/' in str(nodeIP) else '%s/8' % nodeIP
+            other.params['ip'] = ip
+            other.ip, other.prefixLen = ip.split('/')
+        self._adoptIntf(other)
 
     def _adoptIntf(self, intf):
         from mininet.node import Switch
@@ -868,6 +926,22 @@ def _cpuSeconds(pids):
         except (OSError, ValueError, IndexError, TypeError):
             pass
     return total
+
+
+_implicit = [None]
+
+
+def implicitNet():
+    """The network of the nodes a script makes without a Mininet object
+    (Mininet's low-level API: Node('h0'), Link(h0, s0)); hymn builds it
+    when one of them first needs it, and removes it when the script
+    ends."""
+    if _implicit[0] is None:
+        from mininet.node import LinuxBridge
+        net = Mininet(controller=None, switch=LinuxBridge, build=False)
+        net.implicit = True
+        _implicit[0] = net
+    return _implicit[0]
 
 
 class MininetWithControlNet(Mininet):

@@ -190,6 +190,12 @@ class Node(object):
         self._dead = False
         self._vmThread = None
         self._early = []  # commands given before the network was built
+        if self.net is None and self.inNamespace:
+            # Mininet's low-level API (Node('h0'), Link(h0, s0), no
+            # Mininet object): the node joins the process's implicit
+            # network, which hymn builds when a node first needs it.
+            from mininet.net import implicitNet
+            implicitNet().adoptNode(self)
         # Mininet's node shells start in the node's constructor, in the
         # script's directory then; hymn's start on first use, in that
         # same directory (./h2_output.pcap lands where Mininet puts it
@@ -272,6 +278,10 @@ class Node(object):
             # (a router's sysctl) deploys what the script added so far,
             # and leaves Mininet's build() (configHosts) to start().
             self.net._ensureDeployed(why='%s.cmd()' % self.name)
+            if self.hymn is None and self.net.deployed and \
+                    self.net.nameToNode.get(self.name) is self:
+                # Made after the build (the implicit network's nodes).
+                self.net._deployNode(self)
             if self.hymn is None and self.net.deployed:
                 raise ShellError('%s is not part of the network (was it '
                                  'added with addHost/addSwitch?)' % self.name)
@@ -436,8 +446,20 @@ class Node(object):
         self.waiting = False
 
     def stop(self, deleteIntfs=False):
-        "Stop the node (its shell)."
+        """Stop the node (its shell); a node of the low-level API goes
+        from hymn's network with its links, as Mininet's goes with its
+        namespace."""
         self.terminate()
+        net = self.net
+        if net is not None and getattr(net, 'implicit', False) and \
+                net.nameToNode.get(self.name) is self and \
+                not getattr(self, '_leaving', False):
+            self._leaving = True  # delNode stops the node too
+            if net.deployed and self.hymn is not None:
+                net.delNode(self)
+            else:
+                net.hosts.remove(self)
+                net.nameToNode.pop(self.name, None)
 
     def cleanup(self):
         self.terminate()
