@@ -2,6 +2,8 @@ package controller
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -532,6 +534,15 @@ func (r *Reconciler) event(t *v1alpha1.Topology, typ, reason, action, msg string
 	}
 }
 
+// vniKeyFor is a Topology's VNI key (cluster.Spec.VNIKey), stable across
+// reconciles. It keeps VNIs from being guessed from the topology alone;
+// whoever can read the Topology can derive them (docs/cluster.md: the
+// tunnels' filter, not the VNI, keeps strangers out).
+func vniKeyFor(uid types.UID) string {
+	sum := sha256.Sum256([]byte("hymn cut-link VNIs " + string(uid)))
+	return hex.EncodeToString(sum[:cluster.VNIKeyLen])
+}
+
 // validate checks the spec and splits the topology as the workers will,
 // with what each part needs of a node.
 func (r *Reconciler) validate(t *v1alpha1.Topology) ([]*cluster.Spec, []partNeeds, *partition.Result, error) {
@@ -564,6 +575,14 @@ func (r *Reconciler) validate(t *v1alpha1.Topology) ([]*cluster.Spec, []partNeed
 	specs, res, err := cluster.NewSpecFrom(TopologySource, topology, file, sp.IPBase, false, n, partition.Options{})
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	// Every reconcile splits again, and NewSpec draws a new VNI key each
+	// time: workers whose ConfigMaps were written by two reconciles (a
+	// creation that failed half way) would disagree on their tunnels'
+	// VNIs. The key is derived from the Topology's UID instead, the same
+	// for every reconcile of one Topology and new for a re-created one.
+	for _, s := range specs {
+		s.VNIKey = vniKeyFor(t.UID)
 	}
 	needs := make([]partNeeds, len(specs))
 	for i, s := range specs {

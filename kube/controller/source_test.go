@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/hymn-net/hymn/cluster"
 	"github.com/hymn-net/hymn/kube/api/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -75,5 +76,18 @@ func TestTopologyFileNamesRefused(t *testing.T) {
 	tp.Spec.File = ok
 	if _, _, _, err := (&Reconciler{Image: "hymn:test"}).validate(tp); err != nil {
 		t.Fatalf("an inline schedule was refused: %v", err)
+	}
+}
+
+func TestVNIKeyStablePerTopology(t *testing.T) {
+	a, b := vniKeyFor("uid-1"), vniKeyFor("uid-1")
+	if a != b {
+		t.Fatalf("two reconciles of one Topology got VNI keys %s and %s", a, b)
+	}
+	if a == vniKeyFor("uid-2") {
+		t.Fatal("two Topologies share a VNI key")
+	}
+	if len(a) != 2*cluster.VNIKeyLen {
+		t.Fatalf("key %q is not %d hex digits", a, 2*cluster.VNIKeyLen)
 	}
 }
