@@ -79,6 +79,7 @@ packages=(
   ethtool                   # offload settings on emulated links' ends
   net-tools                 # ifconfig/route inside nodes (Mininet's walkthrough)
   iptables                  # --nat (masquerade)
+  nftables                  # nft: a split network's tunnel filter (cluster/filter.go)
   procps                    # ps/sysctl in tests and nodes
   util-linux                # setpriv (non-root test), nsenter, unshare
   bash                      # node shells
@@ -94,6 +95,7 @@ packages=(
   graphviz                  # dot: hymn graph --format svg and its test
   librsvg2-bin              # rsvg-convert: the measure test checks that its SVG plots render
   python3                   # Mininet custom topologies (--custom FILE.py)
+  python3-pexpect openssh-server # Mininet's upstream examples/test (docs/python.md: sshd, baresshd)
   python3-jsonschema python3-yaml # the schema test (schema/topology.schema.json)
   tcpdump tshark            # packet captures; OpenFlow dissection in the SDN tests
   tmux                      # xterm/x/gterm in the shell
