@@ -411,11 +411,23 @@ func TestSwitchKeepsRouterMessagesUntilARouter(t *testing.T) {
 	}
 	rs, mld := icmp6Frame(1, 2, icmp6RouterSol, false), icmp6Frame(1, 0x16, icmp6MLDv2Report, true)
 	echo := icmp6Frame(1, 1, 128, false) // an echo request to all nodes
-	if got := received(rs, mld, rs); got != 0 {
-		t.Errorf("h2 received %d of h1's router solicitations and MLD reports without a router on the switch", got)
+	// h2's counter also counts what the hosts' own kernels send (a
+	// duplicate address check floods as it should), so the test sends many
+	// frames of each kind and allows a few strays: 40 router messages that
+	// flooded would be 40, not a few.
+	const n, strays = 20, 4
+	repeat := func(frames ...[]byte) [][]byte {
+		var out [][]byte
+		for range n {
+			out = append(out, frames...)
+		}
+		return out
 	}
-	if got := received(echo); got != 1 {
-		t.Errorf("h2 received %d of 1 echo request to all nodes", got)
+	if got := received(repeat(rs, mld)...); got > strays {
+		t.Errorf("h2 received %d of h1's %d router solicitations and MLD reports without a router on the switch", got, 2*n)
+	}
+	if got := received(repeat(echo)...); got < n || got > n+strays {
+		t.Errorf("h2 received %d of %d echo requests to all nodes", got, n)
 	}
 	if saw, err := s.SawRouter(); err != nil || saw {
 		t.Fatalf("SawRouter before any router: %v, %v", saw, err)
@@ -425,8 +437,8 @@ func TestSwitchKeepsRouterMessagesUntilARouter(t *testing.T) {
 	if saw, err := s.SawRouter(); err != nil || !saw {
 		t.Fatalf("SawRouter after h3's router advertisement: %v, %v", saw, err)
 	}
-	if got := received(rs, mld); got != 2 {
-		t.Errorf("h2 received %d of h1's 2 router messages once a router was seen (they flood, as a bridge without a querier floods)", got)
+	if got := received(repeat(rs, mld)...); got < 2*n || got > 2*n+strays {
+		t.Errorf("h2 received %d of h1's %d router messages once a router was seen (they flood, as a bridge without a querier floods)", got, 2*n)
 	}
 	if _, ok := l.fdb(s)["00:00:00:00:00:00"]; ok {
 		t.Error("the router record is listed as a learned address")
