@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/hymn-net/hymn/internal/owner"
 	"github.com/hymn-net/hymn/internal/testenv"
@@ -75,7 +76,10 @@ time.sleep(60)`, run)
 		t.Fatalf("squatter: %q %v", line, err)
 	}
 	var out, errb bytes.Buffer
-	code := Execute(context.Background(), []string{"ui", "--run", run}, nil, &out, &errb)
+	// A hymn ui that proxies would serve until the context ends.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	code := Execute(ctx, []string{"ui", "--run", run}, nil, &out, &errb)
 	if code != 1 || out.Len() != 0 || !strings.Contains(errb.String(), "held by pid "+strconv.Itoa(sq.Process.Pid)) {
 		t.Errorf("hymn ui --run on a squatted socket: exit %d, stdout %q, stderr %q: want 1, no URL, the squatter named", code, out.String(), errb.String())
 	}
