@@ -344,7 +344,7 @@ func TestMNWalkthroughWireshark(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "0% dropped") {
 		t.Fatalf("mn --test pingall: %v\n%s", err, out)
 	}
-	m := regexp.MustCompile(`\*\*\* c0: listening on (127\.0\.0\.\d+):(\d+)\n`).FindStringSubmatch(string(out))
+	m := regexp.MustCompile(`\*\*\* c0: listening on (127\.0\.0\.\d+):(\d+)[ \n]`).FindStringSubmatch(string(out))
 	if m == nil {
 		t.Fatalf("no listening line in mn -v debug:\n%s", out)
 	}
