@@ -35,10 +35,30 @@ func nativePing(ctx context.Context, node *nodes.NsNode, dst netip.Addr, timeout
 	id := uint16(echoID.Add(1))
 	req := []byte{8, 0, 0, 0, byte(id >> 8), byte(id), 0, 1, 'h', 'y', 'm', 'n', 0, 0, 0, 0}
 	binary.BigEndian.PutUint16(req[2:], icmpChecksum(req))
-	sa := &unix.SockaddrInet4{Addr: dst.As4()}
+	isReply := func(buf []byte, from unix.Sockaddr) bool {
+		src, ok := from.(*unix.SockaddrInet4)
+		if !ok || netip.AddrFrom4(src.Addr) != dst || len(buf) < 20 {
+			return false
+		}
+		ihl := int(buf[0]&0x0f) * 4
+		if len(buf) < ihl+8 {
+			return false
+		}
+		icmp := buf[ihl:]
+		return icmp[0] == 0 && binary.BigEndian.Uint16(icmp[4:]) == id
+	}
+	return echo(ctx, fd, req, &unix.SockaddrInet4{Addr: dst.As4()}, timeout, isReply)
+}
+
+// echo sends one echo request on a raw socket and waits for the reply
+// that isReply recognises (given the bytes read and their sender), the
+// way ping -c1 -W timeout does: a send that fails (no route, unreachable
+// neighbour) is sent, not received; the wait ends at timeout or when ctx
+// ends, whichever comes first.
+func echo(ctx context.Context, fd int, req []byte, to unix.Sockaddr, timeout time.Duration, isReply func(buf []byte, from unix.Sockaddr) bool) (PingResult, error) {
+	r := PingResult{Sent: 1}
 	start := time.Now()
-	if err := unix.Sendto(fd, req, 0, sa); err != nil {
-		// "connect: Network is unreachable" and kin: sent, not received.
+	if err := unix.Sendto(fd, req, 0, to); err != nil {
 		return r, nil
 	}
 	deadline := start.Add(timeout)
@@ -63,16 +83,7 @@ func nativePing(ctx context.Context, node *nodes.NsNode, dst netip.Addr, timeout
 		if err != nil {
 			return r, err
 		}
-		src, ok := from.(*unix.SockaddrInet4)
-		if !ok || netip.AddrFrom4(src.Addr) != dst || n < 20 {
-			continue
-		}
-		ihl := int(buf[0]&0x0f) * 4
-		if n < ihl+8 {
-			continue
-		}
-		icmp := buf[ihl:n]
-		if icmp[0] == 0 && binary.BigEndian.Uint16(icmp[4:]) == id {
+		if isReply(buf[:n], from) {
 			rtt := time.Since(start)
 			r.Received = 1
 			r.RTTMin, r.RTTAvg, r.RTTMax = rtt, rtt, rtt

@@ -2,7 +2,6 @@ package hymn
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/netip"
 	"time"
@@ -30,41 +29,10 @@ func nativePing6(ctx context.Context, node *nodes.NsNode, dst netip.Addr, timeou
 
 	id := uint16(echoID.Add(1))
 	req := []byte{128, 0, 0, 0, byte(id >> 8), byte(id), 0, 1, 'h', 'y', 'm', 'n', 0, 0, 0, 0}
-	start := time.Now()
-	if err := unix.Sendto(fd, req, 0, &unix.SockaddrInet6{Addr: dst.As16()}); err != nil {
-		// No route, unreachable neighbour: sent, not received.
-		return r, nil
-	}
-	deadline := start.Add(timeout)
-	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline = d
-	}
-	buf := make([]byte, 1500)
-	for {
-		left := time.Until(deadline)
-		if left <= 0 || ctx.Err() != nil {
-			return r, ctx.Err()
-		}
-		tv := unix.NsecToTimeval(min(left, 50*time.Millisecond).Nanoseconds())
-		if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
-			return r, fmt.Errorf("ping6 socket: SO_RCVTIMEO: %w", err)
-		}
-		n, from, err := unix.Recvfrom(fd, buf, 0)
-		if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil {
-			return r, err
-		}
+	isReply := func(buf []byte, from unix.Sockaddr) bool {
 		src, ok := from.(*unix.SockaddrInet6)
-		if !ok || netip.AddrFrom16(src.Addr) != dst || n < 8 {
-			continue
-		}
-		if buf[0] == 129 && uint16(buf[4])<<8|uint16(buf[5]) == id {
-			rtt := time.Since(start)
-			r.Received = 1
-			r.RTTMin, r.RTTAvg, r.RTTMax = rtt, rtt, rtt
-			return r, nil
-		}
+		return ok && netip.AddrFrom16(src.Addr) == dst && len(buf) >= 8 &&
+			buf[0] == 129 && uint16(buf[4])<<8|uint16(buf[5]) == id
 	}
+	return echo(ctx, fd, req, &unix.SockaddrInet6{Addr: dst.As16()}, timeout, isReply)
 }
