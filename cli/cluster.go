@@ -394,6 +394,9 @@ func runCluster(ctx context.Context, f *clusterFlags, args []string, stdin *os.F
 	if err := checkIPBase(f.ipbase); err != nil {
 		return err
 	}
+	if _, err := f.ui.check(); err != nil { // before any worker starts (ui.go)
+		return err
+	}
 	if f.port < 1 || f.port > 65535 {
 		return fmt.Errorf("%w: --port %d is not a UDP port", ErrUsage, f.port)
 	}

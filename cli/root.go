@@ -198,6 +198,12 @@ func runMN(ctx context.Context, f *mnFlags, stdin *os.File, stdout, stderr io.Wr
 	if f.clean {
 		return runClean(lg, false)
 	}
+	// The live view's flags are judged before anything is loaded or
+	// built: a refusal once the network stands would have built it for
+	// nothing (startLiveView judges them again, for its warning).
+	if _, err := f.ui.check(); err != nil { // ui.go
+		return err
+	}
 	start := time.Now()
 	lim, err := f.limits()
 	if err != nil {

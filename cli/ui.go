@@ -2,9 +2,11 @@ package cli
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"sync"
 
@@ -47,9 +49,30 @@ func (f uiFlags) check() (string, error) {
 	return checkListen(f.listen, f.tlsCert, f.tlsKey, f.insecure, "--ui", "--ui-tls-cert", "--ui-tls-key", "--ui-insecure-listen")
 }
 
+// checkListen is the whole judgement of the live view's listening flags,
+// made before anything is built (a refusal after the build would leave a
+// network made for nothing): the address's shape, TLS's two files
+// together and loadable, and beyond the loopback TLS or the opt-out.
 func checkListen(addr, cert, key string, insecure bool, listenFlag, certFlag, keyFlag, insecureFlag string) (string, error) {
 	if (cert == "") != (key == "") {
 		return "", fmt.Errorf("%w: %s and %s go together", ErrUsage, certFlag, keyFlag)
+	}
+	if addr != "" {
+		_, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return "", fmt.Errorf("%w: %s %q: give HOST:PORT (%v)", ErrUsage, listenFlag, addr, err)
+		}
+		if _, err := net.LookupPort("tcp", port); err != nil {
+			return "", fmt.Errorf("%w: %s %q: the port %q is not a port number from 0 to 65535", ErrUsage, listenFlag, addr, port)
+		}
+	}
+	if cert != "" {
+		// The files are the local user's: loading them now makes a
+		// missing or mismatched one a usage error, not a failure after
+		// the build. tls's errors name no file content.
+		if _, err := tls.LoadX509KeyPair(cert, key); err != nil {
+			return "", fmt.Errorf("%w: %s %s, %s %s: %v", ErrUsage, certFlag, cert, keyFlag, key, err)
+		}
 	}
 	if addr == "" || ui.Loopback(addr) {
 		return "", nil
