@@ -26,7 +26,8 @@ import (
 // business and pass. The table lives in the underlay namespace (a pod's,
 // a local machine's) and is removed by the worker with its cut links; a
 // worker killed outright leaves it to the namespace's end (the pod's, the
-// machine's).
+// local machine's) or, in a machine's own namespace, to hymn clean
+// (RemoveStaleFilters).
 
 // tunnelFilter is the run's nftables table in one underlay namespace.
 type tunnelFilter struct {
