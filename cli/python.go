@@ -283,7 +283,7 @@ func newPyserveCmd(stdout, stderr io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			cfg := pyapi.Config{Keep: keep, Version: Version,
+			cfg := pyapi.Config{Keep: keep, Version: Version, Stderr: stderr,
 				// The run's control socket (hymn ui from elsewhere) and,
 				// with hymn python --ui, the page; the URL goes to the
 				// script's stderr.

@@ -46,6 +46,10 @@ type Config struct {
 	Version string
 	// Debug receives one line per request when non-nil.
 	Debug io.Writer
+	// Stderr, when non-nil, receives notices for the script's user (a
+	// low-level API network that stays because processes outlived the
+	// script in it).
+	Stderr io.Writer
 	// Started, when non-nil, runs once the network is built (the live
 	// view); the function it returns runs before the network stops. Its
 	// error fails the build.
@@ -59,7 +63,11 @@ type Server struct {
 	mu      sync.Mutex // the network pointer and stopped
 	net     *hymn.Network
 	stopped bool
-	unstart func() // Config.Started's stop, once the network is built
+	// lowLevel: the network of Mininet's low-level API, which has no
+	// stop(); it stays when the connection ends if processes outlived
+	// the script in it (lingerers).
+	lowLevel bool
+	unstart  func() // Config.Started's stop, once the network is built
 
 	wmu sync.Mutex // one answer line at a time
 	w   *bufio.Writer
@@ -161,6 +169,21 @@ func Serve(ctx context.Context, conn io.ReadWriteCloser, cfg Config) error {
 	}
 	if cfg.Keep {
 		return nil
+	}
+	s.mu.Lock()
+	lowLevel := s.lowLevel
+	s.mu.Unlock()
+	if lowLevel {
+		if procs := s.lingerers(); len(procs) > 0 {
+			if cfg.Stderr != nil {
+				var names []string
+				for _, p := range procs {
+					names = append(names, fmt.Sprintf("%s in %s (pid %d)", p.Command, p.Node, p.PID))
+				}
+				_, _ = fmt.Fprintf(cfg.Stderr, "*** hymn: %s still running: the network stays after the script, as Mininet's namespaces do; hymn clean removes it\n", strings.Join(names, ", "))
+			}
+			return nil
+		}
 	}
 	return s.stop()
 }
@@ -318,6 +341,11 @@ func (s *Server) handle(ctx context.Context, op string, raw json.RawMessage) (an
 		return nil, n.WaitConnected(ctx)
 	case "adoptIntf":
 		return s.adoptIntf(ctx, raw)
+	case "lowLevel":
+		s.mu.Lock()
+		s.lowLevel = true
+		s.mu.Unlock()
+		return nil, nil
 	case "clean":
 		rep, err := hymn.Clean(ctx, hymn.CleanOptions{})
 		return map[string]any{"runs": rep.Runs}, err

@@ -81,6 +81,8 @@ class Connection(object):
         self.ids = itertools.count(1)
         self.pending = {}
         self.closed = False
+        # Run by close() first, while the connection still answers.
+        self.beforeClose = []
         hello = json.loads(self.rfile.readline() or b'{}')
         if hello.get('hello') != 'hymn-pyapi':
             raise HymnError('hymn pyserve sent no hello')
@@ -148,6 +150,12 @@ class Connection(object):
         "End the connection: hymn removes the network (unless --keep)."
         if self.sock is None:
             return
+        hooks, self.beforeClose = self.beforeClose, []
+        for hook in hooks:
+            try:
+                hook()
+            except Exception as e:  # the network goes all the same
+                warn('before closing the connection: %s' % e)
         try:
             self.sock.shutdown(socket.SHUT_WR)
         except OSError:

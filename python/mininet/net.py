@@ -379,7 +379,30 @@ class Mininet(object):
     def _connect(self):
         if self.conn is None:
             self.conn = _hymn.Connection()
+            if self.implicit:
+                # No stop() ends it: hymn keeps it after the script if
+                # processes outlive the script in it (a daemon).
+                self.conn.request('lowLevel')
+                self.conn.beforeClose.append(self._hangUpAtExit)
         return self.conn
+
+    def _hangUpAtExit(self):
+        """The low-level API has no stop(): when the script ends, its
+        nodes' shells hang up, as they do in Mininet when the script's
+        end closes their terminals. A process that still runs in a node
+        afterwards (a daemon: sshd forks away from its shell) keeps the
+        network, as Mininet's namespaces live on with their processes;
+        hymn says so, and hymn clean removes it."""
+        if self.stopped or not self.deployed:
+            return
+        from mininet.node import settleJobs, waitHungUp, _VMShell
+        shells = [n for n in self.hosts + self.switches
+                  if n._shell is not None and
+                  not isinstance(n._shell, _VMShell)]
+        settleJobs([n._shell.pid for n in shells])
+        for n in shells:
+            n.terminate()
+        waitHungUp()
 
     def _ensureDeployed(self, why=''):
         """Have hymn make what the script added so far (a node's shell
@@ -791,6 +814,24 @@ class Mininet(object):
             return m[-1]
         error('could not parse iperf output: ' + iperfOutput)
         return ''
+
+    @staticmethod
+    def _iperfVals(iperfcsv, serverip):
+        """The last report of iperf -y C output as a dict (date, cip,
+        cport, sip, sport, ipver, interval, sent, rate), turned so that
+        cip/cport is the client and sip/sport the server whose address is
+        serverip, whichever side printed it."""
+        names = ('date', 'cip', 'cport', 'sip', 'sport', 'ipver',
+                 'interval', 'sent', 'rate')
+        vals = {}
+        for line in iperfcsv.strip().splitlines():
+            if ',' not in line:
+                continue
+            vals = dict(zip(names, line.strip().split(',')))
+            if vals.get('cip') == serverip:
+                vals['cip'], vals['sip'] = vals['sip'], vals['cip']
+                vals['cport'], vals['sport'] = vals['sport'], vals['cport']
+        return vals
 
     def iperf(self, hosts=None, l4Type='TCP', udpBw='10M', fmt=None,
               seconds=5, port=5001):

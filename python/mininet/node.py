@@ -580,6 +580,7 @@ class Node(object):
                 '%s.popen: VM nodes run commands through their shell; use '
                 '%s.cmd() or sendCmd()/monitor()' % (self.name, self.name))
         if self.hymn is not None and self.hymn.get('ownNamespace'):
+            cmd = self.popenPrefix() + cmd
             if self._privateMounts() and self.shell is not None:
                 # In the node's mount namespace too (Mininet's mnexec -a).
                 cmd = ['nsenter', '--mount=/proc/%d/ns/mnt'
@@ -589,6 +590,10 @@ class Node(object):
             cmd = ['ip', 'netns', 'exec', self.hymn['namespace'],
                    'env'] + _nodeEnv(self) + cmd
         return subprocess.Popen(cmd, **defaults)
+
+    def popenPrefix(self):
+        "What a popen()ed command runs behind in the node (none here)."
+        return []
 
     def pexec(self, *args, **kwargs):
         "popen, wait, return (out, err, exitcode) as strings."
@@ -837,21 +842,47 @@ class Host(Node):
 
 class CPULimitedHost(Host):
     """A host in a cgroup with a CPU bandwidth limit (cpu=fraction of the
-    machine, sched='cfs'), as Mininet's; hymn makes the cgroup."""
+    machine), as Mininet's; hymn makes the cgroup. sched='cfs' limits it
+    with the CFS bandwidth controller; sched='rt' runs its shell and
+    popen()s under SCHED_RR (priority rtprio) and limits the group with
+    the kernel's RT group scheduling (cgroup v1's cpu.rt_runtime_us, which
+    kernels built with CONFIG_RT_GROUP_SCHED have), as Mininet does."""
 
     def __init__(self, name, sched='cfs', **params):
         Host.__init__(self, name, **params)
+        if sched not in ('cfs', 'rt'):
+            raise Exception("CPULimitedHost %s: sched=%r: use 'cfs' or 'rt'"
+                            % (name, sched))
         self.sched = sched
         self.cpu = params.get('cpu', -1)
         self.cores = params.get('cores')
+        self.period_us = params.get('period_us', 100000)
+        self.rtprio = 20
         if sched == 'rt':
-            raise NotImplementedError(
-                "CPULimitedHost(sched='rt') is not supported by hymn: use "
-                "sched='cfs' (CPU bandwidth limits)")
+            self.checkRtGroupSched()
+
+    _rtGroupSched = None
+
+    @classmethod
+    def checkRtGroupSched(cls):
+        """RT group scheduling is cgroup v1's cpu controller with
+        cpu.rt_runtime_us; without it a real-time host's limit could
+        not be kept (CFS bandwidth does not apply to SCHED_RR tasks), so
+        sched='rt' is refused, where Mininet exits."""
+        if cls._rtGroupSched is None:
+            cls._rtGroupSched = os.path.exists(
+                '/sys/fs/cgroup/cpu/cpu.rt_runtime_us')
+        if not cls._rtGroupSched:
+            raise Exception(
+                "CPULimitedHost(sched='rt') needs the kernel's RT group "
+                'scheduling (cgroup v1 cpu controller with '
+                'cpu.rt_runtime_us, CONFIG_RT_GROUP_SCHED), which this '
+                "machine lacks: use sched='cfs'")
 
     def hymnParams(self):
         out = Host.hymnParams(self)
-        out.pop('sched', None)
+        for k in ('sched', 'period_us'):
+            out.pop(k, None)
         cpu = self.params.get('cpu')
         if cpu is None or cpu == -1:
             out.pop('cpu', None)
@@ -859,6 +890,10 @@ class CPULimitedHost(Host):
 
     def config(self, cpu=-1, cores=None, **params):
         r = Host.config(self, **params)
+        if self.sched == 'rt':
+            # hymn built the cgroup with a CFS limit; Mininet's config
+            # sets the RT one here.
+            self.setCPUFrac(cpu, 'rt')
         return r
 
     def cgroupDir(self):
@@ -868,38 +903,89 @@ class CPULimitedHost(Host):
                 return d
         return None
 
-    def setCPUFrac(self, f, sched=None, period_us=100000):
+    def setCPUFrac(self, f, sched=None, period_us=None):
         """Change the CPU limit of a running host: f is the fraction of
-        the whole machine (Mininet's rule), -1 for none."""
-        if sched not in (None, 'cfs'):
-            raise NotImplementedError(
-                "setCPUFrac(sched=%r): hymn limits CPU with cfs only" % sched)
+        the whole machine (Mininet's rule), -1 for none (cfs)."""
+        sched = sched or self.sched
+        period_us = period_us or self.period_us
+        if sched not in ('cfs', 'rt'):
+            return
+        if sched == 'rt' and (not f or f < 0):
+            raise Exception('Please set a positive CPU fraction for sched=rt')
+        if sched == 'rt':
+            self.checkRtGroupSched()
+        # The cgroup exists once hymn made the node (config() runs in
+        # Mininet's build, which may come before hymn's).
+        self._needNetwork()
         d = self.cgroupDir()
         if not d:
             raise NotImplementedError(
                 '%s.setCPUFrac: the host has no cgroup: create it with a '
                 'cpu= parameter (CPULimitedHost(cpu=0.5))' % self.name)
-        from mininet.util import numCores
-        quota = -1 if f < 0 else max(1000, int(period_us * f * numCores()))
-        if os.path.exists(os.path.join(d, 'cpu.max')):
-            script = 'echo "%s %d" > %s/cpu.max' % (
-                'max' if quota < 0 else quota, period_us, d)
+        if sched == 'rt':
+            pstr, qstr, period, quota = self.rtInfo(f, period_us)
+            # RT tasks ignore the CFS limit; Mininet leaves it unset.
+            script = ('echo -1 > %s/cpu.cfs_quota_us; echo %d > %s/%s; '
+                      'echo %d > %s/%s' % (d, period, d, pstr, quota, d,
+                                           qstr))
         else:
-            script = ('echo %d > %s/cpu.cfs_period_us; echo %d > '
-                      '%s/cpu.cfs_quota_us' % (period_us, d, quota, d))
+            from mininet.util import numCores
+            quota = -1 if f < 0 else max(1000, int(period_us * f *
+                                                   numCores()))
+            if os.path.exists(os.path.join(d, 'cpu.max')):
+                script = 'echo "%s %d" > %s/cpu.max' % (
+                    'max' if quota < 0 else quota, period_us, d)
+            else:
+                script = ('echo %d > %s/cpu.cfs_period_us; echo %d > '
+                          '%s/cpu.cfs_quota_us' % (period_us, d, quota, d))
+                if os.path.exists(os.path.join(d, 'cpu.rt_runtime_us')):
+                    # Back from rt: the shell leaves SCHED_RR first, as
+                    # the group may not keep RT tasks without runtime.
+                    script = ('chrt -o -p 0 $$; echo 0 > %s/cpu.rt_runtime_us'
+                              '; %s' % (d, script))
         # Written from the node's own shell, as Mininet's cgset is run.
         out = self.cmd(script + ' 2>&1')
         if out.strip():
             error('*** error: setCPUFrac: %s\n' % out.strip())
+        if sched == 'rt':
+            self.chrt()
+        info('(%s %d/%dus) ' % (sched, quota, period_us))
         self.cpu = f
+
+    def chrt(self):
+        "The shell (and so what it runs) under SCHED_RR, as Mininet's."
+        out = self.cmd('chrt -r -p %d $$ 2>&1 && chrt -p $$' % self.rtprio)
+        if 'SCHED_RR' not in out:
+            error('*** error: %s: chrt: %s\n' % (self.name, out.strip()))
+            return 'cfs'
+        return 'rt'
+
+    def popenPrefix(self):
+        """What a popen()ed command runs behind in this host: it joins
+        the host's cgroups (Mininet's mnexec -g) and, with sched='rt',
+        SCHED_RR (mnexec -r)."""
+        dirs = (self.hymn or {}).get('cgroups') or []
+        if not dirs:
+            return []
+        import shlex
+        join = ' && '.join('echo $$ > %s' % shlex.quote(
+            os.path.join(d, 'cgroup.procs')) for d in dirs)
+        prefix = ['sh', '-c', join + ' && exec "$@"', 'sh']
+        if self.sched == 'rt':
+            prefix += ['chrt', '-r', str(self.rtprio)]
+        return prefix
 
     def setCPUs(self, cores, mems=0):
         raise NotImplementedError(
             '%s.setCPUs: hymn pins CPU-limited hosts with the cores= '
             'parameter when it builds them' % self.name)
 
-    def rtInfo(self, f):
-        raise NotImplementedError("rtInfo: sched='rt' is not supported")
+    def rtInfo(self, f, period_us=None):
+        """RT bandwidth: runtime per period on each CPU (wall-clock), so
+        the group gets f of the machine, as in Mininet."""
+        period = period_us or self.period_us
+        return 'cpu.rt_period_us', 'cpu.rt_runtime_us', period, \
+            int(period * f)
 
     def cfsInfo(self, f):
         return 100000, int(100000 * f)
