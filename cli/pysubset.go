@@ -252,6 +252,7 @@ func (s *shell) nodeCmd(ctx context.Context, name, rawArgs string, w io.Writer) 
 		return fmt.Errorf("name '%s' is not defined", name)
 	}
 	pos, _ := pyArgs(rawArgs)
+	s.prepareNode(ctx, name, node)
 	_, err = node.CmdStream(ctx, strings.Join(pos, " "), w)
 	return err
 }

@@ -57,6 +57,7 @@ type mnFlags struct {
 	jsonOut    bool                   // --json: --test results as JSON on stdout
 	captures   []string               // --capture LINK[,dir=..][,file=..]
 	ui         uiFlags                // --ui[=ADDR], --ui-read-only (ui.go)
+	tc         string                 // --tc emulator|kernel (shell_tc.go)
 	net        netFlags               // --routing, --ipv6, --ipbase6, --hosts (run.go)
 	// action, when set (hymn measure), runs on the started network
 	// instead of the tests or the shell.
@@ -148,6 +149,7 @@ func addMNFlags(fl *pflag.FlagSet, f *mnFlags) {
 	fl.BoolVar(&f.noListen, "nolistenport", false, "accepted for compatibility: no effect without OpenFlow")
 	fl.BoolVar(&f.jsonOut, "json", false, "print --test results (and measure's) as JSON on stdout; Mininet's lines stay on stderr")
 	addUIFlags(fl, &f.ui)
+	addTCFlag(fl, &f.tc)    // shell_tc.go
 	addNetFlags(fl, &f.net) // run.go
 	fl.StringArrayVar(&f.captures, "capture", nil, "capture a link to pcapng: NODE1-NODE2[,dir=a>b|b>a|both][,file=F.pcapng][,limit=BYTES] (repeatable)")
 	fl.StringVar(&f.custom, "custom", "", "topology file: a Mininet custom .py file (then --topo names one of its topos), a MiniEdit .mn file or a hymn YAML/JSON file")
@@ -355,7 +357,7 @@ func (r *mnRun) run(ctx context.Context) (err error) {
 			err = stopErr
 		}
 	}()
-	sh := &shell{net: r.net, lg: r.lg, stdout: r.stdout, intr: intr}
+	sh := &shell{net: r.net, lg: r.lg, stdout: r.stdout, intr: intr, tcMode: r.flags.tc}
 	if err := r.net.Build(ctx); err != nil {
 		return err
 	}

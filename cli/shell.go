@@ -43,6 +43,12 @@ type shell struct {
 	// unwinding is set when a source nested too deep: every enclosing
 	// source stops reading instead of retrying the same recursion.
 	unwinding bool
+
+	// tcMode is --tc (emulator or kernel; empty: emulator), and
+	// preparedShells the node shells that have hymn's tc first on PATH,
+	// by node, as their pids (shell_tc.go).
+	tcMode         string
+	preparedShells map[string]int
 }
 
 // Limits on nesting, far above any real use.
@@ -387,6 +393,7 @@ func (s *shell) nodeCommand(ctx context.Context, name, args string) {
 	node, _ := s.net.Node(name)
 	cctx, done := s.intr.commandContext(ctx)
 	defer done()
+	s.prepareNode(cctx, name, node)
 	_, err := node.CmdStream(cctx, line, logWriter{s.lg})
 	if errors.Is(err, context.Canceled) && ctx.Err() == nil {
 		s.out("\n")
@@ -839,11 +846,15 @@ func (s *shell) openTerminal(name, command string) error {
 		return fmt.Errorf("cannot open a terminal for %s: run hymn inside tmux, and xterm opens a tmux window per node (or: ip netns exec %s bash)", name, node.Namespace())
 	}
 	args := []string{"new-window", "-n", "Node: " + name, "ip", "netns", "exec", node.Namespace()}
+	// The node's environment, as its shell's here (hymn's tc first).
+	shellCmd := "exec bash"
 	if command != "" {
-		args = append(args, "sh", "-c", command)
-	} else {
-		args = append(args, "bash")
+		shellCmd = command
 	}
+	if env, err := s.nodeShellEnv(name); err == nil {
+		shellCmd = "export " + env + "; " + shellCmd
+	}
+	args = append(args, "sh", "-c", shellCmd)
 	if out, err := exec.Command("tmux", args...).CombinedOutput(); err != nil {
 		return fmt.Errorf("tmux new-window: %v: %s", err, strings.TrimSpace(string(out)))
 	}

@@ -11,6 +11,7 @@ import shlex
 import subprocess
 import sys
 import time
+import functools
 from functools import partial
 
 # warn too: Mininet's util exports it.
@@ -403,3 +404,41 @@ def mountCgroups():
 
 def waitFor(*_args):
     pass
+
+
+@functools.total_ordering
+class StrictVersion(object):
+    """A dotted version number ('1.10', '2.17.3') that compares by its
+    numbers, as Mininet's util.StrictVersion (cluster.py compares Open
+    vSwitch versions with it)."""
+
+    def __init__(self, vstring):
+        m = re.match(r'\s*(\d+(?:\.\d+)*)', str(vstring))
+        if not m:
+            raise ValueError('invalid version number %r' % (vstring,))
+        self.vstring = str(vstring)
+        self.version = tuple(int(x) for x in m.group(1).split('.'))
+
+    def _key(self, other):
+        if not isinstance(other, StrictVersion):
+            other = StrictVersion(other)
+        n = max(len(self.version), len(other.version))
+        pad = lambda v: v + (0,) * (n - len(v))  # noqa: E731
+        return pad(self.version), pad(other.version)
+
+    def __eq__(self, other):
+        a, b = self._key(other)
+        return a == b
+
+    def __lt__(self, other):
+        a, b = self._key(other)
+        return a < b
+
+    def __hash__(self):
+        return hash(self.version)
+
+    def __str__(self):
+        return self.vstring
+
+    def __repr__(self):
+        return 'StrictVersion(%r)' % self.vstring
