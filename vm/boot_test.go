@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hymn-net/hymn/internal/testenv"
 	"golang.org/x/sys/unix"
 )
 
@@ -308,11 +309,18 @@ func TestWatchBootStarved(t *testing.T) {
 	if !errors.As(cause, &bt) || !errors.Is(cause, errBootTimeout) {
 		t.Fatalf("cause %v, want a bootTimeoutError", cause)
 	}
-	// 1 s starved + 0.4 s of its own, sampled every 200 ms (the upper
-	// bound leaves room for a loaded machine's late ticks).
-	if took < starved+400*time.Millisecond-bootTick || took > starved+400*time.Millisecond+2*time.Second {
-		t.Errorf("the boot ended after %v, want about %v", took, starved+400*time.Millisecond)
-	}
+	// 1 s starved + 0.4 s of its own. The floor: the fake stall and the
+	// boot clock read one real clock, so the boot cannot end before 1.4 s
+	// of it have passed; the test's own clock starts before the watch and
+	// stops after it, so a pause only lengthens what it reads, and the
+	// slack is one sampling tick (the clock starts at t0, the first tick a
+	// tick later). The ceiling: the watch ends at the first tick past
+	// 1.4 s; a loaded machine delays ticks and the test's reads, which the
+	// 2 s above it absorb (forty of the test's own pauses, CallerRead).
+	want := starved + 400*time.Millisecond
+	testenv.Floor(t, "time until the starved boot ended", took, want, bootTick)
+	testenv.JudgeTime(t, testenv.Timing{Quantity: "time until the starved boot ended", Got: took, Target: want,
+		Tolerance: 2 * time.Second, Bound: testenv.AtMost, Resolution: testenv.CallerRead()})
 	if !strings.Contains(bt.msg, "of it waiting for a CPU") {
 		t.Errorf("message %q", bt.msg)
 	}
@@ -326,7 +334,7 @@ func TestSchedstatDelaysRealContention(t *testing.T) {
 		t.Skip("this kernel has no schedstat (CONFIG_SCHED_INFO)")
 	}
 	if testing.Short() {
-		t.Skip("keeps a core busy for a second")
+		t.Skip("keeps a core busy for two seconds")
 	}
 	cores := hostCPUs()
 	core := -1
@@ -365,7 +373,13 @@ func TestSchedstatDelaysRealContention(t *testing.T) {
 	c.sample(time.Now()) // from here on, both share the core
 	base := c.stalled
 	start := c.last
-	for time.Since(start) < time.Second {
+	// The window's ends are the test's own reads of the clock, each
+	// followed by a read of schedstat: a pause between the two moves an
+	// end by up to testenv.CallerPause, so over 2 s the share is known to
+	// 2.5 % of itself, and ten of that (0.125 at the expected 0.5) fits in
+	// the 0.2 below it.
+	const window = 2 * time.Second
+	for time.Since(start) < window {
 		time.Sleep(bootTick)
 		c.sample(time.Now())
 	}
@@ -373,9 +387,15 @@ func TestSchedstatDelaysRealContention(t *testing.T) {
 	stalled := c.stalled - base
 	t.Logf("over %v the hog waited %v for its core", wall, stalled)
 	// Two busy processes on one core: each waits about half the time
-	// (more when other work also runs on that core).
-	if stalled < wall*3/10 || stalled > wall {
-		t.Errorf("stalled %v of %v, want 30-100 %%", stalled, wall)
+	// (more when other work also runs on that core): at least 30 %.
+	testenv.Judge(t, testenv.Measurement{
+		Quantity: "share of the window the hog waited for its core", Got: stalled.Seconds() / wall.Seconds(),
+		Target: 0.5, Tolerance: 0.2, Bound: testenv.AtLeast, Resolution: testenv.CallerWindow(0.5, window),
+	})
+	// The clock counts at most each interval's length as stalled, so the
+	// stall never exceeds the window: arithmetic, not a measurement.
+	if stalled > wall {
+		t.Errorf("stalled %v of %v: more than the window", stalled, wall)
 	}
 }
 
