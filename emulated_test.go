@@ -1,6 +1,7 @@
 package hymn
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -272,16 +273,16 @@ func TestEmulatedDelayAccuracy(t *testing.T) {
 			// two runs in a row kept only 3 good windows of 7 once in ten
 			// tests. A forwarder that adds delay spoils every window of
 			// every run.
-			var problems []string
+			var a accuracy
 			for attempt := 1; attempt <= 3; attempt++ {
-				if problems = measureAccuracy(t, tc.params, tc.reorder); len(problems) == 0 {
-					return
+				a = measureAccuracy(t, tc.params)
+				problems := a.problems(tc.reorder)
+				if len(problems) == 0 {
+					break
 				}
 				t.Logf("attempt %d: %s", attempt, strings.Join(problems, "; "))
 			}
-			for _, p := range problems {
-				t.Error(p)
-			}
+			a.judge(t, tc.reorder)
 		})
 	}
 }
@@ -291,8 +292,15 @@ func TestEmulatedDelayAccuracy(t *testing.T) {
 // run that failed this way) delays about 170 probes by up to 17 ms, which
 // alone adds 0.27 ms² to the variance of a 6-second run: +14 % on a 1 ms
 // jitter. Windows keep such a stall in the one window it hit, and the
-// verdict is the majority's.
+// verdict is the majority's: the window ranked in the middle.
 const accuracyWindows = 7
+
+// The forwarder's accuracy, realised less applied: 1 % of the 10 ms mean
+// and 5 % of the 1 ms jitter (ms).
+const (
+	accuracyMean   = 0.1
+	accuracyJitter = 0.05
+)
 
 // windowStats is one window's applied delay, from two cumulative emulator
 // snapshots: their count, sum and sum of squares are exact, so the
@@ -312,7 +320,96 @@ func windowStats(before, after emulator.HistogramSummary) (n uint64, meanMs, std
 	return n, mean / 1e6, math.Sqrt(max(0, (a2-b2)/float64(n)-mean*mean)) / 1e6
 }
 
-func measureAccuracy(t *testing.T, params topo.Params, reorder bool) (problems []string) {
+// accuracyWindow is one window's realised delay less the delay the
+// emulator applied to the same packets (ms); a window that lost probes or
+// whose probes were not the emulator's packets between the two snapshots
+// has none (ok false).
+type accuracyWindow struct {
+	dMean, dJitter float64
+	ok             bool
+}
+
+// score is how far the window is from the bounds: at most 1 within both.
+func (w accuracyWindow) score() float64 {
+	if !w.ok {
+		return math.Inf(1)
+	}
+	return max(math.Abs(w.dMean)/accuracyMean, math.Abs(w.dJitter)/accuracyJitter)
+}
+
+// accuracy is what one measureAccuracy run found.
+type accuracy struct {
+	windows                      []accuracyWindow
+	appliedMean, appliedStd      float64 // ms, over every window
+	probeReordered, emuReordered uint64
+}
+
+// middle is the window ranked in the middle by score: within both bounds
+// exactly when a majority of the windows is.
+func (a accuracy) middle() accuracyWindow {
+	if len(a.windows) == 0 {
+		return accuracyWindow{}
+	}
+	ws := slices.Clone(a.windows)
+	slices.SortStableFunc(ws, func(x, y accuracyWindow) int { return cmp.Compare(x.score(), y.score()) })
+	return ws[len(ws)/2]
+}
+
+// problems says what a.judge would fail, so a run can be repeated first.
+func (a accuracy) problems(reorder bool) []string {
+	var out []string
+	if m := a.middle(); m.score() > 1 {
+		out = append(out, fmt.Sprintf("the middle window of %d: realised - applied mean %+.3f ms, jitter %+.3f ms (ok %v)", len(a.windows), m.dMean, m.dJitter, m.ok))
+	}
+	if math.Abs(a.appliedMean-10) > 0.5 || math.Abs(a.appliedStd-1) > 0.2 {
+		out = append(out, fmt.Sprintf("applied delays mean %.4f ms / std %.4f ms far from the configured 10 ms / 1 ms", a.appliedMean, a.appliedStd))
+	}
+	if !reorder && (a.probeReordered != 0 || a.emuReordered != 0) {
+		out = append(out, fmt.Sprintf("FIFO reordered: probe %d, emulator %d", a.probeReordered, a.emuReordered))
+	}
+	if reorder && (a.emuReordered == 0 || a.probeReordered == 0) {
+		out = append(out, fmt.Sprintf("reorder mode reported no reordering (probe %d, emulator %d)", a.probeReordered, a.emuReordered))
+	}
+	return out
+}
+
+// judge judges a run. Resolution: each probe's delay is the kernel's
+// receive stamp less the sender's clock read before its write, the
+// applied delays the emulator's own arithmetic, all in ns; a noise of
+// probeStamp (10 µs) per probe moves the mean of a window's 10 000 by
+// 0.1 µs and its 1 ms std by 0.05 µs, and the emulator's summaries are
+// truncated to the ns: 1 µs covers them. A stall only lengthens probes,
+// and it moves the middle window only if it disturbs four of the seven.
+func (a accuracy) judge(t *testing.T, reorder bool) {
+	t.Helper()
+	stamps := testenv.Ms(time.Microsecond, "per-probe kernel and sender stamps and the emulator's applied delays, in ns: 0.1 µs on a mean of 10 000, 0.05 µs on a 1 ms std, 1 µs with the summaries' truncation; a stall moves the middle window only if it disturbs four of seven")
+	m := a.middle()
+	if !m.ok {
+		t.Errorf("fewer than %d of %d windows carried every probe and only the probes", len(a.windows)/2+1, len(a.windows))
+	}
+	ms := func(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
+	testenv.JudgeTime(t, testenv.Timing{Quantity: "realised less applied mean delay, the middle window", Got: ms(m.dMean),
+		Tolerance: ms(accuracyMean), Resolution: stamps})
+	testenv.JudgeTime(t, testenv.Timing{Quantity: "realised less applied jitter (std), the middle window", Got: ms(m.dJitter),
+		Tolerance: ms(accuracyJitter), Resolution: stamps})
+	// The drawn delays against the configured ones: the sampling noise of
+	// a correlated process (t_h 21 ms gives only a few hundred independent
+	// stretches in 7 s, about ±1 % on the mean and ±4 % on the jitter at
+	// 1σ) gets a bound of 5σ and more.
+	drawn := testenv.Ms(time.Microsecond, "Due − Arrival computed by the emulator in ns; the run's moments from two cumulative summaries truncated to the ns")
+	testenv.JudgeTime(t, testenv.Timing{Quantity: "mean delay the emulator drew", Got: ms(a.appliedMean), Target: 10 * time.Millisecond,
+		Tolerance: 500 * time.Microsecond, Resolution: drawn})
+	testenv.JudgeTime(t, testenv.Timing{Quantity: "std of the delays the emulator drew", Got: ms(a.appliedStd), Target: time.Millisecond,
+		Tolerance: 200 * time.Microsecond, Resolution: drawn})
+	if !reorder && (a.probeReordered != 0 || a.emuReordered != 0) {
+		t.Errorf("FIFO reordered: probe %d, emulator %d", a.probeReordered, a.emuReordered)
+	}
+	if reorder && (a.emuReordered == 0 || a.probeReordered == 0) {
+		t.Errorf("reorder mode reported no reordering (probe %d, emulator %d)", a.probeReordered, a.emuReordered)
+	}
+}
+
+func measureAccuracy(t *testing.T, params topo.Params) (a accuracy) {
 	t.Helper()
 	n := pairNet(t, params)
 	defer func() {
@@ -320,7 +417,6 @@ func measureAccuracy(t *testing.T, params topo.Params, reorder bool) (problems [
 			t.Error(err)
 		}
 	}()
-	fail := func(format string, a ...any) { problems = append(problems, fmt.Sprintf(format, a...)) }
 	ip, _ := n.IP("h2")
 	probeFor := func(d, warmup time.Duration) probe.Result {
 		res, err := probe.Run(context.Background(), probe.Config{
@@ -347,52 +443,32 @@ func measureAccuracy(t *testing.T, params topo.Params, reorder bool) (problems [
 	probeFor(time.Millisecond, 200*time.Millisecond)
 	prev := emuStats()
 	first := prev
-	good := 0
-	var probeReordered uint64
 	for w := 1; w <= accuracyWindows; w++ {
 		res := probeFor(time.Second, -1)
 		cur := emuStats()
 		k, appliedMean, appliedStd := windowStats(prev.Delay, cur.Delay)
 		prev = cur
-		probeReordered += res.Reordered
+		a.probeReordered += res.Reordered
 		// Realised vs applied (the delays the emulator drew for these very
 		// packets) isolates what the ports and the transmit clock add: that
 		// is the forwarder's accuracy, held to the 1 % (mean) and
 		// 5 % (jitter).
-		dMean, dJitter := res.MeanMs-appliedMean, res.JitterMs-appliedStd
 		// A few frames besides the probes may cross (neighbour
 		// discovery); ten in ten thousand cannot move the moments by more
 		// than a fraction of the bounds.
-		sameSet := k >= res.Received && k-res.Received <= 10
-		ok := res.Lost == 0 && sameSet && math.Abs(dMean) <= 0.1 && math.Abs(dJitter) <= 0.05
-		if ok {
-			good++
-		}
+		win := accuracyWindow{dMean: res.MeanMs - appliedMean, dJitter: res.JitterMs - appliedStd,
+			ok: res.Lost == 0 && k >= res.Received && k-res.Received <= 10}
+		a.windows = append(a.windows, win)
 		t.Logf("window %d: %v", w, res)
 		t.Logf("window %d: applied %d delays mean %.4f ms std %.4f ms; realised - applied: mean %+.3f ms (%+.2f%% of 10 ms), jitter %+.3f ms (%+.2f%% of 1 ms); within bounds %v",
-			w, k, appliedMean, appliedStd, dMean, 10*dMean, dJitter, 100*dJitter, ok)
+			w, k, appliedMean, appliedStd, win.dMean, 10*win.dMean, win.dJitter, 100*win.dJitter, win.score() <= 1)
 	}
 	emu := prev
+	a.emuReordered = emu.Reordered
 	t.Logf("emulator h1>h2 over all windows: applied delay mean %v std %v; lateness p50 %v p99 %v max %v; reordered %d",
 		emu.Delay.Mean, emu.Delay.Std, emu.Lateness.P50, emu.Lateness.P99, emu.Lateness.Max, emu.Reordered)
-	if good <= accuracyWindows/2 {
-		fail("only %d of %d windows had the realised delay within 0.1 ms (mean) and 0.05 ms (jitter) of the applied one, with nothing lost", good, accuracyWindows)
-	}
-	// The drawn delays against the configured ones: the sampling noise of
-	// a correlated process (t_h 21 ms gives only a few hundred independent
-	// stretches in 7 s, about ±1 % on the mean and ±4 % on the jitter at
-	// 1σ) gets a bound of 5σ and more.
-	_, mean, std := windowStats(first.Delay, emu.Delay)
-	if math.Abs(mean-10) > 0.5 || math.Abs(std-1) > 0.2 {
-		fail("applied delays mean %.4f ms / std %.4f ms far from the configured 10 ms / 1 ms", mean, std)
-	}
-	if !reorder && (probeReordered != 0 || emu.Reordered != 0) {
-		fail("FIFO reordered: probe %d, emulator %d", probeReordered, emu.Reordered)
-	}
-	if reorder && (emu.Reordered == 0 || probeReordered == 0) {
-		fail("reorder mode reported no reordering (probe %d, emulator %d)", probeReordered, emu.Reordered)
-	}
-	return problems
+	_, a.appliedMean, a.appliedStd = windowStats(first.Delay, emu.Delay)
+	return a
 }
 
 // TestEmulatedLiveChange raises the delay from 10 to 50 ms while probes
