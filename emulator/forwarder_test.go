@@ -13,6 +13,7 @@ import (
 	"unsafe"
 
 	"github.com/hymn-net/hymn/internal/stallwatch"
+	"github.com/hymn-net/hymn/internal/testenv"
 	"golang.org/x/sys/unix"
 )
 
@@ -24,8 +25,13 @@ type memPort struct {
 	rx     [][]byte
 	sent   [][]byte
 	sentAt []time.Time
-	wake   int // eventfd: Interrupt's, and push's, wake-up
-	st     PortStats
+	// pushedAt and readAt stamp each frame received, in order: when push
+	// made it readable (under the lock the reader takes, so never after
+	// the forwarder could read it) and when the forwarder's RecvBatch
+	// took it. Both are on the monotonic clock, the forwarder's.
+	pushedAt, readAt []time.Time
+	wake             int // eventfd: Interrupt's, and push's, wake-up
+	st               PortStats
 	// refuseEvery and failEvery make every n-th frame sent be refused
 	// (TxDropped) or taken and then lost (TxFailed).
 	refuseEvery, failEvery, nTx int
@@ -38,6 +44,8 @@ type memPort struct {
 	// on a veth.
 	echo  bool
 	slept int
+	// reads counts the RecvBatch calls that returned frames.
+	reads int
 }
 
 func newMemPort(name string) *memPort {
@@ -58,6 +66,10 @@ func (p *memPort) push(frames ...[]byte) {
 	for _, f := range frames {
 		p.rx = append(p.rx, append([]byte(nil), f...))
 	}
+	now := time.Now()
+	for range frames {
+		p.pushedAt = append(p.pushedAt, now)
+	}
 	p.mu.Unlock()
 	p.Interrupt()
 }
@@ -65,6 +77,7 @@ func (p *memPort) push(frames ...[]byte) {
 func (p *memPort) RecvBatch(bufs [][]byte, lens []int, stamps []int64) (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	now := time.Now()
 	n := 0
 	for n < len(bufs) && len(p.rx) > 0 {
 		if len(p.rx[0]) > len(bufs[n]) {
@@ -76,9 +89,13 @@ func (p *memPort) RecvBatch(bufs [][]byte, lens []int, stamps []int64) (int, err
 		lens[n] = copy(bufs[n], p.rx[0])
 		stamps[n] = 0
 		p.rx = p.rx[1:]
+		p.readAt = append(p.readAt, now)
 		n++
 	}
 	p.st.RxFrames += uint64(n)
+	if n > 0 {
+		p.reads++
+	}
 	return n, nil
 }
 
@@ -151,6 +168,13 @@ func (p *memPort) sleeps() int {
 	return p.slept
 }
 
+// batchesRead is how many RecvBatch calls returned frames.
+func (p *memPort) batchesRead() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.reads
+}
+
 func (p *memPort) wait(q *memPort, timeout time.Duration) error {
 	if p.ready() || q != nil && q.ready() {
 		return nil
@@ -204,6 +228,20 @@ func (p *memPort) sentFrames() ([][]byte, []time.Time) {
 	return append([][]byte(nil), p.sent...), append([]time.Time(nil), p.sentAt...)
 }
 
+// readStamps returns when each frame received was read (see readAt).
+func (p *memPort) readStamps() []time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]time.Time(nil), p.readAt...)
+}
+
+// pushStamps returns when each frame received was pushed (see pushedAt).
+func (p *memPort) pushStamps() []time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]time.Time(nil), p.pushedAt...)
+}
+
 func frame(seq int, size int) []byte {
 	f := make([]byte, size)
 	binary.BigEndian.PutUint32(f[14:], uint32(seq))
@@ -221,53 +259,116 @@ func mustParse(t *testing.T, s string) Config {
 }
 
 // TestForwarderDelaysBothDirections: each direction holds every frame for
-// its own delay, never less, in order. With memPort waiting as real
-// ports do, lateness is the machine's: this shared VM sometimes stops
-// every thread for tens of ms (CI saw frames 25-35 ms late behind a 5 ms
-// delay, in one burst that drained in order). A thread that sleeps 1 ms at a time watches for such a stall;
-// an attempt with frames more than 20 ms late is repeated when the
-// watcher overslept by more than 5 ms in it (at most three attempts, the
-// log says so), and fails when it did not. If every attempt stalled, the
-// median lateness is judged instead. Early is never excused.
+// its own delay, never less, in order, and releases it about on time.
+//
+// Each frame's hold is stamped where it happens, on the forwarder's
+// monotonic clock: when its RecvBatch took the frame, and when its
+// SendBatch gave it up (both in the forwarder's own thread), so no pause
+// of the test's goroutine moves it. The forwarder reads its clock after
+// RecvBatch returns, so a hold is never shorter than the delay whatever
+// the machine does: the shortest is judged to 10 µs, ten reads of the
+// clock.
+//
+// Lateness (hold less delay) is the machine's as much as the forwarder's:
+// this shared VM sometimes stops every thread for tens of ms (CI saw
+// frames 25-35 ms late behind a 5 ms delay), and under load frames are
+// late by tens of ms in pauses the stall watcher does not record (up to
+// 94 ms seen beside other tests' stall injectors), so no single frame's
+// lateness can be judged. What is judged is the share of frames more than
+// 2 ms late, among those no recorded stall overlapped: one pause of up to
+// testenv.CallerPause makes late the frames due within it, a share
+// CallerPause/run of them, so frames are pushed for 1.5 s (the run's
+// length taken from the push stamps) and the share may be at most a half.
+// An attempt whose recorded stalls excused so many frames that this no
+// longer holds is repeated, at most three attempts.
 func TestForwarderDelaysBothDirections(t *testing.T) {
 	for _, perDirection := range []bool{false, true} {
 		t.Run(fmt.Sprintf("ThreadPerDirection=%v", perDirection), func(t *testing.T) { delaysBothDirections(t, perDirection) })
 	}
 }
 
-func delaysBothDirections(t *testing.T, perDirection bool) {
-	const attempts = 3
-	for attempt := 1; ; attempt++ {
-		late, medians, machine := forwardBothDirections(t, perDirection)
-		if t.Failed() {
-			return
-		}
-		if len(late) == 0 {
-			return
-		}
-		if !machine.Stalled() {
-			for _, m := range late {
-				t.Error(m)
-			}
-			return
-		}
-		t.Logf("attempt %d: %d frames late while the machine stalled: %v (first: %s)", attempt, len(late), machine, late[0])
-		if attempt == attempts {
-			for i, m := range medians {
-				if m > 2*time.Millisecond {
-					t.Errorf("every attempt stalled, and direction %d's median lateness is %v (want at most 2 ms)", i, m)
-				}
-			}
-			return
-		}
+// holdsSample is one direction's frames in one attempt.
+type holdsSample struct {
+	name    string
+	delay   time.Duration
+	holds   []time.Duration // each frame's, in order
+	late    []time.Duration // lateness of the frames no recorded stall overlapped
+	excused int
+	run     time.Duration // from the first push to the last
+}
+
+const (
+	holdsRun     = 1500 * time.Millisecond
+	holdsSpacing = 200 * time.Microsecond // the least time between two pushes
+	// holdsLate is how late a frame may be and still count as on time;
+	// holdsLateShare the share of frames that may be later.
+	holdsLate      = 2 * time.Millisecond
+	holdsLateShare = 0.5
+)
+
+// lateShareResolution is the resolution of the share of late frames
+// among the counted of all of a run: one pause of up to CallerPause makes
+// late the frames due within it.
+func (d holdsSample) lateShareResolution() testenv.Resolution {
+	counted := float64(len(d.late)) / float64(max(len(d.holds), 1))
+	return testenv.Resolution{
+		Value: float64(testenv.CallerPause) / float64(d.run) / max(counted, 1e-9),
+		Derived: fmt.Sprintf("one pause of up to testenv.CallerPause (%v) makes late the frames due within it: that over the run's %v (its push stamps), of the %.3g of frames counted",
+			testenv.CallerPause, d.run.Round(time.Millisecond), counted),
 	}
 }
 
-// forwardBothDirections runs one attempt: 200 frames each way, 20 ms a
-// to b and 5 ms b to a. It reports frames early or out of order as test
-// errors, and returns the frames more than 20 ms late, each direction's
-// median lateness and what the stall watcher saw.
-func forwardBothDirections(t *testing.T, perDirection bool) (late []string, medians [2]time.Duration, machine stallwatch.Report) {
+func delaysBothDirections(t *testing.T, perDirection bool) {
+	const attempts = 3
+	var dirs [2]holdsSample
+	for attempt := 1; ; attempt++ {
+		var machine stallwatch.Report
+		dirs, machine = forwardBothDirections(t, perDirection)
+		if t.Failed() {
+			return
+		}
+		known := true
+		for _, d := range dirs {
+			if holdsLateShare < testenv.TimingRule*d.lateShareResolution().Value {
+				known = false
+			}
+		}
+		t.Logf("attempt %d: %v; frames excused for a recorded stall: %s %d of %d, %s %d of %d", attempt, machine,
+			dirs[0].name, dirs[0].excused, len(dirs[0].holds), dirs[1].name, dirs[1].excused, len(dirs[1].holds))
+		if known {
+			break
+		}
+		if attempt == attempts {
+			t.Fatalf("the machine stalled over most frames in all %d attempts: their lateness cannot be judged", attempts)
+		}
+	}
+	for _, d := range dirs {
+		testenv.JudgeTime(t, testenv.Timing{
+			Quantity: d.name + ": the shortest hold", Got: slices.Min(d.holds), Target: d.delay, Tolerance: 10 * time.Microsecond, Bound: testenv.AtLeast,
+			Resolution: testenv.Ms(time.Microsecond, "RecvBatch's and SendBatch's reads of the monotonic clock, in the forwarder's thread; pauses only lengthen a hold"),
+		})
+		late := 0
+		for _, l := range d.late {
+			if l > holdsLate {
+				late++
+			}
+		}
+		slices.Sort(d.late)
+		t.Logf("%s: lateness of the %d frames no recorded stall overlapped: p50 %v, p99 %v, max %v", d.name, len(d.late),
+			d.late[len(d.late)/2], d.late[len(d.late)*99/100], d.late[len(d.late)-1])
+		testenv.Judge(t, testenv.Measurement{
+			Quantity: fmt.Sprintf("%s: share of the frames no recorded stall overlapped more than %v late", d.name, holdsLate),
+			Got:      float64(late) / float64(len(d.late)), Tolerance: holdsLateShare, Bound: testenv.AtMost,
+			Resolution: d.lateShareResolution(),
+		})
+	}
+}
+
+// forwardBothDirections runs one attempt: frames each way for holdsRun,
+// 20 ms a to b and 5 ms b to a. It reports frames lost or out of order as test
+// errors, and returns each direction's holds and what the stall watcher
+// saw.
+func forwardBothDirections(t *testing.T, perDirection bool) (dirs [2]holdsSample, machine stallwatch.Report) {
 	t.Helper()
 	a, b := newMemPort("a"), newMemPort("b")
 	f, err := NewForwarder(a, b, ForwarderConfig{AtoB: mustParse(t, "delay 20ms"), BtoA: mustParse(t, "delay 5ms"), ThreadPerDirection: perDirection})
@@ -280,61 +381,78 @@ func forwardBothDirections(t *testing.T, perDirection bool) (late []string, medi
 	watch := stallwatch.Start()
 	f.Start()
 	defer f.Stop()
-	const n = 200
-	for i := 0; i < n; i++ {
-		a.push(frame(i, 100))
-		b.push(frame(i, 60))
-		time.Sleep(200 * time.Microsecond)
+	n := 0
+	for start := time.Now(); time.Since(start) < holdsRun; n++ { // the loop's bound; the run's length is stamped
+		a.push(frame(n, 100))
+		b.push(frame(n, 60))
+		time.Sleep(holdsSpacing)
 	}
-	time.Sleep(60 * time.Millisecond)
+	// Until every frame left (a bound on a hung forwarder, not a timing).
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && (a.Stats().TxFrames < uint64(n) || b.Stats().TxFrames < uint64(n)); {
+		time.Sleep(time.Millisecond)
+	}
 	machine = watch.Stop()
 	for k, tc := range []struct {
-		out   *memPort
-		delay time.Duration
-		size  int
-	}{{b, 20 * time.Millisecond, 100}, {a, 5 * time.Millisecond, 60}} {
+		in, out *memPort
+		delay   time.Duration
+		size    int
+	}{{a, b, 20 * time.Millisecond, 100}, {b, a, 5 * time.Millisecond, 60}} {
+		d := &dirs[k]
+		d.name, d.delay = tc.in.name+" to "+tc.out.name, tc.delay
 		frames, at := tc.out.sentFrames()
-		if len(frames) != n {
-			t.Fatalf("%s sent %d frames, want %d", tc.out.name, len(frames), n)
+		read := tc.in.readStamps()
+		pushed := tc.in.pushStamps()
+		d.run = pushed[len(pushed)-1].Sub(pushed[0])
+		if len(frames) != n || len(read) != n {
+			t.Fatalf("%s: %d frames read, %d sent, want %d", d.name, len(read), len(frames), n)
 		}
-		lateness := make([]time.Duration, 0, n)
 		for i, fr := range frames {
 			if len(fr) != tc.size || int(binary.BigEndian.Uint32(fr[14:])) != i {
 				t.Fatalf("%s frame %d: wrong size or order", tc.out.name, i)
 			}
-			sent := time.Unix(0, int64(binary.BigEndian.Uint64(fr[18:])))
-			d := at[i].Sub(sent)
-			switch {
-			case d < tc.delay:
-				t.Errorf("%s frame %d took %v, less than its %v delay", tc.out.name, i, d, tc.delay)
-			case d > tc.delay+20*time.Millisecond:
-				late = append(late, fmt.Sprintf("%s frame %d took %v, want %v", tc.out.name, i, d, tc.delay))
+			hold := at[i].Sub(read[i])
+			d.holds = append(d.holds, hold)
+			if overlapsStall(machine, read[i], at[i]) {
+				d.excused++
+				continue
 			}
-			lateness = append(lateness, d-tc.delay)
+			d.late = append(d.late, hold-tc.delay)
 		}
-		slices.Sort(lateness)
-		medians[k] = lateness[n/2]
 	}
 	for _, dir := range []Direction{AtoB, BtoA} {
 		s := f.Stats(dir).Emulator
-		if s.Received != n || s.Sent != n || s.Reordered != 0 {
+		if s.Received != uint64(n) || s.Sent != uint64(n) || s.Reordered != 0 {
 			t.Errorf("%s: %+v", dir, s)
 		}
 	}
-	return late, medians, machine
+	return dirs, machine
+}
+
+// overlapsStall reports whether a stall the watcher recorded overlaps
+// [from, to]. A stall is dated from when the watcher's 1 ms sleep was due
+// to end: it may have begun up to that sleep earlier.
+func overlapsStall(r stallwatch.Report, from, to time.Time) bool {
+	for _, st := range r.Stalls {
+		if st.From.Add(-time.Millisecond).Before(to) && st.To.After(from) {
+			return true
+		}
+	}
+	return false
 }
 
 // TestOneThreadTakesTheAnswerAlong: an answer that the far end sends
 // within the forwarder's own send (b echoes every frame, as a host's TCP
 // answers a segment on a veth) is forwarded back by the same thread
-// without a wait of its own: 200 sparse frames cost about 200 sleeps with
-// one thread for the link, and about 400 with a thread per direction,
-// which sleeps again for each answer. A stall that merges frames lowers
-// both counts; an attempt whose thread-per-direction run slept less than
-// 1.5 per frame is repeated (at most three).
+// without a wait of its own. 200 sparse frames (2 ms apart) and their
+// answers are read in batches: one thread for the link sleeps once per
+// frame and its answer, two batches, about 0.5 sleeps per batch read; a
+// thread per direction sleeps again for each answer, about 1 per batch.
+// Counted per batch read, the test judges no time: a stall that merges
+// frames merges their batches and their sleeps alike (counted per frame,
+// as before, a stall lowered both counts and runs had to be repeated).
 func TestOneThreadTakesTheAnswerAlong(t *testing.T) {
 	const n = 200
-	run := func(perDirection bool) int {
+	run := func(perDirection bool) (slept, batches int) {
 		a, b := newMemPort("a"), newMemPort("b")
 		b.echo = true
 		f, err := NewForwarder(a, b, ForwarderConfig{AtoB: DefaultConfig(), BtoA: DefaultConfig(), ThreadPerDirection: perDirection})
@@ -351,25 +469,23 @@ func TestOneThreadTakesTheAnswerAlong(t *testing.T) {
 		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && a.Stats().TxFrames < n; {
 			time.Sleep(time.Millisecond)
 		}
-		slept := a.sleeps() + b.sleeps() - s0
+		slept = a.sleeps() + b.sleeps() - s0
 		f.Stop()
 		if got := a.Stats().TxFrames; got != n {
 			t.Fatalf("ThreadPerDirection %v: %d answers came back, want %d", perDirection, got, n)
 		}
-		return slept
+		return slept, a.batchesRead() + b.batchesRead()
 	}
-	for attempt := 1; ; attempt++ {
-		one, two := run(false), run(true)
-		t.Logf("sleeps for %d frames and their answers: one thread %d, a thread per direction %d", n, one, two)
-		if one > n*6/5 {
-			t.Fatalf("one thread slept %d times for %d frames and their answers (a thread per direction: %d)", one, n, two)
-		}
-		if two >= n*3/2 {
-			return
-		}
-		if attempt == 3 {
-			t.Fatalf("a thread per direction slept only %d times for %d frames and their answers: the test cannot tell the two apart", two, n)
-		}
+	oneSlept, oneBatches := run(false)
+	twoSlept, twoBatches := run(true)
+	one, two := float64(oneSlept)/float64(oneBatches), float64(twoSlept)/float64(twoBatches)
+	t.Logf("%d frames and their answers: one thread slept %d times for %d batches read (%.3f each), a thread per direction %d for %d (%.3f each)",
+		n, oneSlept, oneBatches, one, twoSlept, twoBatches, two)
+	if one > 0.6 {
+		t.Errorf("one thread slept %.3f times per batch read (want about 0.5, at most 0.6): it waited for the answers", one)
+	}
+	if two < 0.75 {
+		t.Errorf("a thread per direction slept only %.3f times per batch read (want about 1, at least 0.75): the test cannot tell the two apart", two)
 	}
 }
 
@@ -438,7 +554,9 @@ func TestForwarderCountersAndReconfigure(t *testing.T) {
 }
 
 // TestForwarderIdleCPU: an idle forwarder sleeps in Wait instead of
-// spinning.
+// spinning: it uses at most a fifth of a CPU (spinning, it would use all
+// of one), judged as CPU-seconds per second over a window whose ends are
+// stamped by cpuReading.
 func TestForwarderIdleCPU(t *testing.T) {
 	a, b := newMemPort("a"), newMemPort("b")
 	f, err := NewForwarder(a, b, ForwarderConfig{AtoB: DefaultConfig(), BtoA: DefaultConfig()})
@@ -447,19 +565,60 @@ func TestForwarderIdleCPU(t *testing.T) {
 	}
 	f.Start()
 	defer f.Stop()
-	var before, after syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &before); err != nil {
-		t.Fatal(err)
+	const share = 0.2
+	// The window is long enough for ten resolutions to fit the bound.
+	window := max(time.Second, time.Duration(float64(cpuReadError())*testenv.TimingRule/share))
+	cpu0, at0 := cpuReading(t)
+	time.Sleep(window)
+	cpu1, at1 := cpuReading(t)
+	span := at1.Sub(at0)
+	testenv.Judge(t, testenv.Measurement{
+		Quantity: "CPU of the process with an idle forwarder (CPU-seconds per second)", Got: (cpu1 - cpu0).Seconds() / span.Seconds(),
+		Tolerance: share, Bound: testenv.AtMost,
+		Resolution: testenv.Resolution{Value: cpuReadError().Seconds() / span.Seconds(), Derived: cpuReadDerived(span)},
+	})
+}
+
+// cpuBracket is how close together the two clock reads around a CPU-time
+// read must lie for the read to count (see cpuReading).
+const cpuBracket = time.Millisecond
+
+// cpuTick bounds what the kernel has not yet accounted of a thread that
+// is running at the moment of a read: a scheduler tick (HZ 250 or more).
+const cpuTick = 4 * time.Millisecond
+
+// cpuReading reads the process's CPU time (getrusage) between two reads
+// of the monotonic clock, again until those lie at most cpuBracket apart
+// (the test was not paused in between), and returns it with the middle
+// of the two: the window between two readings is stamped to a bracket at
+// each end, whatever pauses the test's goroutine suffers around them.
+func cpuReading(t *testing.T) (time.Duration, time.Time) {
+	t.Helper()
+	for range 1000 {
+		before := time.Now()
+		var ru syscall.Rusage
+		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+			t.Fatal(err)
+		}
+		after := time.Now()
+		if d := after.Sub(before); d <= cpuBracket {
+			return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), before.Add(d / 2)
+		}
 	}
-	time.Sleep(500 * time.Millisecond)
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &after); err != nil {
-		t.Fatal(err)
-	}
-	cpu := time.Duration(after.Utime.Nano() + after.Stime.Nano() - before.Utime.Nano() - before.Stime.Nano())
-	t.Logf("CPU over 500 ms idle: %v", cpu)
-	if cpu > 100*time.Millisecond {
-		t.Errorf("idle forwarder used %v of CPU in 500 ms", cpu)
-	}
+	t.Fatalf("1000 reads of the CPU time each took over %v", cpuBracket)
+	return 0, time.Time{}
+}
+
+// cpuReadError bounds the error of a CPU time taken as the difference of
+// two cpuReadings: at each end a bracket, and a tick for each thread that
+// may be running on another CPU than the reader's.
+func cpuReadError() time.Duration {
+	return 2*cpuBracket + 2*time.Duration(runtime.NumCPU()-1)*cpuTick
+}
+
+func cpuReadDerived(span time.Duration) string {
+	return fmt.Sprintf("CPU time read between two clock reads at most %v apart, at both ends of %v; the kernel accounts a thread exactly when it stops, one running on each of the %d other CPUs up to a tick (%v)",
+		cpuBracket, span.Round(time.Millisecond), runtime.NumCPU()-1, cpuTick)
 }
 
 // TestForwarderCoalesces: under dense traffic the forwarder sleeps on a
@@ -470,10 +629,16 @@ func TestForwarderIdleCPU(t *testing.T) {
 // and a pair arrives together whatever the wake-up latency (with single
 // frames 10 µs apart, whether a wake-up found one or two depended on how
 // fast the port woke the forwarder).
+//
+// Waits are counted per batch read, a ratio of counts that judges no
+// time: a forwarder that lags reads more frames per batch and waits as
+// much less, and frames the test pushes late (it keeps its schedule, so
+// after a pause it pushes what was due at once) arrive as one batch.
+// Counted per run, as before, a pause of either lowered the count of
+// waits and runs had to be repeated.
 func TestForwarderCoalesces(t *testing.T) {
-	// run also counts the pushes more than 2 ms behind their time: frames
-	// a stalled test goroutine then pushes together.
-	run := func(coalesce time.Duration, frames, burst int, gap time.Duration) (waits uint64, late int) {
+	// run returns the waits (Wait calls) and the batches read.
+	run := func(coalesce time.Duration, frames, burst int, gap time.Duration) (waits uint64, batches int) {
 		a, b := newMemPort("a"), newMemPort("b")
 		f, err := NewForwarder(a, b, ForwarderConfig{AtoB: DefaultConfig(), BtoA: DefaultConfig(), Coalesce: coalesce})
 		if err != nil {
@@ -482,16 +647,13 @@ func TestForwarderCoalesces(t *testing.T) {
 		f.Start()
 		defer f.Stop()
 		time.Sleep(10 * time.Millisecond)
-		w0 := a.Stats().Wakeups
+		w0, r0 := a.Stats().Wakeups, a.batchesRead()
 		next := time.Now()
 		for i := 0; i < frames; i += burst {
 			for time.Now().Before(next) {
 				if gap > time.Millisecond {
 					time.Sleep(time.Until(next))
 				}
-			}
-			if time.Since(next) > 2*time.Millisecond {
-				late++
 			}
 			var pair [][]byte
 			for k := i; k < min(i+burst, frames); k++ {
@@ -508,30 +670,27 @@ func TestForwarderCoalesces(t *testing.T) {
 		if sent, _ := b.sentFrames(); len(sent) != frames {
 			t.Fatalf("coalesce %v: forwarded %d of %d frames", coalesce, len(sent), frames)
 		}
-		return a.Stats().Wakeups - w0, late
+		return a.Stats().Wakeups - w0, a.batchesRead() - r0
 	}
+	perBatch := func(w uint64, r int) float64 { return float64(w) / float64(max(r, 1)) }
 	// 2500 pairs 20 µs apart: a 1 ms coalescing sleep gathers about 100
-	// frames; woken by each pair, the forwarder waits about 2500 times.
-	dense, _ := run(time.Millisecond, 5000, 2, 20*time.Microsecond)
-	perWake, _ := run(-1, 5000, 2, 20*time.Microsecond)
-	t.Logf("wake-ups for 2500 pairs of frames 20 µs apart: coalescing %d, woken by each pair %d", dense, perWake)
-	if dense*4 > perWake || dense > 500 {
-		t.Errorf("coalescing forwarder woke %d times for 2500 dense pairs (%d without coalescing)", dense, perWake)
+	// frames and waits only when a sleep found at most one; woken by each
+	// pair, the forwarder waits about once for each batch it reads (less
+	// when it lags: a read may find the next pair already there).
+	dw, dr := run(time.Millisecond, 5000, 2, 20*time.Microsecond)
+	pw, pr := run(-1, 5000, 2, 20*time.Microsecond)
+	dense, perWake := perBatch(dw, dr), perBatch(pw, pr)
+	t.Logf("2500 pairs of frames 20 µs apart: coalescing %d waits for %d batches read (%.3f each), woken by each pair %d for %d (%.3f each)",
+		dw, dr, dense, pw, pr, perWake)
+	if dense > perWake/4 {
+		t.Errorf("coalescing forwarder waited %.3f times per batch read of 2500 dense pairs (%d for %d); without coalescing %.3f", dense, dw, dr, perWake)
 	}
 	// 20 frames 5 ms apart: each one ends a wait of its own (a forwarder
-	// that kept coalescing would never wait; 15 leaves room for two frames
-	// pushed together). A run in which the test goroutine fell more than
-	// 2 ms behind (the machine stalled) is repeated, at most three times.
-	for attempt := 1; ; attempt++ {
-		sparse, late := run(time.Millisecond, 20, 1, 5*time.Millisecond)
-		if sparse >= 15 {
-			break
-		}
-		if late == 0 || attempt == 3 {
-			t.Errorf("20 sparse frames ended only %d waits: the forwarder kept coalescing (%d pushes late)", sparse, late)
-			break
-		}
-		t.Logf("attempt %d: %d waits, but %d pushes were late: again", attempt, sparse, late)
+	// that kept coalescing would never wait).
+	sw, sr := run(time.Millisecond, 20, 1, 5*time.Millisecond)
+	t.Logf("20 frames 5 ms apart, coalescing: %d waits for %d batches read", sw, sr)
+	if sparse := perBatch(sw, sr); sparse < 0.75 {
+		t.Errorf("20 sparse frames: %d waits for %d batches read (%.3f each, want about 1): the forwarder kept coalescing", sw, sr, sparse)
 	}
 }
 
