@@ -98,16 +98,13 @@ links:
 	}
 	const windows = 7
 	var excess, hops []float64 // per window, ms
-	onePct, good := 0, 0
+	onePct := 0
 	for w := 1; w <= windows; w++ {
 		p, d, z := plain(-1), delayed(-1), zero(-1)
 		excess = append(excess, d.MeanMs-p.MeanMs-5)
 		hops = append(hops, z.MeanMs-p.MeanMs)
 		if math.Abs(excess[w-1]) <= 0.05 {
 			onePct++
-		}
-		if x := excess[w-1]; x >= -0.05 && x <= 0.25 {
-			good++
 		}
 		t.Logf("window %d: mean plain %.4f, delay=0 %.4f, delay=5ms %.4f ms; 5 ms link - 5 ms - plain link %+.4f ms",
 			w, p.MeanMs, z.MeanMs, d.MeanMs, excess[w-1])
@@ -122,9 +119,23 @@ links:
 	// The 1 % (50 µs) holds on a quiet machine (+0.41 % median
 	// here) but not on a loaded one, where the sending forwarder's
 	// transmit path alone took 60-110 µs (a fresh-root run: +1.45 %). The
-	// test holds the majority of windows to what a user must always get:
-	// never early, at most 5 % late.
-	if good <= windows/2 {
-		t.Errorf("only %d of %d windows had the 5 ms cut link between 50 µs under and 250 µs over the plain one plus 5 ms: %v", good, windows, excess)
+	// test holds the median window to what a user must always get: never
+	// early (50 µs for the stamps' conversion), at most 5 % late.
+	//
+	// Resolution: each probe's delay is the kernel's receive stamp less
+	// the sender's clock read just before its write (ns), and a window's
+	// mean averages 2000 of them: 1 µs is generous. A pause of the
+	// machine lengthens the probes in flight during it (up to 0.3 ms on a
+	// window's mean on the 5 ms link: ten probes by 50 ms over 2000) and
+	// so spoils the one window it lands in; the median of seven moves
+	// beyond the unspoilt windows' spread only if four are spoilt.
+	stampRes := testenv.Ms(time.Microsecond, "per-probe kernel receive stamp less the sender's stamp (ns), 2000 per window; a pause spoils one window, the median of seven needs four")
+	excessDur := msDur(median(excess))
+	testenv.JudgeTime(t, testenv.Timing{Quantity: "5 ms cut link - 5 ms - plain cut link, median window", Got: excessDur,
+		Tolerance: 50 * time.Microsecond, Bound: testenv.AtLeast, Resolution: stampRes})
+	testenv.JudgeTime(t, testenv.Timing{Quantity: "5 ms cut link - 5 ms - plain cut link, median window", Got: excessDur,
+		Tolerance: 250 * time.Microsecond, Bound: testenv.AtMost, Resolution: stampRes})
+	if t.Failed() {
+		t.Logf("windows' excess (ms): %v", excess)
 	}
 }

@@ -148,6 +148,9 @@ func leftovers(t *testing.T, m *netnsx.Named, what string) {
 	}
 }
 
+// msDur is a time in milliseconds (as ping prints it) as a Duration.
+func msDur(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
+
 func cmd(t *testing.T, p *Part, node, line string) string {
 	t.Helper()
 	n, err := p.Net.Node(node)
@@ -162,6 +165,12 @@ func cmd(t *testing.T, p *Part, node, line string) string {
 	}
 	return out
 }
+
+// pingSummaryRes is the resolution of an RTT from ping's summary line
+// (min/avg/max), which ping prints to 1 µs from its own stamps (the send
+// time read just before sending, the kernel's receive stamp). A pause of
+// the machine only lengthens an RTT: a floor on one needs no more.
+var pingSummaryRes = testenv.Ms(time.Microsecond, "ping's summary RTT, printed to 1 µs from ping's and the kernel's stamps; a pause only lengthens an RTT")
 
 var rttRE = regexp.MustCompile(`rtt min/avg/max/mdev = ([\d.]+)/([\d.]+)/([\d.]+)/([\d.]+) ms`)
 
@@ -232,9 +241,16 @@ func TestVXLANAcrossMachines(t *testing.T) {
 	}
 	rate, _ := strconv.ParseFloat(bps[1], 64)
 	t.Logf("TCP h1 -> h4 across the VXLAN cut link: %.2f Gbit/s", rate/1e9)
-	if rate < 50e6 {
-		t.Errorf("TCP through the tunnel at %.0f bit/s", rate)
-	}
+	// A floor, not a benchmark: TCP at full size through a tunnel between
+	// two namespaces of one host runs at Gbit/s; an MTU black hole or
+	// fragmentation brings it near zero. The floor is half of Fast
+	// Ethernet's 100 Mbit/s. iperf3's receiver counts over its own 2 s,
+	// whose ends a pause can move (testenv.CallerWindow): 2.5 % of
+	// 100 Mbit/s, ten of which fit in the 50 allowed.
+	testenv.Judge(t, testenv.Measurement{
+		Quantity: "TCP rate through the tunnel (Mbit/s)", Got: rate / 1e6, Target: 100, Tolerance: 50,
+		Bound: testenv.AtLeast, Resolution: testenv.CallerWindow(100, 2*time.Second),
+	})
 	stats, err := where("h1").Stats()
 	if err != nil {
 		t.Fatal(err)
@@ -278,15 +294,25 @@ links:
 	if got != 20 {
 		t.Errorf("%d of 20 replies", got)
 	}
-	// 5 ms each way can never be less than 10 ms; the path (two bridges,
-	// two tunnels, the emulator's ports) adds about 0.4 ms here.
-	limit := 12.0
+	// 5 ms each way can never be less than 10 ms: a floor on ping's
+	// summary minimum, which pauses only raise; 0.1 ms under it is a
+	// hundred of its 1 µs.
+	testenv.JudgeTime(t, testenv.Timing{Quantity: "RTT minimum over the emulated cut link", Got: msDur(min),
+		Target: 10 * time.Millisecond, Tolerance: 100 * time.Microsecond, Bound: testenv.AtLeast, Resolution: pingSummaryRes})
+	// The path (two bridges, two tunnels, the emulator's ports) adds
+	// about 0.4 ms here: the median stays within 2 ms of the 10 (10 ms
+	// with the race detector). ping prints each reply's RTT between 10
+	// and 100 ms to 0.1 ms; a pause lengthens the replies it overlaps,
+	// and moves the median of 20 replies 50 ms apart only if it overlaps
+	// ten of them (half a second, ten times the longest pause,
+	// testenv.CallerPause): the resolution is ping's 0.1 ms.
+	slack := 2 * time.Millisecond
 	if raceEnabled {
-		limit = 20
+		slack = 10 * time.Millisecond
 	}
-	if min < 10 || med > limit {
-		t.Errorf("rtt min %.3f median %.3f ms, want 10 ms plus the path (median under %.0f ms)", min, med, limit)
-	}
+	testenv.JudgeTime(t, testenv.Timing{Quantity: "RTT median over the emulated cut link", Got: msDur(med),
+		Target: 10 * time.Millisecond, Tolerance: slack, Bound: testenv.AtMost,
+		Resolution: testenv.Ms(100*time.Microsecond, "ping's per-reply RTT, printed to 0.1 ms between 10 and 100 ms; the median of 20 replies 50 ms apart moves only if a pause overlaps ten")})
 	for _, p := range parts {
 		st, err := p.Stats()
 		if err != nil {
