@@ -16,6 +16,9 @@
 #   emulated-10ms  emulated with `delay 10ms` (TCP only): a single stream is
 #                  window-limited; the window (ss -tin at the sender) and the
 #                  rate it allows, window / RTT, are printed beside it
+#   emulated-b     emulated, run by a second binary $HYMN_B (added to LINKS
+#                  when HYMN_B is set): an A/B of two builds in one run, the
+#                  two links taking turns, so both see the same neighbours
 # and measures on each:
 #   1. 64-byte UDP packet rate (iperf3 -u -l 18 -b 0: 60-byte frames + FCS):
 #      sent by iperf3, carried by the link (rx_packets of B's interface) and
@@ -36,7 +39,10 @@
 #   PIN (unset; "C,S": run every iperf3 client on CPU C and server on CPU S,
 #   the same for every link: on two cores an emulated link has three busy
 #   threads for two CPUs, and where the scheduler puts the hosts' two
-#   decides the rate more than the link does; see bench/README.md).
+#   decides the rate more than the link does; see bench/README.md),
+#   HYMN_B (unset: a second hymn binary for the emulated-b link).
+# Each emulated link's forwarder CPU time over the whole run (user +
+# system of its hymn process, /proc/PID/stat) is printed beside it.
 # Needs root, iperf3, ethtool, python3.
 set -euo pipefail
 export LC_ALL=C
@@ -97,6 +103,11 @@ fi
 # is attached to the hymn command, build the same thing from the cli
 # package.
 EMU=("$HYMN" emulate link)
+EMU_B=()
+if [[ -n ${HYMN_B:-} ]]; then
+	"$HYMN_B" emulate link --help 2>&1 | grep -q -- '--a IF' || { echo "emulated.sh: HYMN_B=$HYMN_B has no 'emulate link --a IF'" >&2; exit 2; }
+	EMU_B=("$HYMN_B" emulate link)
+fi
 if ! "$HYMN" emulate link --help 2>&1 | grep -q -- '--a IF'; then
 	mkdir -p "$TMP/emu"
 	cat >"$TMP/emu/main.go" <<'EOF'
@@ -169,8 +180,11 @@ emulated() {
 		ip netns exec $n-b ethtool -K b0 tx off tso off gso off >/dev/null
 		flags=()
 	fi
-	ip netns exec $n-e "${EMU[@]}" --a e1 --b e2 "${flags[@]}" "${extra[@]}" >"$TMP/emu-$name.log" 2>&1 &
+	local emu=("${EMU[@]}")
+	[[ $name == emulated-b ]] && emu=("${EMU_B[@]}")
+	ip netns exec $n-e "${emu[@]}" --a e1 --b e2 "${flags[@]}" "${extra[@]}" >"$TMP/emu-$name.log" 2>&1 &
 	EMU_PIDS+=($!)
+	EMU_OF[$name]=$!
 }
 
 # iperf NAME ARGS...: run iperf3 from NAME-a to NAME-b, print its JSON.
@@ -186,11 +200,13 @@ iperf() {
 	wait $srv 2>/dev/null || true
 }
 
-declare -A SUBNET=([plain]=81 [plain-nooff]=82 [emulated]=83 [emulated-nooff]=84 [emulated-10ms]=85 [emulated-2t]=86)
+declare -A SUBNET=([plain]=81 [plain-nooff]=82 [emulated]=83 [emulated-nooff]=84 [emulated-10ms]=85 [emulated-2t]=86 [emulated-b]=87)
+declare -A EMU_OF # link -> pid of its `hymn emulate link`
 LINKS=${LINKS:-plain plain-nooff emulated emulated-nooff emulated-10ms}
 for lk in plain-nooff emulated; do [[ " $LINKS " == *" $lk "* ]] || LINKS+=" $lk"; done
+if [[ -n ${HYMN_B:-} && " $LINKS " != *" emulated-b "* ]]; then LINKS+=" emulated-b"; fi
 ALL=()
-for lk in plain plain-nooff emulated emulated-2t emulated-nooff emulated-10ms; do if [[ " $LINKS " == *" $lk "* ]]; then ALL+=($lk); fi; done
+for lk in plain plain-nooff emulated emulated-b emulated-2t emulated-nooff emulated-10ms; do if [[ " $LINKS " == *" $lk "* ]]; then ALL+=($lk); fi; done
 MEASURED=() # links with UDP, TCP and latency; emulated-10ms has TCP only
 for lk in "${ALL[@]}"; do
 	case $lk in
@@ -198,6 +214,7 @@ for lk in "${ALL[@]}"; do
 	plain-nooff) pair plain-nooff 82 off ;;
 	emulated) emulated emulated 83 on ;;
 	emulated-2t) emulated emulated-2t 86 on --thread-per-direction ;;
+	emulated-b) emulated emulated-b 87 on ;;
 	emulated-nooff) emulated emulated-nooff 84 off ;;
 	emulated-10ms) emulated emulated-10ms 85 on delay 10ms ;;
 	esac
@@ -211,6 +228,7 @@ sleep 0.5
 # single run says more about the neighbours than about the link.
 declare -A PPS APP OFFERED MBPS P50 P99 WND RTT
 RUN_RATIOS=
+RUN_RATIOS_B=
 median() { python3 -c 'import statistics,sys; print(round(statistics.median(float(x) for x in sys.argv[1:]),3))' "$@"; }
 for name in "${ALL[@]}"; do
 	ip netns exec $P-$name-a ping -c 2 -i 0.2 -q 10.${SUBNET[$name]}.0.2 >/dev/null
@@ -291,6 +309,7 @@ j=json.load(sys.stdin); print(j["Delay"]["P50"]/1e3, j["Delay"]["P99"]/1e3)')
 		P99[$name]+=" $p99"
 	done
 	RUN_RATIOS+=" $(python3 -c "print(round(${PPS[emulated]##* }/${PPS[plain-nooff]##* },3))")"
+	if [[ -n ${PPS[emulated-b]:-} ]]; then RUN_RATIOS_B+=" $(python3 -c "print(round(${PPS[emulated-b]##* }/${PPS[plain-nooff]##* },3))")"; fi
 done
 log "raw runs:"
 for name in "${ALL[@]}"; do
@@ -308,7 +327,17 @@ for name in "${ALL[@]}"; do
 		arr[$name]=$(median ${arr[$name]})
 	done
 done
-log "packet rate emulated / plain-nooff per run:$RUN_RATIOS ($(python3 -c "import sys; r=[float(x) for x in sys.argv[1:]]; print(sum(x>=0.9 for x in r),'of',len(r),'runs >= 0.9, min',min(r),'max',max(r))" $RUN_RATIOS))"
+count09() { python3 -c "import sys; r=[float(x) for x in sys.argv[1:]]; print(sum(x>=0.9 for x in r),'of',len(r),'runs >= 0.9, min',min(r),'max',max(r))" "$@"; }
+log "packet rate emulated / plain-nooff per run:$RUN_RATIOS ($(count09 $RUN_RATIOS))"
+[[ -n $RUN_RATIOS_B ]] && log "packet rate emulated-b / plain-nooff per run:$RUN_RATIOS_B ($(count09 $RUN_RATIOS_B))"
+
+# CPU seconds (user + system) of each emulator process over the run.
+declare -A CPU_S
+TICK=$(getconf CLK_TCK)
+for name in "${!EMU_OF[@]}"; do
+	CPU_S[$name]=$(awk -v t="$TICK" '{sub(/^.*\) /, ""); printf "%.2f", ($12 + $13) / t}' /proc/${EMU_OF[$name]}/stat 2>/dev/null || echo 0)
+	log "emulator CPU over the run, $name: ${CPU_S[$name]} s"
+done
 
 for pid in "${EMU_PIDS[@]}"; do
 	kill -INT "$pid" 2>/dev/null || true
@@ -330,10 +359,20 @@ if [[ -n ${MBPS[emulated-10ms]:-} ]]; then
 fi
 ADD50=$(diff_us "${P50[emulated]}" "${P50[plain-nooff]}")
 ADD99=$(diff_us "${P99[emulated]}" "${P99[plain-nooff]}")
+B_JSON=null
+if [[ -n ${MBPS[emulated-b]:-} ]]; then
+	R_PPS_B=$(ratio "${PPS[emulated-b]}" "${PPS[plain-nooff]}")
+	R_TCP_B=$(ratio "${MBPS[emulated-b]}" "${MBPS[plain]:-0}")
+	ADD50_B=$(diff_us "${P50[emulated-b]}" "${P50[plain-nooff]}")
+	ADD99_B=$(diff_us "${P99[emulated-b]}" "${P99[plain-nooff]}")
+	B_JSON=$(printf '{"binary":"%s","udp64_pps":%s,"tcp_mbps":%s,"latency_us":{"p50":%s,"p99":%s,"added_p50":%s,"added_p99":%s},"pps_ratio":%s,"pps_ratio_runs":[%s],"tcp_ratio":%s,"cpu_s":%s}' \
+		"$HYMN_B" "${PPS[emulated-b]}" "${MBPS[emulated-b]}" "${P50[emulated-b]}" "${P99[emulated-b]}" "$ADD50_B" "$ADD99_B" "$R_PPS_B" "$(echo $RUN_RATIOS_B | tr ' ' ,)" "$R_TCP_B" "${CPU_S[emulated-b]:-0}")
+fi
 
 if ((JSON)); then
 	printf '{"host":%s,"seconds":%s,"udp64_pps":{"plain":%s,"plain_nooff":%s,"emulated":%s},"udp64_sent_pps":{"plain":%s,"plain_nooff":%s,"emulated":%s},"tcp_mbps":{"plain":%s,"plain_nooff":%s,"emulated":%s},' \
 		"$HOST_JSON" "$T" "${PPS[plain]}" "${PPS[plain-nooff]}" "${PPS[emulated]}" "${OFFERED[plain]}" "${OFFERED[plain-nooff]}" "${OFFERED[emulated]}" "${MBPS[plain]}" "${MBPS[plain-nooff]}" "${MBPS[emulated]}"
+	printf '"emulated_cpu_s":%s,"emulated_b":%s,' "${CPU_S[emulated]:-0}" "$B_JSON"
 	printf '"reps":%s,"latency_us":{"plain_nooff":{"p50":%s,"p99":%s},"emulated":{"p50":%s,"p99":%s},"added":{"p50":%s,"p99":%s}},"pps_ratio":%s,"pps_ratio_runs":[%s],"tcp_ratio":%s,"tcp_ratio_nooff":%s,"tcp_ratio_2t":%s,"tcp_10ms":{"mbps":%s,"window_bytes":%s,"rtt_ms":%s,"window_limit_mbps":%s,"ratio":%s}}\n' \
 		"$REPS" "${P50[plain-nooff]}" "${P99[plain-nooff]}" "${P50[emulated]}" "${P99[emulated]}" "$ADD50" "$ADD99" "$R_PPS" \
 		"$(echo $RUN_RATIOS | tr ' ' ,)" "$R_TCP" "$R_TCP_NOOFF" "$R_TCP_2T" "${MBPS[emulated-10ms]:-0}" "${WND[emulated-10ms]:-0}" "${RTT[emulated-10ms]:-0}" "${WLIM:-0}" "${R_10:-0}"
@@ -347,6 +386,9 @@ else
 	echo "added latency (emulated - plain-nooff): p50 ${ADD50} µs, p99 ${ADD99} µs"
 	if [[ -n ${MBPS[plain]:-} ]]; then echo "TCP, emulated (offloads carried) / plain: $R_TCP   (emulated-nooff / plain: $R_TCP_NOOFF)"; fi
 	if [[ -n ${MBPS[plain]:-} && -n ${MBPS[emulated-2t]:-} ]]; then echo "TCP, emulated-2t (a thread per direction) / plain: $R_TCP_2T"; fi
+	if [[ -n ${MBPS[emulated-b]:-} ]]; then
+		echo "emulated-b ($HYMN_B): packet rate / plain-nooff $R_PPS_B, per run:$RUN_RATIOS_B; added latency p50 ${ADD50_B} µs, p99 ${ADD99_B} µs; TCP / plain $R_TCP_B"
+	fi
 	if [[ -n ${MBPS[emulated-10ms]:-} ]]; then
 		echo "TCP through delay 10ms: ${MBPS[emulated-10ms]} Mbit/s; window ${WND[emulated-10ms]} B (min of cwnd·mss and the receiver's window), RTT ${RTT[emulated-10ms]} ms: a plain link of that RTT allows ${WLIM} Mbit/s; ratio $R_10"
 	fi

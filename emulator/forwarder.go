@@ -65,6 +65,13 @@ type ForwarderConfig struct {
 	// them; by default a busy thread moves off a CPU it shares with the
 	// sender of its frames (forwarder_place.go).
 	NoPlacement bool
+	// Poll is how a thread whose link has a delay shorter than a wake-up
+	// polls its rings for arrivals instead of sleeping until a frame
+	// wakes it (arrivalspin.go). PollDefault takes HYMN_FORWARDER_POLL,
+	// else PollAdaptive: within bursts and around the predicted time of a
+	// regular stream's next frame, within a fifth of a CPU per thread.
+	// Forwarder.ArrivalPoll reports what the polling spent.
+	Poll PollMode
 	// ThreadPerDirection gives each direction a forwarding thread of its
 	// own. By default one thread serves both directions, when the ports
 	// can wait for each other in one call (PairPort: AF_PACKET ports do).
@@ -237,6 +244,17 @@ func NewForwarder(a, b Port, cfg ForwarderConfig) (*Forwarder, error) {
 		f.threads = []*worker{newWorker(f, cfg, f.dirs[AtoB]), newWorker(f, cfg, f.dirs[BtoA])}
 	}
 	return f, nil
+}
+
+// ArrivalPoll is the CPU time the forwarding threads have spent polling
+// for expected arrivals (ForwarderConfig.NoArrivalPoll); it is updated as
+// they poll and when they stop.
+func (f *Forwarder) ArrivalPoll() time.Duration {
+	var t int64
+	for _, w := range f.threads {
+		t += w.spun.Load()
+	}
+	return time.Duration(t)
 }
 
 // Threads is how many forwarding threads the link runs: 1 or 2.
@@ -576,6 +594,8 @@ type worker struct {
 	coalesce  time.Duration // 0: off
 	realTime  bool
 	nice      int
+	arrivals  arrivalSpin
+	spun      atomic.Int64 // arrivals.spun, readable from other goroutines
 }
 
 func newWorker(f *Forwarder, fc ForwarderConfig, dirs ...*direction) *worker {
@@ -590,6 +610,15 @@ func newWorker(f *Forwarder, fc ForwarderConfig, dirs ...*direction) *worker {
 	case w.coalesce < 0:
 		w.coalesce = 0
 	}
+	// Polling for arrivals pays off only where a frame's delay is shorter
+	// than a wake-up (arrivalspin.go): in any direction the thread serves.
+	mode := PollOff
+	for _, d := range dirs {
+		if d.emu.Config().Delay < arrivalSpinDelay {
+			mode = pollModeFromEnv(fc.Poll)
+		}
+	}
+	w.arrivals = newArrivalSpin(mode)
 	return w
 }
 
@@ -613,11 +642,12 @@ func (w *worker) run() {
 	// found counts the frames read since the last wait ended: more than
 	// one means the traffic is dense enough to coalesce wake-ups.
 	found := 0
+	w.arrivals.tickAt = lastWork
 	for !w.f.stop.Load() {
-		worked := false
+		worked, got := false, 0
 		for _, d := range w.dirs {
 			n := d.receive()
-			found += n
+			got += n
 			w.forwarded += uint64(n)
 			if n > 0 {
 				worked = true
@@ -626,8 +656,15 @@ func (w *worker) run() {
 				worked = true
 			}
 		}
+		found += got
 		now := first.now()
+		w.arrivals.tick(now)
+		w.arrivals.woke(now, got > 0)
+		if got > 0 {
+			w.arrivals.arrived(now)
+		}
 		if worked {
+			w.arrivals.spinning = false
 			lastWork = now
 			w.place.check(now, w.forwarded)
 			continue
@@ -659,6 +696,14 @@ func (w *worker) run() {
 		if w.busyPoll > 0 && now-lastWork < int64(w.busyPoll) {
 			continue // traffic just passed: poll the ring a little longer
 		}
+		poll, t := w.arrivals.decide(now, timeout)
+		if poll {
+			w.spun.Store(w.arrivals.spun)
+			continue // the next frame is expected now: poll for it
+		}
+		if t < timeout {
+			timeout, next = t, nil // wake early to poll for a predicted frame
+		}
 		dense := found > 1
 		found = 0
 		if dense && w.coalesce > 0 {
@@ -678,6 +723,7 @@ func (w *worker) run() {
 			next.learnOversleep(next.now() - (now + int64(timeout)))
 		}
 	}
+	w.spun.Store(w.arrivals.spun)
 	for _, d := range w.dirs {
 		d.mu.Lock()
 		s := d.emu.Stats()

@@ -28,10 +28,14 @@ import (
 const CPUIdleEnv = "HYMN_CPU_IDLE"
 
 // CheckCPUIdleEnv reports a value of HYMN_CPU_IDLE that is neither
-// "poll", "deep" nor empty; commands call it at start so a typo is a
-// usage error rather than a silent default.
+// "poll", "deep" nor empty, or of HYMN_FORWARDER_POLL that is not a
+// PollMode; commands call it at start so a typo is a usage error rather
+// than a silent default.
 func CheckCPUIdleEnv() error {
-	_, err := deepIdleFromEnv()
+	if _, err := deepIdleFromEnv(); err != nil {
+		return err
+	}
+	_, err := ParsePollMode(os.Getenv(ForwarderPollEnv))
 	return err
 }
 
