@@ -6,16 +6,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -76,24 +77,29 @@ func bufs(n, size int) ([][]byte, []int, []int64) {
 }
 
 // recvAll polls p until want frames arrived or the deadline passes.
-// drain is recvAll for a goroutine: it stops at the first error.
-func drain(p *Port, want int, deadline time.Duration) [][]byte {
+// drain is recvAll for a goroutine: it stops at the first error, and
+// returns with the frames the wall clock (as frame stamps them) read just
+// after each RecvBatch that took them.
+func drain(p *Port, want int, deadline time.Duration) ([][]byte, []int64) {
 	var got [][]byte
+	var at []int64
 	b, l, s := bufs(32, 2048)
 	end := time.Now().Add(deadline)
 	for len(got) < want && time.Now().Before(end) {
 		n, err := p.RecvBatch(b, l, s)
 		if err != nil {
-			return got
+			return got, at
 		}
+		now := time.Now().UnixNano()
 		for i := 0; i < n; i++ {
 			got = append(got, append([]byte(nil), b[i][:l[i]]...))
+			at = append(at, now)
 		}
 		if n == 0 {
 			time.Sleep(50 * time.Microsecond)
 		}
 	}
-	return got
+	return got, at
 }
 
 func recvAll(t *testing.T, p *Port, want int, deadline time.Duration) [][]byte {
@@ -207,17 +213,6 @@ func TestOpenErrors(t *testing.T) {
 	}
 }
 
-// TestForwarderOverWire runs hymn's emulator between two DPDK ports:
-// T1 ═wire═ E1 [forwarder, 2 ms delay] E2 ═wire═ T2. Every frame arrives,
-// in order, no earlier than the delay.
-// TestIdleLinkCPU: a forwarder on two polled ports with nothing to do
-// falls into deep idle, a wake-up per millisecond per direction (polling
-// every IdleSleep, 20 µs, cost 0.87–0.9 s of CPU per second). What a
-// wake-up costs depends on the machine (about 50 µs on the development
-// VM), so the forwarder is held to the same process with two threads
-// doing nothing but 1 ms sleeps, measured just before: at most 1.5 times
-// that and 10 ms (the forwarder also polls its rings and checks its
-// queue on each wake-up).
 // wireNamer gives a test run its own ring wire names: DPDK keeps a ring's
 // name for the life of the process, so a second run of a test in one
 // process (go test -count=10, as scripts/flake-check.sh runs them) could
@@ -229,6 +224,107 @@ func wireNamer() func(string) string {
 
 var wireRuns atomic.Int64
 
+// threadStat is what the kernel's schedstat says of a thread: its CPU time
+// and how many times it was switched in (a wake-up, or a return after
+// preemption). Both are accounted when the thread stops running, so a
+// reading is exact up to the run in progress, if any.
+type threadStat struct {
+	cpu   time.Duration
+	slots uint64
+}
+
+func readThreadStat(path string) (threadStat, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return threadStat{}, err
+	}
+	var ns, wait, slots uint64
+	if _, err := fmt.Sscan(string(b), &ns, &wait, &slots); err != nil {
+		return threadStat{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return threadStat{time.Duration(ns), slots}, nil
+}
+
+// fifoThreads lists the process's threads that run under SCHED_FIFO.
+func fifoThreads(t *testing.T) []string {
+	t.Helper()
+	dirs, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, d := range dirs {
+		b, err := os.ReadFile("/proc/self/task/" + d.Name() + "/stat")
+		if err != nil {
+			continue // the thread ended meanwhile
+		}
+		// After the command's closing parenthesis come fields 3 onwards;
+		// the scheduling policy is field 41.
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		if len(f) > 38 && f[38] == "1" {
+			out = append(out, d.Name())
+		}
+	}
+	return out
+}
+
+// threadsStat sums the schedstat of the threads tids.
+func threadsStat(t *testing.T, tids []string) threadStat {
+	t.Helper()
+	var sum threadStat
+	for _, tid := range tids {
+		st, err := readThreadStat("/proc/self/task/" + tid + "/schedstat")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum.cpu += st.cpu
+		sum.slots += st.slots
+	}
+	return sum
+}
+
+// stampBracket is how close together the two clock reads around a read
+// must lie for the read to count (see stampedRead).
+const stampBracket = time.Millisecond
+
+// stampedRead calls read between two reads of the monotonic clock, again
+// until those lie at most stampBracket apart (the test was not paused in
+// between), and returns what it read with the middle of the two: a window
+// between two such readings is stamped to a bracket at each end, whatever
+// pauses the test suffers around them.
+func stampedRead[T any](t *testing.T, read func() T) (T, time.Time) {
+	t.Helper()
+	for range 1000 {
+		before := time.Now()
+		v := read()
+		after := time.Now()
+		if d := after.Sub(before); d <= stampBracket {
+			return v, before.Add(d / 2)
+		}
+	}
+	t.Fatalf("1000 reads each took over %v", stampBracket)
+	var zero T
+	return zero, time.Time{}
+}
+
+// TestIdleLinkCPU: a forwarder on two polled ports with nothing to do
+// falls into deep idle, a wake-up per millisecond per direction (polling
+// every IdleSleep, 20 µs, cost 0.87–0.9 s of CPU per second). What a
+// wake-up costs depends on the machine (about 50 µs on the development
+// VM), so the forwarder is held to the same process with two threads
+// doing nothing but 1 ms sleeps, measured just after: per wake-up at most
+// 1.5 times theirs and 5 µs (the 10 ms a second this test allowed when it
+// compared CPU a second, at two wake-ups a millisecond: the forwarder
+// also polls its rings and checks its queue on each), and at most 1.5
+// times their 2000 wake-ups a second.
+//
+// Both are read from the kernel's schedstat of the threads themselves
+// (the forwarder's are its SCHED_FIFO threads): CPU time and wake-ups
+// accounted where they happen, so that a pause of the test or a stall of
+// the machine takes away wake-ups and their CPU together, and the cost of
+// a wake-up is known to the run in progress at each end of the thousands
+// counted. The wake-up rate is counted over a window whose ends bracket
+// the reads (stampedRead) and judged from above: a stall only lowers it.
 func TestIdleLinkCPU(t *testing.T) {
 	needEAL(t)
 	nm := wireNamer()
@@ -247,6 +343,8 @@ func TestIdleLinkCPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// FIFO threads that are not the forwarder's: another test's, ending.
+	others := fifoThreads(t)
 	fwd.Start()
 	defer func() {
 		fwd.Stop()
@@ -262,39 +360,69 @@ func TestIdleLinkCPU(t *testing.T) {
 		}
 	}()
 	time.Sleep(50 * time.Millisecond) // past DeepIdleAfter
-	processCPU := func(during func()) time.Duration {
-		var before, after syscall.Rusage
-		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &before); err != nil {
-			t.Fatal(err)
-		}
-		during()
-		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &after); err != nil {
-			t.Fatal(err)
-		}
-		return time.Duration(after.Utime.Nano() + after.Stime.Nano() - before.Utime.Nano() - before.Stime.Nano())
+	tids := slices.DeleteFunc(fifoThreads(t), func(tid string) bool { return slices.Contains(others, tid) })
+	if len(tids) == 0 {
+		t.Fatal("the forwarder runs no SCHED_FIFO thread: its threads cannot be told apart")
 	}
-	cpu := processCPU(func() { time.Sleep(time.Second) })
+	f0, at0 := stampedRead(t, func() threadStat { return threadsStat(t, tids) })
+	time.Sleep(time.Second)
+	f1, at1 := stampedRead(t, func() threadStat { return threadsStat(t, tids) })
 	fwd.Stop()
-	sleepers := processCPU(func() {
-		var wg sync.WaitGroup
-		for range 2 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				emulator.RealTimeThread(0)
-				for start := time.Now(); time.Since(start) < time.Second; {
-					emulator.ThreadSleep(time.Millisecond)
-				}
-			}()
-		}
-		wg.Wait()
-	})
-	t.Logf("CPU over 1 s: idle DPDK-port forwarder %v, two threads sleeping 1 ms at a time %v", cpu, sleepers)
-	if limit := sleepers*3/2 + 10*time.Millisecond; cpu > limit {
-		t.Errorf("idle forwarder used %v of CPU in 1 s; want at most %v (1.5 × two 1 ms sleepers + 10 ms)", cpu, limit)
+	window := at1.Sub(at0)
+	fwdWakes := f1.slots - f0.slots
+	// Two threads sleeping 1 ms at a time, a thousand times each, each
+	// reading its own schedstat.
+	var wg sync.WaitGroup
+	var sleepers [2]threadStat
+	var sleepErr [2]error
+	for i := range sleepers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			emulator.RealTimeThread(0)
+			s0, err := readThreadStat("/proc/thread-self/schedstat")
+			for range 1000 {
+				emulator.ThreadSleep(time.Millisecond)
+			}
+			s1, err1 := readThreadStat("/proc/thread-self/schedstat")
+			sleepers[i], sleepErr[i] = threadStat{s1.cpu - s0.cpu, s1.slots - s0.slots}, errors.Join(err, err1)
+		}()
 	}
+	wg.Wait()
+	var sleep threadStat
+	for i, st := range sleepers {
+		if sleepErr[i] != nil {
+			t.Fatal(sleepErr[i])
+		}
+		sleep.cpu += st.cpu
+		sleep.slots += st.slots
+	}
+	if fwdWakes == 0 || sleep.slots == 0 {
+		t.Fatalf("no wake-up counted: forwarder %d, sleepers %d", fwdWakes, sleep.slots)
+	}
+	fwdPer := (f1.cpu - f0.cpu).Seconds() * 1e6 / float64(fwdWakes)
+	sleepPer := sleep.cpu.Seconds() * 1e6 / float64(sleep.slots)
+	t.Logf("idle DPDK-port forwarder (%d threads): %v of CPU in %d wake-ups over %v; two threads sleeping 1 ms at a time: %v in %d",
+		len(tids), f1.cpu-f0.cpu, fwdWakes, window.Round(time.Millisecond), sleep.cpu, sleep.slots)
+	// At each end of each count a run may be in progress on each thread.
+	fewest := min(fwdWakes, sleep.slots)
+	rel := 2 * float64(len(tids)+2) / float64(fewest)
+	testenv.Judge(t, testenv.Measurement{
+		Quantity: "idle forwarder's CPU per wake-up (µs)", Got: fwdPer, Target: 1.5 * sleepPer, Tolerance: 5, Bound: testenv.AtMost,
+		Resolution: testenv.Resolution{Value: (fwdPer + 1.5*sleepPer) * rel,
+			Derived: fmt.Sprintf("schedstat's CPU time and switches, accounted as each run ends: a run in progress on each thread at each end, of %d wake-ups at the fewest", fewest)},
+	})
+	wakeRate := float64(fwdWakes) / window.Seconds()
+	testenv.Judge(t, testenv.Measurement{
+		Quantity: "idle forwarder's wake-ups a second", Got: wakeRate, Target: 2000, Tolerance: 1000, Bound: testenv.AtMost,
+		Resolution: testenv.Resolution{Value: wakeRate * float64(2*stampBracket+2*time.Millisecond) / float64(window),
+			Derived: fmt.Sprintf("switches the kernel counted over %v whose ends bracket the reads to %v, and a 1 ms wake-up in progress at each end", window.Round(time.Millisecond), stampBracket)},
+	})
 }
 
+// TestForwarderOverWire runs hymn's emulator between two DPDK ports:
+// T1 ═wire═ E1 [forwarder, 2 ms delay] E2 ═wire═ T2. Every frame arrives,
+// in order, no earlier than the delay.
 func TestForwarderOverWire(t *testing.T) {
 	needEAL(t)
 	nm := wireNamer()
@@ -334,29 +462,48 @@ func TestForwarderOverWire(t *testing.T) {
 	}
 	// The receiver reads while the sender sends: the far ring holds 1024
 	// frames, fewer than the test sends.
-	received := make(chan [][]byte, 1)
-	go func() { received <- drain(ports[nm("net_ring_t2")], total, 5*time.Second) }()
+	type arrivals struct {
+		frames [][]byte
+		at     []int64
+	}
+	received := make(chan arrivals, 1)
+	go func() {
+		f, at := drain(ports[nm("net_ring_t2")], total, 5*time.Second)
+		received <- arrivals{f, at}
+	}()
 	// Paced at 32 frames per 100 µs, so the 2 ms delay never holds more
 	// than about 640 frames: one release burst fits the far ring.
 	for len(frames) > 0 {
 		k := min(len(frames), 32)
+		now := uint64(time.Now().UnixNano()) // restamped as sent, not as made
+		for _, f := range frames[:k] {
+			binary.BigEndian.PutUint64(f[18:], now)
+		}
 		n, _ := ports[nm("net_ring_t1")].SendBatch(frames[:k])
 		frames = frames[n:]
 		time.Sleep(100 * time.Microsecond)
 	}
-	got := <-received
-	if len(got) != total {
-		t.Fatalf("%d of %d frames crossed the emulated link; stats %+v", len(got), total, fwd.Stats(emulator.AtoB))
+	r := <-received
+	if len(r.frames) != total {
+		t.Fatalf("%d of %d frames crossed the emulated link; stats %+v", len(r.frames), total, fwd.Stats(emulator.AtoB))
 	}
-	now := time.Now().UnixNano()
-	for i, f := range got {
+	// Each frame's crossing runs from its stamp, taken before it was
+	// sent, to the receiver's clock read after the RecvBatch that took
+	// it: a pause of either thread only lengthens it, so none is shorter
+	// than the delay, which the forwarder counts from when it read the
+	// frame, later still.
+	shortest := time.Duration(1<<63 - 1)
+	for i, f := range r.frames {
 		if seq := int(binary.BigEndian.Uint32(f[14:])); seq != i {
 			t.Fatalf("frame %d has sequence %d", i, seq)
 		}
-		if sent := int64(binary.BigEndian.Uint64(f[18:])); now-sent < int64(2*time.Millisecond) {
-			t.Fatalf("frame %d arrived %v after it was sent, before the 2 ms delay", i, time.Duration(now-sent))
-		}
+		shortest = min(shortest, time.Duration(r.at[i]-int64(binary.BigEndian.Uint64(f[18:]))))
 	}
+	testenv.JudgeTime(t, testenv.Timing{
+		Quantity: "the shortest crossing of 2000 frames through a 2 ms delay", Got: shortest, Target: cfg.Delay,
+		Tolerance: 10 * time.Microsecond, Bound: testenv.AtLeast,
+		Resolution: testenv.Ms(time.Microsecond, "the wall clock read in user space at both ends (ns steps); the forwarder's monotonic due parts from it by at most the kernel's 500 ppm slew, 1 µs in 2 ms"),
+	})
 }
 
 var (
@@ -490,99 +637,80 @@ func TestAFPacketBetweenNamespaces(t *testing.T) {
 		return res
 	}
 	const delay = 5 * time.Millisecond
-	// Delay accuracy, in two parts. The emulator's own: frames leave at
-	// their due time: the p50 within 50 µs (the bound on added
-	// latency), the mean within 75 µs. That mean is now the delayed
-	// run's own: it was the whole test's, about 3,400 frames of which
-	// 1,200 crossed without delay, so its 50 µs allowed the delayed
-	// frames about 75 µs, which they keep; they measure 4-23 µs here
-	// without a stall, under the race detector or not (one run 66 µs). End to end, against the path
-	// without delay measured just before: none earlier than 5 ms, and
-	// the mean at most 200 µs (4 %) above 5 ms plus the path's own. The
-	// path without delay is measured first, in the same attempt, so that
-	// the delay is judged by what it adds, not by this machine's load
+	// Delay accuracy, in two parts, each judged by its median. The
+	// emulator's own: frames leave at their due time, the lateness the
+	// forwarder stamps (departure less due) at p50 within 50 µs (the
+	// bound on added latency the port was built to). End to end, against the path
+	// without delay measured just before on a fresh forwarder: none
+	// earlier than 5 ms, and the p50 at most 200 µs (4 %) above 5 ms plus
+	// the path's own p50. The path without delay is measured first so
+	// that the delay is judged by what it adds, not by this machine's load
 	// (the probes' own cost: two veths, the polled ports, the sockets).
-	// The DPDK port stamps a frame when it is polled, so the wait for
-	// the poll is the path's, not the delay's; what remains is the
-	// forwarding thread and the traffic sharing two vCPUs whose timer
-	// wake-ups oversleep by 30-50 µs at p50 and up to 120 µs at p99 (a
-	// 20 µs nanosleep, measured on the development VM), with departures
-	// in phase with the next probes (5 ms is five probe intervals): 2-106
-	// µs of added mean in repeated runs there.
+	// The DPDK port stamps a frame when it is polled, so the wait for the
+	// poll is the path's, not the delay's; what remains is the forwarding
+	// thread and the traffic sharing two vCPUs whose timer wake-ups
+	// oversleep by 30-50 µs at p50 and up to 120 µs at p99 (a 20 µs
+	// nanosleep, measured on the development VM).
 	//
-	// This shared VM sometimes stops every thread for 20-50 ms. Frames
-	// due in such a stall leave when it ends, up to 50 ms late: at 1000
-	// probes/s one 20 ms stall adds about 20 × 10 ms to the lateness of
-	// the 2200 frames of the delayed run (200 of them warm-up probes),
-	// 90 µs of mean, a 50 ms one about 50 × 25 ms (570 µs of mean, and
-	// as much end to end), whatever the emulator does; a stall in the
-	// run without delay raises the path's own mean by about twice that
-	// (1000 probes), and so lowers what the delay seems to add. So a
-	// stall watcher runs through each attempt (both runs, each on a
-	// fresh forwarder, so the lateness is the delayed run's own), and an
-	// attempt during which the machine stalled is measured again, at
-	// most three attempts in all; the log says so. An attempt with no
-	// stall is judged by the means, and fails if it is late. If every
-	// attempt stalled, the medians are judged instead, by the same
-	// bounds: a stall delays only the frames due in it, about 50 of
-	// 2000 for 50 ms, which moves the median by 2.5 percentiles (5 in
-	// the 1000 probes without delay), a few µs of these distributions
-	// (lateness p50 0.1-2 µs, p99 70-330 µs; end to end p50 30-60 µs,
-	// p99 210-290 µs beyond the delay), far below the bounds: a stop of
-	// 40 ms every 0.3 s, 13 % of the time, left both medians within 30
-	// µs of their values without stalls. A probe earlier than 5 ms fails
-	// in every attempt: a stall can only make frames late.
-	type measurement struct {
-		base, res probe.Result
-		late      emulator.HistogramSummary // the delayed run's, a to b
-		watch     stallwatch.Report
-	}
-	measure := func() (m measurement) {
-		t.Helper()
-		w := stallwatch.Start()
-		defer w.Stop()
-		f := start(0)
-		defer f.Stop()
-		m.base = probeRun("no delay", time.Second)
-		f.Stop()
-		f = start(delay)
-		defer f.Stop()
-		m.res = probeRun("5 ms one way", 2*time.Second)
-		m.late = f.Stats(emulator.AtoB).Emulator.Lateness
-		f.Stop()
-		m.watch = w.Stop()
-		return m
-	}
-	const attempts = 3
-	var m measurement
-	var addedMean, addedP50 time.Duration
-	for attempt := 1; ; attempt++ {
-		m = measure()
-		addedMean = time.Duration((m.res.MeanMs-m.base.MeanMs)*1e6) - delay
-		addedP50 = m.res.Delay.P50 - m.base.Delay.P50 - delay
-		t.Logf("attempt %d: forwarder lateness over %d frames: p50 %v mean %v p99 %v; end to end beyond 5 ms and the path's own: mean %v, p50 %v; %v",
-			attempt, m.late.Count, m.late.P50, m.late.Mean, m.late.P99, addedMean, addedP50, m.watch)
-		if m.res.Delay.Min < delay {
-			t.Errorf("attempt %d: a probe crossed in %v, less than the %v delay: %v", attempt, m.res.Delay.Min, delay, m.res)
+	// Why medians: every delay here is stamped where it happens (the
+	// probe's send stamp, the kernel's receive stamp, the forwarder's
+	// clock), but a pause of the machine makes late every frame due in it,
+	// and the pauses this shared VM suffers reach testenv.CallerPause
+	// without the stall watcher always recording them. One such pause
+	// delays the 50 probes due in it at 1000 a second by 25 ms on average:
+	// 0.6 ms on the mean of 2000, three times the bound a mean would be
+	// held to, so no mean is known well enough (this test used to judge
+	// means when the watcher saw no stall; they are logged). The same
+	// pause moves a median to at most the 52.5th percentile of the 2000
+	// probes, the 55th of the 1000 without delay, the 52.3rd of the
+	// forwarder's 2200 frames: that distance, read from the run's own
+	// samples (probe.Result.Delays, exact), is the median's resolution.
+	// The forwarder's lateness is known only by its summary: its 52.3rd
+	// percentile is taken on the chord from p50 to p90, which lies above
+	// a quantile function that is convex there (a density falling past
+	// its mode, as a lateness's does), plus the histogram's bucket.
+	// A probe earlier than 5 ms fails whatever happened: a pause only
+	// makes frames late.
+	w := stallwatch.Start()
+	f := start(0)
+	base := probeRun("no delay", time.Second)
+	f.Stop()
+	f = start(delay)
+	res := probeRun("5 ms one way", 2*time.Second)
+	late := f.Stats(emulator.AtoB).Emulator.Lateness
+	f.Stop()
+	machine := w.Stop()
+	// quantile is the q-quantile of a run's probe delays and how far one
+	// pause of CallerPause can move it: to the quantile that many probes
+	// further up.
+	quantile := func(r probe.Result, q float64) (v, shift time.Duration) {
+		d := slices.Sorted(slices.Values(r.Delays))
+		if len(d) == 0 {
+			t.Fatalf("no probe delays: %v", r)
 		}
-		if !m.watch.Stalled() || attempt == attempts {
-			break
-		}
-		t.Logf("attempt %d: the machine stalled (longest %v): measuring again", attempt, m.watch.Worst.Round(time.Microsecond))
+		i := int(q * float64(len(d)-1))
+		j := min(len(d)-1, i+int(1000*testenv.CallerPause.Seconds())) // 1000 probes a second
+		return d[i], d[j] - d[i]
 	}
-	what, added := "mean", addedMean
-	if m.watch.Stalled() {
-		t.Logf("the machine stalled in all %d attempts: judging the medians", attempts)
-		what, added = "median", addedP50
-	} else if m.late.Mean > 75*time.Microsecond {
-		t.Errorf("the forwarder released frames late: %+v; want the mean at most 75 µs", m.late)
-	}
-	if m.late.P50 > 50*time.Microsecond {
-		t.Errorf("the forwarder released frames late: %+v; want the p50 at most 50 µs", m.late)
-	}
-	if added > 200*time.Microsecond {
-		t.Errorf("delay through the DPDK port: %v, without delay %v; want the %s at most 200 µs above 5 ms plus the path's own (it is %v above)", m.res, m.base, what, added)
-	}
+	p50, s50 := quantile(res, 0.5)
+	b50, bs50 := quantile(base, 0.5)
+	added := p50 - b50 - delay
+	addedMean := time.Duration((res.MeanMs-base.MeanMs)*1e6) - delay
+	t.Logf("forwarder lateness over %d frames: p50 %v mean %v p90 %v p99 %v; end to end beyond 5 ms and the path's own: p50 %v, mean %v; %v",
+		late.Count, late.P50, late.Mean, late.P90, late.P99, added, addedMean, machine)
+	testenv.JudgeTime(t, testenv.Timing{
+		Quantity: "the shortest probe through the 5 ms delay", Got: res.Delay.Min, Target: delay, Tolerance: 10 * time.Microsecond, Bound: testenv.AtLeast,
+		Resolution: testenv.Ms(time.Microsecond, "the probe's CLOCK_REALTIME stamp before the send and the kernel's on arrival (ns); pauses only lengthen a probe's crossing"),
+	})
+	lateShift := (late.P90-late.P50)*23/400 + max(late.P50*16/1000, time.Nanosecond)
+	testenv.JudgeTime(t, testenv.Timing{
+		Quantity: "the forwarder's median lateness", Got: late.P50, Tolerance: 50 * time.Microsecond, Bound: testenv.AtMost,
+		Resolution: testenv.Ms(max(lateShift, time.Microsecond), fmt.Sprintf("stamped by the forwarder; one pause moves the median to the 52.3rd percentile, on the chord to p90 (%v) %v, and the histogram's 1.6 %% bucket; 1 µs at least", late.P90, lateShift)),
+	})
+	testenv.JudgeTime(t, testenv.Timing{
+		Quantity: "median delay through the DPDK port beyond 5 ms and the path's own median", Got: added, Tolerance: 200 * time.Microsecond, Bound: testenv.AtMost,
+		Resolution: testenv.Ms(max(s50+bs50, time.Microsecond), fmt.Sprintf("exact probe delays stamped by sender and kernel; one pause moves the delayed run's median by %v, the undelayed's by %v (their own samples); 1 µs at least", s50, bs50)),
+	})
 	fwd := start(delay)
 	defer fwd.Stop()
 	out, err := exec.Command("ip", "netns", "exec", ns["a"].Name(), "ping", "-c", "5", "-i", "0.2", "-W", "2", "10.78.0.2").CombinedOutput()
@@ -598,9 +726,10 @@ func TestAFPacketBetweenNamespaces(t *testing.T) {
 		}
 	}
 	t.Logf("ping over DPDK af_packet, 5 ms each way: rtt min %.2f avg %.2f ms", min, avg)
-	if min < 10 {
-		t.Fatalf("rtt %.2f ms is below the 10 ms the two delays add", min)
-	}
+	testenv.Judge(t, testenv.Measurement{
+		Quantity: "ping's fastest echo across both 5 ms delays (ms)", Got: min, Target: 10, Tolerance: 0.01, Bound: testenv.AtLeast,
+		Resolution: testenv.Resolution{Value: 0.001, Derived: "ping prints µs, from its send stamp and the kernel's receive stamp; pauses only lengthen an echo"},
+	})
 	if _, err := exec.LookPath("iperf3"); err != nil {
 		return
 	}
