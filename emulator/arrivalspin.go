@@ -3,6 +3,8 @@ package emulator
 import (
 	"fmt"
 	"os"
+	"runtime"
+	"sync/atomic"
 	"time"
 )
 
@@ -41,6 +43,12 @@ import (
 //     thread sleeps as in adaptive mode, so idle links still cost
 //     nothing).
 //   - off: sleep whenever nothing is due.
+//
+// However many links a process runs, at most half its CPUs' worth of
+// threads (at least one) poll at a time (pollers): a hundred links each
+// carrying a regular stream must not turn into a hundred fifths of a CPU
+// on a machine of two, and a thread that finds no slot free sleeps as
+// with polling off.
 //
 // Arrival polling is only for directions whose delay is shorter than a
 // wake-up (arrivalSpinDelay): a frame that waits a millisecond in the
@@ -139,6 +147,13 @@ const (
 	maxTimerLead     = 300 * time.Microsecond
 )
 
+// pollers counts the threads polling for arrivals now, in the process;
+// maxPollers bounds it.
+var (
+	pollers    atomic.Int32
+	maxPollers = int32(max(1, runtime.NumCPU()/2))
+)
+
 // arrivalSpin predicts a worker's next arrival and accounts its polling.
 // Times are the forwarder's clock (ns). One worker owns it.
 type arrivalSpin struct {
@@ -161,8 +176,30 @@ type arrivalSpin struct {
 
 	tokens   int64 // polling budget, ns
 	tickAt   int64 // last tick
-	spinning bool  // the time since tickAt was spent polling
+	spinning bool  // polling (and holding a pollers slot) since tickAt
 	spun     int64 // total polling time, ns
+}
+
+// poll starts (or goes on) polling if a pollers slot is free; it
+// reports whether the thread polls.
+func (a *arrivalSpin) poll() bool {
+	if a.spinning {
+		return true
+	}
+	if pollers.Add(1) > maxPollers {
+		pollers.Add(-1)
+		return false
+	}
+	a.spinning = true
+	return true
+}
+
+// idle ends polling and frees the slot.
+func (a *arrivalSpin) idle() {
+	if a.spinning {
+		a.spinning = false
+		pollers.Add(-1)
+	}
 }
 
 func newArrivalSpin(mode PollMode) arrivalSpin {
@@ -257,14 +294,23 @@ func (a *arrivalSpin) woke(now int64, gotFrames bool) {
 // time to poll for a predicted frame or when the budget allows polling
 // again.
 func (a *arrivalSpin) decide(now int64, timeout time.Duration) (poll bool, sleep time.Duration) {
-	a.spinning = false
+	poll, sleep = a.choose(now, timeout)
+	if poll && !a.poll() {
+		return false, timeout // every slot taken: sleep as with polling off
+	}
+	if !poll {
+		a.idle()
+	}
+	return poll, sleep
+}
+
+func (a *arrivalSpin) choose(now int64, timeout time.Duration) (poll bool, sleep time.Duration) {
 	if a.mode == PollOff || a.last == 0 {
 		return false, timeout
 	}
 	since := now - a.last
 	if a.mode == PollAlways && since < int64(idleAfter) {
 		if a.tokens > 0 {
-			a.spinning = true
 			return true, timeout
 		}
 		// Spent: sleep until the budget is back, or a frame comes.
@@ -277,7 +323,6 @@ func (a *arrivalSpin) decide(now int64, timeout time.Duration) (poll bool, sleep
 	gap := int64(a.gap)
 	// A burst: poll for its next frame.
 	if gap < int64(postSpinMax) && since < postSpinGaps*max(gap, int64(5*time.Microsecond)) {
-		a.spinning = true
 		return true, timeout
 	}
 	if gap < int64(predictMin) || gap > int64(predictMax) || a.n < 4 || int64(a.dev)*predictRegular > gap {
@@ -292,7 +337,6 @@ func (a *arrivalSpin) decide(now int64, timeout time.Duration) (poll bool, sleep
 	case now >= end:
 		return false, timeout // missed: wait for the frame
 	case now >= start:
-		a.spinning = true
 		return true, timeout
 	}
 	if t := time.Duration(start - now); t < timeout {

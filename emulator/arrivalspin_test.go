@@ -165,3 +165,28 @@ func TestParsePollMode(t *testing.T) {
 		t.Errorf("an explicit mode resolves to %v", m)
 	}
 }
+
+// TestArrivalSpinPollersBound: with one slot, a second thread that would
+// poll sleeps instead until the first stops polling.
+func TestArrivalSpinPollersBound(t *testing.T) {
+	saved := maxPollers
+	maxPollers = 1
+	defer func() { maxPollers = saved }()
+	a, b := newArrivalSpin(PollAdaptive), newArrivalSpin(PollAdaptive)
+	la := feed(&a, 0, 10*us, 50, func(int) int64 { return 0 })
+	lb := feed(&b, 0, 10*us, 50, func(int) int64 { return 0 })
+	if poll, _ := a.decide(la+5*us, idleWait); !poll {
+		t.Fatal("the first thread did not poll within its burst")
+	}
+	if poll, s := b.decide(lb+5*us, idleWait); poll || s != idleWait {
+		t.Fatalf("the second thread: poll %v, sleep %v with the only slot taken", poll, s)
+	}
+	a.idle()
+	if poll, _ := b.decide(lb+6*us, idleWait); !poll {
+		t.Fatal("the second thread did not poll once the slot was free")
+	}
+	b.idle()
+	if n := pollers.Load(); n != 0 {
+		t.Fatalf("%d slots still held after both stopped", n)
+	}
+}

@@ -664,7 +664,7 @@ func (w *worker) run() {
 			w.arrivals.arrived(now)
 		}
 		if worked {
-			w.arrivals.spinning = false
+			w.arrivals.idle()
 			lastWork = now
 			w.place.check(now, w.forwarded)
 			continue
@@ -723,6 +723,7 @@ func (w *worker) run() {
 			next.learnOversleep(next.now() - (now + int64(timeout)))
 		}
 	}
+	w.arrivals.idle()
 	w.spun.Store(w.arrivals.spun)
 	for _, d := range w.dirs {
 		d.mu.Lock()
