@@ -78,6 +78,7 @@ type Result struct {
 	Sent     int
 	Late     time.Duration // the latest a schedule point was applied after its time
 	Applied  uint64
+	Zero     time.Time // the schedule's time zero, from which the echoes' Sent counts
 }
 
 // Run builds the network, pings count times every interval and stops.
@@ -112,9 +113,10 @@ func Run(ctx context.Context, scale float64, count int, interval time.Duration, 
 	if err != nil {
 		return Result{}, err
 	}
+	zero := ls.Start
 	ls, _ = n.LinkScheduleStatus("h1", "h2")
 	late := max(ls.Forward.MaxLate, ls.Reverse.MaxLate)
-	return Result{Schedule: s, Echoes: echoes, Sent: count, Late: late, Applied: ls.Forward.Applied}, nil
+	return Result{Schedule: s, Echoes: echoes, Sent: count, Late: late, Applied: ls.Forward.Applied, Zero: zero}, nil
 }
 
 // Expected is the RTT the schedule predicts for an echo sent at s and

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hymn-net/hymn/examples/internal/twin"
 	"github.com/hymn-net/hymn/hymntest"
 	"github.com/hymn-net/hymn/internal/testenv"
 	"github.com/hymn-net/hymn/mnlog"
@@ -48,8 +49,7 @@ func TestSatelliteSteps(t *testing.T) {
 	}
 	for attempt := 1; ; attempt++ {
 		watch := hymntest.WatchStalls()
-		res := runSatellite(t)
-		stalls := watch.Stop()
+		res, stalls := runSatellite(t, watch)
 		if res.Late <= time.Millisecond {
 			judgeLate(res, attempt, stalls) // in bounds: logs the judgement
 			return
@@ -69,19 +69,36 @@ func TestSatelliteSteps(t *testing.T) {
 	}
 }
 
-// runSatellite runs the example once and judges its echoes and how many
-// steps it applied; the caller judges how late they were.
+// runSatellite runs the example once, stops the stall watcher, and
+// judges its echoes and how many steps it applied; the caller judges how
+// late they were. An echo later than the schedule whose way out and back
+// a recorded stall overlaps is the machine's (stallwatch): it is logged
+// and left out of the budget of three; nothing excuses an early one.
 // stampRes is the resolution of the times judged here: kernel receive
 // stamps less send stamps, and the emulator's own stamps, all in ns.
 var stampRes = testenv.Ms(time.Microsecond, "kernel receive stamps less the send time read just before sending, and the emulator's own stamps of a step, in ns; a pause only lengthens")
 
-func runSatellite(t *testing.T) Result {
+func runSatellite(t *testing.T, watch *hymntest.StallWatcher) (Result, hymntest.Stalls) {
 	t.Helper()
 	const count = 80
 	res, err := Run(context.Background(), 1.0/15, count, 50*time.Millisecond, mnlog.New(io.Discard, mnlog.Output))
+	stalls := watch.Stop()
 	if err != nil {
 		t.Fatal(err)
 	}
+	// stalledAcross reports whether a recorded stall overlaps an echo's
+	// time from its send to its reply's arrival.
+	stalledAcross := func(e twin.Echo) bool {
+		from := res.Zero.Add(e.Sent)
+		to := from.Add(e.RTT + e.Hold)
+		for _, st := range stalls.Stalls {
+			if st.From.Before(to) && st.To.After(from) {
+				return true
+			}
+		}
+		return false
+	}
+	excused := 0
 	if len(res.Echoes) != count {
 		t.Fatalf("%d of %d echoes came back", len(res.Echoes), count)
 	}
@@ -116,6 +133,11 @@ func runSatellite(t *testing.T) Result {
 		}
 		want := Expected(s, e.Sent, e.Hold)
 		d := e.RTT - want
+		if d > time.Millisecond && stalledAcross(e) {
+			excused++
+			t.Logf("echo %d sent at %v: RTT %v, the schedule says %v; a recorded stall overlaps it", e.Seq, e.Sent, e.RTT, want)
+			continue
+		}
 		off = append(off, d.Abs())
 		nearStep30 := within(e.Sent, 30*time.Millisecond) || within(e.Sent+out+e.Hold, 30*time.Millisecond)
 		if d >= -time.Millisecond || !nearStep30 {
@@ -136,7 +158,8 @@ func runSatellite(t *testing.T) Result {
 		}
 		checked[want]++
 	}
-	t.Logf("echoes checked per predicted RTT: %v (%d more than 5 ms above, %d more than 10 ms); %d points applied, at most %v late", checked, slow, len(stalled), res.Applied, res.Late)
+	t.Logf("echoes checked per predicted RTT: %v (%d more than 5 ms above, %d off the level; %d late beside a recorded stall, left out); %d points applied, at most %v late",
+		checked, slow, len(stalled), excused, res.Applied, res.Late)
 	// A stall of the machine (a shared host can take the VM away for
 	// 10-30 ms) makes the one echo in flight late by that much, or, across
 	// a step, gives it the step's other delay: with echoes 50 ms apart,
@@ -162,5 +185,5 @@ func runSatellite(t *testing.T) Result {
 	if res.Applied < 2 {
 		t.Errorf("%d points applied, at most %v late; want ≥ 2 within 1 ms", res.Applied, res.Late)
 	}
-	return res
+	return res, stalls
 }
