@@ -658,58 +658,91 @@ func TestAFPacketBetweenNamespaces(t *testing.T) {
 	// and the pauses this shared VM suffers reach testenv.CallerPause
 	// without the stall watcher always recording them. One such pause
 	// delays the 50 probes due in it at 1000 a second by 25 ms on average:
-	// 0.6 ms on the mean of 2000, three times the bound a mean would be
-	// held to, so no mean is known well enough (this test used to judge
-	// means when the watcher saw no stall; they are logged). The same
-	// pause moves a median to at most the 52.5th percentile of the 2000
-	// probes, the 55th of the 1000 without delay, the 52.3rd of the
-	// forwarder's 2200 frames: that distance, read from the run's own
-	// samples (probe.Result.Delays, exact), is the median's resolution.
-	// The forwarder's lateness is known only by its summary: its 52.3rd
+	// 0.3 ms on the mean of 4000, more than the bound a mean would be held
+	// to, so no mean is known well enough (this test used to judge means
+	// when the watcher saw no stall; they are logged). The same pause
+	// moves a median only by those 50 probes: to at most the 51.25th
+	// percentile of the 4000 delayed ones, the 52.5th of the 2000 without
+	// delay, the 51.2nd of the forwarder's 4200 frames. That distance,
+	// read from the run's own samples (probe.Result.Delays, exact), is the
+	// median's resolution, so a loaded run knows its median less well.
+	// The forwarder's lateness is known only by its summary: its 51.2nd
 	// percentile is taken on the chord from p50 to p90, which lies above
 	// a quantile function that is convex there (a density falling past
-	// its mode, as a lateness's does), plus the histogram's bucket.
-	// A probe earlier than 5 ms fails whatever happened: a pause only
-	// makes frames late.
-	w := stallwatch.Start()
-	f := start(0)
-	base := probeRun("no delay", time.Second)
-	f.Stop()
-	f = start(delay)
-	res := probeRun("5 ms one way", 2*time.Second)
-	late := f.Stats(emulator.AtoB).Emulator.Lateness
-	f.Stop()
-	machine := w.Stop()
+	// its mode, as a lateness's does), plus the histogram's bucket. An
+	// attempt whose medians are known to less than a tenth of their bounds
+	// is measured again, at most three attempts. A probe earlier than 5 ms
+	// fails whatever happened: a pause only makes frames late.
+	const (
+		lateBound  = 50 * time.Microsecond
+		addedBound = 200 * time.Microsecond
+		perPause   = 50 // probes due in one pause of CallerPause at 1000 a second
+	)
 	// quantile is the q-quantile of a run's probe delays and how far one
-	// pause of CallerPause can move it: to the quantile that many probes
-	// further up.
+	// pause can move it: to the quantile perPause probes further up.
 	quantile := func(r probe.Result, q float64) (v, shift time.Duration) {
 		d := slices.Sorted(slices.Values(r.Delays))
 		if len(d) == 0 {
 			t.Fatalf("no probe delays: %v", r)
 		}
 		i := int(q * float64(len(d)-1))
-		j := min(len(d)-1, i+int(1000*testenv.CallerPause.Seconds())) // 1000 probes a second
-		return d[i], d[j] - d[i]
+		return d[i], d[min(len(d)-1, i+perPause)] - d[i]
 	}
-	p50, s50 := quantile(res, 0.5)
-	b50, bs50 := quantile(base, 0.5)
-	added := p50 - b50 - delay
-	addedMean := time.Duration((res.MeanMs-base.MeanMs)*1e6) - delay
-	t.Logf("forwarder lateness over %d frames: p50 %v mean %v p90 %v p99 %v; end to end beyond 5 ms and the path's own: p50 %v, mean %v; %v",
-		late.Count, late.P50, late.Mean, late.P90, late.P99, added, addedMean, machine)
+	type measurement struct {
+		base, res probe.Result
+		late      emulator.HistogramSummary // the delayed run's, a to b
+		added     time.Duration             // end to end, median
+		lateRes   time.Duration
+		addedRes  time.Duration
+		s50, bs50 time.Duration
+		lateShift time.Duration
+		machine   stallwatch.Report
+		addedMean time.Duration
+	}
+	measure := func() (m measurement) {
+		w := stallwatch.Start()
+		f := start(0)
+		m.base = probeRun("no delay", 2*time.Second)
+		f.Stop()
+		f = start(delay)
+		m.res = probeRun("5 ms one way", 4*time.Second)
+		m.late = f.Stats(emulator.AtoB).Emulator.Lateness
+		f.Stop()
+		m.machine = w.Stop()
+		p50, s50 := quantile(m.res, 0.5)
+		b50, bs50 := quantile(m.base, 0.5)
+		m.added, m.s50, m.bs50 = p50-b50-delay, s50, bs50
+		m.addedRes = max(s50+bs50, time.Microsecond)
+		share := float64(perPause) / float64(max(m.late.Count, 1))
+		m.lateShift = time.Duration(float64(m.late.P90-m.late.P50)*share/0.4) + m.late.P50*16/1000
+		m.lateRes = max(m.lateShift, time.Microsecond)
+		m.addedMean = time.Duration((m.res.MeanMs-m.base.MeanMs)*1e6) - delay
+		return m
+	}
+	var m measurement
+	for attempt := 1; ; attempt++ {
+		m = measure()
+		t.Logf("attempt %d: forwarder lateness over %d frames: p50 %v mean %v p90 %v p99 %v; end to end beyond 5 ms and the path's own: p50 %v, mean %v; %v",
+			attempt, m.late.Count, m.late.P50, m.late.Mean, m.late.P90, m.late.P99, m.added, m.addedMean, m.machine)
+		if m.res.Delay.Min < delay {
+			break // judged below, whatever else happened
+		}
+		if (lateBound >= testenv.TimingRule*m.lateRes && addedBound >= testenv.TimingRule*m.addedRes) || attempt == 3 {
+			break
+		}
+		t.Logf("attempt %d: one pause could move the medians by %v and %v: measuring again", attempt, m.lateRes, m.addedRes)
+	}
 	testenv.JudgeTime(t, testenv.Timing{
-		Quantity: "the shortest probe through the 5 ms delay", Got: res.Delay.Min, Target: delay, Tolerance: 10 * time.Microsecond, Bound: testenv.AtLeast,
+		Quantity: "the shortest probe through the 5 ms delay", Got: m.res.Delay.Min, Target: delay, Tolerance: 10 * time.Microsecond, Bound: testenv.AtLeast,
 		Resolution: testenv.Ms(time.Microsecond, "the probe's CLOCK_REALTIME stamp before the send and the kernel's on arrival (ns); pauses only lengthen a probe's crossing"),
 	})
-	lateShift := (late.P90-late.P50)*23/400 + max(late.P50*16/1000, time.Nanosecond)
 	testenv.JudgeTime(t, testenv.Timing{
-		Quantity: "the forwarder's median lateness", Got: late.P50, Tolerance: 50 * time.Microsecond, Bound: testenv.AtMost,
-		Resolution: testenv.Ms(max(lateShift, time.Microsecond), fmt.Sprintf("stamped by the forwarder; one pause moves the median to the 52.3rd percentile, on the chord to p90 (%v) %v, and the histogram's 1.6 %% bucket; 1 µs at least", late.P90, lateShift)),
+		Quantity: "the forwarder's median lateness", Got: m.late.P50, Tolerance: lateBound, Bound: testenv.AtMost,
+		Resolution: testenv.Ms(m.lateRes, fmt.Sprintf("stamped by the forwarder; one pause of 50 frames moves the median on the chord to p90 (%v) by %v, with the histogram's 1.6 %% bucket; 1 µs at least", m.late.P90, m.lateShift)),
 	})
 	testenv.JudgeTime(t, testenv.Timing{
-		Quantity: "median delay through the DPDK port beyond 5 ms and the path's own median", Got: added, Tolerance: 200 * time.Microsecond, Bound: testenv.AtMost,
-		Resolution: testenv.Ms(max(s50+bs50, time.Microsecond), fmt.Sprintf("exact probe delays stamped by sender and kernel; one pause moves the delayed run's median by %v, the undelayed's by %v (their own samples); 1 µs at least", s50, bs50)),
+		Quantity: "median delay through the DPDK port beyond 5 ms and the path's own median", Got: m.added, Tolerance: addedBound, Bound: testenv.AtMost,
+		Resolution: testenv.Ms(m.addedRes, fmt.Sprintf("exact probe delays stamped by sender and kernel; one pause of 50 probes moves the delayed run's median by %v, the undelayed's by %v (their own samples); 1 µs at least", m.s50, m.bs50)),
 	})
 	fwd := start(delay)
 	defer fwd.Stop()
