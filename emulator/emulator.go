@@ -41,6 +41,7 @@ type Emulator struct {
 	lastDue    int64 // FIFO rule t_tx,i = max(t_tx,i−1, ...)
 	maxSentSeq uint64
 	anySent    bool
+	lossRun    bool // the loss model dropped the last packet it judged
 
 	c         counters
 	delayHist Histogram
@@ -61,6 +62,7 @@ type counters struct {
 	lastSentDue             int64 // Due of the last packet sent
 	policed, spacerDropped  uint64
 	lost, bufferFull        uint64
+	lossBursts              uint64 // runs of packets the loss model dropped in a row
 	reordered               uint64
 	maxQueue                int
 }
@@ -246,16 +248,23 @@ func (e *Emulator) admit(now int64, p *Packet) bool {
 		}
 		due = start
 	}
-	if e.loss.cfg.Model != NoLoss && e.loss.lost(e.rng) && !e.markInstead(p) {
-		c.lost++
-		if e.space.on || e.trace.on {
-			// Lost on the wire (docs/emulator-spec.md §1.4, §5.2): the packet used its
-			// slot, so it holds its place in the buffer until the slot
-			// starts, like the frames around it. Counting it keeps the
-			// time booked for lost packets bounded by the buffer.
-			e.ghosts.push(due)
+	if e.loss.cfg.Model != NoLoss {
+		if e.loss.lost(e.rng) && !e.markInstead(p) {
+			c.lost++
+			if !e.lossRun {
+				c.lossBursts++
+			}
+			e.lossRun = true
+			if e.space.on || e.trace.on {
+				// Lost on the wire (docs/emulator-spec.md §1.4, §5.2): the packet used its
+				// slot, so it holds its place in the buffer until the slot
+				// starts, like the frames around it. Counting it keeps the
+				// time booked for lost packets bounded by the buffer.
+				e.ghosts.push(due)
+			}
+			return false
 		}
-		return false
+		e.lossRun = false
 	}
 	if !e.corrupt(p) {
 		// A super-frame cannot carry a detectable flipped bit: lost.
@@ -390,6 +399,7 @@ type Stats struct {
 	Policed                 uint64 // dropped by the token bucket
 	SpacerDropped           uint64 // dropped by the spacer's fill limit
 	Lost                    uint64 // dropped by the loss model
+	LossBursts              uint64 // runs of consecutive packets the loss model dropped
 	BufferFull              uint64 // dropped because the buffer was full
 	Reordered               uint64 // sent after a later-arrived packet
 	Queued, MaxQueued       int
@@ -443,7 +453,7 @@ func (e *Emulator) Stats() Stats {
 	return Stats{
 		Received: c.received, ReceivedBytes: c.receivedBytes,
 		Sent: c.sent, SentBytes: c.sentBytes, LastSentDue: c.lastSentDue,
-		Policed: c.policed, SpacerDropped: c.spacerDropped, Lost: c.lost, BufferFull: c.bufferFull,
+		Policed: c.policed, SpacerDropped: c.spacerDropped, Lost: c.lost, LossBursts: c.lossBursts, BufferFull: c.bufferFull,
 		Reordered: c.reordered, Queued: e.queued(), MaxQueued: c.maxQueue,
 		Duplicated: e.nc.duplicated, Corrupted: e.nc.corrupted, Marked: e.nc.marked,
 		SpacerFree: e.space.tFree, LossState: e.loss.state,
