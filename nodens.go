@@ -66,19 +66,20 @@ func (n *Network) switchNode(name string) *nodes.NsNode {
 	return nil
 }
 
-// bpfSwitchFiles is what a BPF switch holds beyond its namespace node's
-// handles: its program, port list and learning table.
-const bpfSwitchFiles = 3
-
 // filesNeeded estimates the descriptors the built network holds: each
-// node's namespace and netlink handles, a BPF switch's program and maps,
-// and a reserve for the rest.
+// node's namespace handle, and a reserve for the rest (the netlink cache
+// among it). The BPF switches in the shared switch namespace share one
+// handle, and a BPF switch with ports holds no descriptor of its own
+// between calls (package bpfswitch).
 func (n *Network) filesNeeded() uint64 {
 	need := uint64(netnsx.FilesReserve)
-	for _, p := range n.Plan().Nodes {
+	shared, _ := n.sharedSwitchNamespace() // switchbpf.go
+	if shared {
 		need += netnsx.FilesPerNamespace
-		if n.isBPF(p) {
-			need += bpfSwitchFiles
+	}
+	for _, p := range n.Plan().Nodes {
+		if !shared || !n.isBPF(p) {
+			need += netnsx.FilesPerNamespace
 		}
 	}
 	return need

@@ -37,14 +37,14 @@ func (n *Network) checkBPFSwitches() error {
 // switches share ('@' is not allowed in node names, so it names no node).
 const switchNamespaceNode = "@switches"
 
-// buildSwitchNamespace makes the namespace the BPF switches share, before
-// the switches. Sharing needs every switch port name to be unique among
-// all the switches (Mininet's are, all being in the root namespace); a
+// sharedSwitchNamespace reports whether the BPF switches will share one
+// namespace: there are some, and every switch port name is unique among
+// all the switches (Mininet's are, all being in the root namespace). A
 // topology file that gives two switches' ports the same name gets a
-// namespace per switch instead, as before.
-func (n *Network) buildSwitchNamespace() error {
+// namespace per switch instead; dup names one such port.
+func (n *Network) sharedSwitchNamespace() (ok bool, dup string) {
 	if n.opts.Switch != SwitchBPF {
-		return nil
+		return false, ""
 	}
 	var ports []string
 	for _, p := range n.Plan().Switches() {
@@ -53,14 +53,26 @@ func (n *Network) buildSwitchNamespace() error {
 		}
 	}
 	if len(ports) == 0 {
-		return nil
+		return false, ""
 	}
 	slices.Sort(ports)
 	for i := 1; i < len(ports); i++ {
 		if ports[i] == ports[i-1] {
-			n.debugf("*** two switch ports are named %s: every BPF switch gets a namespace of its own\n", ports[i])
-			return nil
+			return false, ports[i]
 		}
+	}
+	return true, ""
+}
+
+// buildSwitchNamespace makes the namespace the BPF switches share, before
+// the switches, where they share one (sharedSwitchNamespace).
+func (n *Network) buildSwitchNamespace() error {
+	ok, dup := n.sharedSwitchNamespace()
+	if dup != "" {
+		n.debugf("*** two switch ports are named %s: every BPF switch gets a namespace of its own\n", dup)
+	}
+	if !ok {
+		return nil
 	}
 	ns, err := nodes.NewSwitchNamespace(n.namespaceOf(switchNamespaceNode))
 	if err != nil {

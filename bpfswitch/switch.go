@@ -27,17 +27,29 @@ var ErrTooManyPorts = fmt.Errorf("a bpf switch takes at most %d ports", MaxPorts
 // and the program live as long as a descriptor or an attachment holds
 // them: Close drops the descriptors, deleting the ports (or their
 // namespace) drops the attachments.
+//
+// A switch with ports holds no descriptors between calls: the filters on
+// its ports hold the program, and the program its maps. Each call that
+// needs them opens them again by id (BPF_*_GET_FD_BY_ID, a few
+// microseconds) and closes them before it returns. A network of 10 000
+// switches would otherwise hold 30 000 descriptors, beyond the open-file
+// limit of many machines. A switch without ports holds its descriptors,
+// which are then all that keeps its objects.
 type Switch struct {
 	name string
 
 	mu     sync.Mutex
-	fdb    int    // hash map: MAC -> port, time
-	ports  int    // array map, one value: the port list, room for bound ports
-	prog   int    // the program, its flood loop bounded by bound
+	fdb    int    // hash map: MAC -> port, time; -1 while released
+	ports  int    // array map, one value: the port list, room for bound ports; -1 while released
+	prog   int    // the program, its flood loop bounded by bound; -1 while released
+	ids    objIDs // the three objects' ids, to open them again; zero before they are made
 	bound  int    // the ports the list and the program have room for
 	list   []Port // the ports, in attach order
 	closed bool
 }
+
+// objIDs are the kernel's ids of a switch's maps and program.
+type objIDs struct{ fdb, ports, prog uint32 }
 
 // minBound is the smallest port room a switch grows to.
 const minBound = 8
@@ -73,24 +85,124 @@ type Port struct {
 // ports it will have, a hint: the verifier walks the flood loop once per
 // possible port, so a switch loads a program for the ports it has, and a
 // larger one (with a larger port list) when Attach needs more room.
-func New(name string, ports int) (_ *Switch, err error) {
-	if ports > MaxPorts {
-		return nil, fmt.Errorf("switch %s: %d ports: %w", name, ports, ErrTooManyPorts)
-	}
-	s := &Switch{name: name, fdb: -1, ports: -1, prog: -1}
-	defer func() {
-		if err != nil {
-			_ = s.Close() // best effort: err is what New reports
-		}
-	}()
-	if s.fdb, err = createMap(unix.BPF_MAP_TYPE_HASH, fdbKeySize, fdbValueSize, fdbEntries, unix.BPF_F_NO_PREALLOC, name+"_fdb"); err != nil {
+func New(name string, ports int) (*Switch, error) {
+	s, err := NewDeferred(name, ports)
+	if err != nil {
 		return nil, err
 	}
-	s.bound = initialBound(ports)
-	if s.ports, s.prog, err = s.load(s.bound); err != nil {
+	if err := s.Load(); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// NewDeferred is New without the kernel objects: they are made by Load or
+// the first Attach. A network makes all its switches before their ports,
+// and switches holding their descriptors until then would hold three
+// each at once.
+func NewDeferred(name string, ports int) (*Switch, error) {
+	if ports > MaxPorts {
+		return nil, fmt.Errorf("switch %s: %d ports: %w", name, ports, ErrTooManyPorts)
+	}
+	return &Switch{name: name, fdb: -1, ports: -1, prog: -1, bound: initialBound(ports)}, nil
+}
+
+// Load makes the switch's maps and program if they are not made yet (the
+// verifier's work, outside any netlink lock the caller takes for Attach).
+// The descriptors stay open until the next call that attaches a port.
+func (s *Switch) Load() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return errors.New("bpf switch is closed")
+	}
+	return s.hold()
+}
+
+// hold opens the switch's descriptors: makes its objects the first time,
+// opens them again by id after release. Objects that are gone (every
+// port's device was deleted without Detach, so nothing held them) are
+// made again, with an empty table.
+func (s *Switch) hold() (err error) {
+	if s.fdb >= 0 {
+		return nil
+	}
+	if s.ids.fdb != 0 {
+		err = s.reopen()
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, unix.ENOENT) {
+			return fmt.Errorf("switch %s: %w", s.name, err)
+		}
+		s.ids = objIDs{}
+	}
+	defer func() {
+		if err != nil {
+			s.closeFDs()
+		}
+	}()
+	if s.fdb, err = createMap(unix.BPF_MAP_TYPE_HASH, fdbKeySize, fdbValueSize, fdbEntries, unix.BPF_F_NO_PREALLOC, s.name+"_fdb"); err != nil {
+		return err
+	}
+	if s.ports, s.prog, err = s.load(s.bound); err != nil {
+		return err
+	}
+	if s.ids, err = s.objIDs(); err != nil {
+		return err
+	}
+	if len(s.list) > 0 {
+		return s.writePorts()
+	}
+	return nil
+}
+
+// reopen opens the objects by id.
+func (s *Switch) reopen() error {
+	var err error
+	if s.fdb, err = objByID(unix.BPF_MAP_GET_FD_BY_ID, s.ids.fdb); err == nil {
+		if s.ports, err = objByID(unix.BPF_MAP_GET_FD_BY_ID, s.ids.ports); err == nil {
+			s.prog, err = objByID(unix.BPF_PROG_GET_FD_BY_ID, s.ids.prog)
+		}
+	}
+	if err != nil {
+		s.closeFDs()
+		return fmt.Errorf("opening its BPF objects again: %w", err)
+	}
+	return nil
+}
+
+// objIDs reads the ids of the objects the descriptors hold.
+func (s *Switch) objIDs() (objIDs, error) {
+	var ids objIDs
+	var err error
+	if ids.fdb, err = objID(s.fdb); err == nil {
+		if ids.ports, err = objID(s.ports); err == nil {
+			ids.prog, err = objID(s.prog)
+		}
+	}
+	if err != nil {
+		return objIDs{}, fmt.Errorf("switch %s: reading its BPF objects' ids: %w", s.name, err)
+	}
+	return ids, nil
+}
+
+// release closes the descriptors of a switch with ports, whose filters
+// hold its objects; one without ports keeps them (nothing else would).
+func (s *Switch) release() {
+	if len(s.list) > 0 {
+		s.closeFDs()
+	}
+}
+
+// closeFDs closes whichever descriptors are open.
+func (s *Switch) closeFDs() {
+	for _, fd := range []*int{&s.prog, &s.ports, &s.fdb} {
+		if *fd >= 0 {
+			_ = unix.Close(*fd) // nothing to report: the kernel drops the object with its last reference
+			*fd = -1
+		}
+	}
 }
 
 // load makes a port list and a program for bound ports.
@@ -144,6 +256,11 @@ func (s *Switch) grow(h *netlink.Handle, bound int) error {
 	}
 	_ = unix.Close(oldPorts)
 	_ = unix.Close(oldProg)
+	ids, err := s.objIDs()
+	if err != nil {
+		return err
+	}
+	s.ids = ids
 	return nil
 }
 
@@ -179,6 +296,10 @@ func (s *Switch) Attach(h *netlink.Handle, intf string) error {
 	if err != nil {
 		return err
 	}
+	if err := s.hold(); err != nil {
+		return err
+	}
+	defer s.release()
 	idx := link.Attrs().Index
 	at := -1
 	for i, p := range s.list {
@@ -239,6 +360,10 @@ func (s *Switch) Detach(h *netlink.Handle, intf string) error {
 	if at < 0 {
 		return nil
 	}
+	if err := s.hold(); err != nil {
+		return err
+	}
+	defer s.release()
 	p := s.list[at]
 	s.list = append(s.list[:at], s.list[at+1:]...)
 	err := s.writePorts()
@@ -288,6 +413,13 @@ func (s *Switch) FDB() ([]Entry, error) {
 	if s.closed {
 		return nil, errors.New("bpf switch is closed")
 	}
+	if len(s.list) == 0 && s.fdb < 0 {
+		return nil, nil // never loaded: nothing learned
+	}
+	if err := s.hold(); err != nil {
+		return nil, err
+	}
+	defer s.release()
 	var now unix.Timespec
 	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &now); err != nil { // bpf_ktime_get_ns's clock
 		return nil, err
@@ -331,6 +463,13 @@ func (s *Switch) SawRouter() (bool, error) {
 	if s.closed {
 		return false, errors.New("bpf switch is closed")
 	}
+	if len(s.list) == 0 && s.fdb < 0 {
+		return false, nil // never loaded: nothing seen
+	}
+	if err := s.hold(); err != nil {
+		return false, err
+	}
+	defer s.release()
 	key := routerKey
 	var val [fdbValueSize]byte
 	err := mapLookup(s.fdb, unsafe.Pointer(&key), unsafe.Pointer(&val))
@@ -384,11 +523,6 @@ func (s *Switch) Close() error {
 		return nil
 	}
 	s.closed = true
-	for _, fd := range []*int{&s.prog, &s.ports, &s.fdb} {
-		if *fd >= 0 {
-			_ = unix.Close(*fd) // nothing to report: the kernel drops the object with its last reference
-			*fd = -1
-		}
-	}
+	s.closeFDs()
 	return nil
 }

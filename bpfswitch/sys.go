@@ -90,3 +90,29 @@ func mapNextKey(fd int, key, next unsafe.Pointer) (bool, error) {
 func loadProgram(prog []byte, name string) (int, error) {
 	return bpfsys.LoadProgram(unix.BPF_PROG_TYPE_SCHED_CLS, prog, name)
 }
+
+// objByID opens a map (BPF_MAP_GET_FD_BY_ID) or a program
+// (BPF_PROG_GET_FD_BY_ID) by its id; the descriptor is close-on-exec.
+// Ids are handed out cyclically over 2^31, so an id of an object that is
+// gone names nothing for a long while rather than a newer object.
+func objByID(cmd int, id uint32) (int, error) {
+	attr := struct{ id, nextID, openFlags uint32 }{id: id}
+	return bpf(cmd, unsafe.Pointer(&attr), unsafe.Sizeof(attr))
+}
+
+// objID reads the id of the map or program behind fd: the second field of
+// both struct bpf_map_info and struct bpf_prog_info, which the kernel
+// fills up to the length it is given.
+func objID(fd int) (uint32, error) {
+	info := new([2]uint32)
+	ptr := unsafe.Pointer(info)
+	defer bpfsys.Pin(ptr)()
+	attr := struct {
+		fd, infoLen uint32
+		info        uint64
+	}{fd: uint32(fd), infoLen: uint32(unsafe.Sizeof(*info)), info: uint64(uintptr(ptr))}
+	if _, err := bpf(unix.BPF_OBJ_GET_INFO_BY_FD, unsafe.Pointer(&attr), unsafe.Sizeof(attr)); err != nil {
+		return 0, err
+	}
+	return info[1], nil
+}

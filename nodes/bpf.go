@@ -27,7 +27,8 @@ func newBPFPlane(n *NsNode, cfg Config) (switchPlane, error) {
 			return nil, err
 		}
 	}
-	sw, err := bpfswitch.New(cfg.Name, cfg.Ports)
+	sw, err := bpfswitch.NewDeferred(cfg.Name, cfg.Ports) // made at its first port: a descriptor held by each switch until then would not fit
+
 	if err != nil {
 		return nil, err
 	}
@@ -68,6 +69,11 @@ func NewSwitchNamespace(name string) (*netnsx.Named, error) {
 // attach puts the switch's program on the port, then sets it up (frames
 // that arrive before would reach the namespace's stack).
 func (b *bpfPlane) attach(n *NsNode, intf string) error {
+	// The verifier's work first, outside the netlink lock that the
+	// switches sharing a namespace share.
+	if err := b.sw.Load(); err != nil {
+		return err
+	}
 	return n.Netlink(func(h *netlink.Handle) error {
 		if err := b.sw.Attach(h, intf); err != nil {
 			return err

@@ -8,13 +8,15 @@ import (
 	"syscall"
 )
 
-// FilesPerNamespace is how many descriptors a namespace node holds
-// while its network runs: its namespace handle and its netlink socket.
-const FilesPerNamespace = 2
+// FilesPerNamespace is how many descriptors a namespace of its own holds
+// while its network runs: its namespace handle (its netlink socket is in
+// the cache that FilesReserve counts).
+const FilesPerNamespace = 1
 
-// FilesReserve is what the rest of hymn may hold at once (the live
-// view's connections, captures, emulator sockets, the Go runtime's).
-const FilesReserve = 512
+// FilesReserve is what the rest of hymn may hold at once: the netlink
+// cache (NetlinkCache), and the live view's connections, captures,
+// emulator sockets, the Go runtime's.
+const FilesReserve = NetlinkCache + 512
 
 // EnsureFiles raises the process's open-file limit to need descriptors:
 // the soft limit up to the hard one, and the hard one too where the
