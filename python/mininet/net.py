@@ -559,12 +559,15 @@ class Mininet(object):
         if other.node.hymn is None and other.node.inNamespace and \
                 not getattr(other.node, 'kind', '') == 'switch':
             self._deployNode(other.node)
-        deadline = time.time() + 3
+        # A pair of a node just deleted goes with its namespace, which
+        # the kernel frees in the background: on a busy machine (other
+        # networks' namespaces being freed too) that took over 3 s, and a
+        # script that makes its network again (sshd.py once per test)
+        # found the old root-eth0 still there.
+        deadline = time.time() + 20
         while True:
             _, err, code = errRun(['ip', 'link', 'add', other.name, 'type',
                                    'veth', 'peer', 'name', root.name])
-            # A pair of a node just deleted goes with its namespace, which
-            # the kernel frees in the background.
             if not code or 'File exists' not in err or \
                     time.time() > deadline:
                 break
@@ -677,7 +680,23 @@ class Mininet(object):
                 self.conn.request('stop')
             finally:
                 self.conn.close()
+            self._waitRootLinksGone()
         info('\n*** Done\n')
+
+    def _waitRootLinksGone(self, timeout=10):
+        """The root namespace's ends of links to root-namespace nodes go
+        with their peers' namespaces, which the kernel frees in the
+        background: waited for (at most timeout s), so that a script that
+        builds the network again (or the next one) finds the name free,
+        as after Mininet's stop."""
+        names = [l.rootIntf.name for l in self.links
+                 if getattr(l, 'rootIntf', None) is not None]
+        deadline = time.time() + timeout
+        while names and time.time() < deadline:
+            names = [n for n in names
+                     if os.path.exists('/sys/class/net/%s' % n)]
+            if names:
+                time.sleep(0.05)
 
     def waitConnected(self, timeout=None, delay=.5):
         "Wait for the switches to connect to their controllers."
