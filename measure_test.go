@@ -4,11 +4,12 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/hymn-net/hymn/internal/stallwatch"
 	"github.com/hymn-net/hymn/internal/testenv"
 	"github.com/hymn-net/hymn/measure"
 	"github.com/hymn-net/hymn/topo"
@@ -117,29 +118,33 @@ func TestMeasureErrors(t *testing.T) {
 // network; the plain veth link's is reported beside it.
 //
 // The two links are measured in turn, four rounds of 1.25 s each (A B A B
-// …), and each link's rounds are pooled (one histogram of 20 000 delays):
-// the load of a shared machine moves the forwarder's own latency by tens
-// of µs over a minute, which measured one after the other (5 s of delay
-// 0, then 5 s of 5 ms) lands in the difference the bound judges; taken in
-// turn both links see the same load. The histograms keep 3 significant
-// digits: 4 µs buckets at 5 ms, a twelfth of the 50 µs bound.
+// …), and each link's rounds are pooled (20 000 delays each, every one
+// kept with its send time): the load of a shared machine moves the
+// forwarder's own latency by tens of µs over a minute, which measured one
+// after the other (5 s of delay 0, then 5 s of 5 ms) lands in the
+// difference the bound judges; taken in turn both links see the same
+// load.
 //
-// On a loaded machine one scheduler stall of 50–90 ms among 20 000
-// packets — nothing the emulator did — moves the mean by several µs and
-// adds 6–190 % to the standard deviation. So the bounds are applied to
-// estimators a stall cannot move: the location as the median (for a
-// normal distribution the median is the mean; standard error
-// 1.25σ/√N = 8.9 µs, so 1 % of 5 ms is 5.6σ) above the delay-0 link's
-// median, and the jitter as IQR/1.349 (standard error ≈ 1.1σ/√N, 0.8 %;
-// 5 % is 6σ). The mean and the standard deviation are reported and held
-// to 1 % and 5 % when the run saw no stall (max below 10 ms, i.e. 5σ
-// above 5 ms); after a stall they say more about the machine than about
-// the emulator and are only logged.
+// A pause of the machine holds up the packets due to leave during it, and
+// one of 50 ms (testenv.CallerPause) among 20 000 packets moves the median
+// by 12 µs and the standard deviation by tens: nothing the emulator did,
+// and a quarter of the 50 µs bound. So a stall watcher runs beside the
+// rounds, and the packets sent within 10 ms (5σ over 5 ms) before a stall
+// it recorded, or during it, are left out: chosen by their send times, not
+// their delays, so the rest are an unbiased sample. What a pause under the
+// watcher's threshold (5 ms) does to the rest is the resolution of each
+// estimator (delayAttempt.judge). The bounds are applied to the median
+// (for a normal distribution the mean; standard error 1.25σ/√N = 8.9 µs,
+// so 1 % of 5 ms is 5.6σ) above the delay-0 link's median, and the jitter
+// as IQR/1.349 (standard error ≈ 1.1σ/√N, 0.8 %; 5 % is 6σ); the mean and
+// the standard deviation are held to 1 % and 5 % when what is left shows
+// no stall the watcher missed (max below 10 ms, 5σ above 5 ms, and 5 ms
+// on the delay-0 link); else they are only logged.
 func TestMeasureEmulatedDelay(t *testing.T) {
 	testenv.Root(t)
 	ctx := context.Background()
 	const rounds = 4
-	cfg := measure.Config{Rates: []float64{4000}, Duration: 5 * time.Second / rounds, Drain: 300 * time.Millisecond, Series: -1}
+	cfg := measure.Config{Rates: []float64{4000}, Duration: 5 * time.Second / rounds, Drain: 300 * time.Millisecond, Series: 20000}
 	plain := pairNet(t, nil)
 	rp, err := plain.Measure(ctx, "h1", "h2", cfg)
 	if err != nil {
@@ -158,7 +163,7 @@ func TestMeasureEmulatedDelay(t *testing.T) {
 	for attempt := 1; ; attempt++ {
 		a := measureDelayAttempt(t, n, cfg, rounds, rp.Results[0])
 		if misses := a.misses(); len(misses) > 0 && a.stalled && attempt < 3 {
-			t.Logf("attempt %d saw a stall and missed (%s): repeating it", attempt, strings.Join(misses, "; "))
+			t.Logf("attempt %d: what was kept shows a stall the watcher missed, and it missed (%s): repeating it", attempt, strings.Join(misses, "; "))
 			continue
 		}
 		a.judge(t)
@@ -169,7 +174,8 @@ func TestMeasureEmulatedDelay(t *testing.T) {
 // delayAttempt is what one attempt of TestMeasureEmulatedDelay measured,
 // in µs: the 5 ms link's median, jitter (IQR/1.349), mean and standard
 // deviation, the medians and means they are held to (5 ms plus the
-// delay-0 link's), and whether the run saw a stall.
+// delay-0 link's), and whether what was kept shows a stall the watcher
+// missed.
 type delayAttempt struct {
 	median, wantMedian, robust, mean, wantMean, std float64
 	stalled                                         bool
@@ -178,22 +184,22 @@ type delayAttempt struct {
 // delayBound is the bounds in µs: 1 % of 5 ms, 5 % of 1 ms.
 const delayBound = 50
 
-// Resolutions (testenv.Judge), in µs. Delays are the kernel's receive
-// stamp less the send time written just before the batch is handed over
-// (both ns), pooled in a histogram of 3 significant digits: 4.1 µs buckets
-// from 4.19 to 8.39 ms, where the 5 ms link's quartiles and median lie;
-// the delay-0 link's median is in 32 ns buckets. A pause only lengthens
-// the delays in flight, and moves a quantile only if it holds up a
-// quarter of the packets.
+// Resolutions (testenv.Judge), in µs. Each delay is the kernel's receive
+// stamp less the send time written just before its batch is handed over
+// (both ns), and the estimators are computed from the delays themselves.
+// A pause only lengthens delays: one under the watcher's threshold, P <
+// 5 ms, holds up the packets due to leave during it, rate × P = 20 of
+// 20 000, by at most P. A quantile q moves when they cross it, by their
+// share over the density there: the median by (20/2)/20 000 × 2.51σ =
+// 1.25 µs; the upper quartile by (20 × 3/4)/20 000 × 3.15σ = 2.4 µs, the
+// lower by less in the same direction, so IQR/1.349 by 1.75 µs. The
+// mean moves by 20 × P/2 / 20 000 = 2.5 µs, the variance by 20 × P²/3 /
+// 20 000, the standard deviation by 4.2 µs.
 var (
-	delayMedianRes = testenv.Resolution{Value: 4.1, Derived: "the histogram's bucket at 5 ms (3 significant digits: 4.1 µs); a pause moves a median only if it holds up half the packets"}
-	delayIQRRes    = testenv.Resolution{Value: 4.1 / 1.349, Derived: "both quartiles in 4.1 µs buckets, quantized alike: their difference to one bucket, over 1.349"}
-	// With no stall seen (no delay 5 ms over the 5 ms link's), a pause
-	// of P < 5 ms holds up the packets due to leave during it, rate × P =
-	// 20 of 20 000, by P/2 on average: the mean by 4000 × P²/2 / 20 000 ≤
-	// 2.5 µs, the variance by 20 × P²/3 / 20 000, the standard deviation
-	// by 4.2 µs; with the bucket's half (2 µs) in each value, 5 µs.
-	delayMomentRes = testenv.Resolution{Value: 5, Derived: "no stall seen: one pause under 5 ms holds up 20 of 20 000 delays (mean +2.5 µs, standard deviation +4.2 µs), the histogram's half bucket 2 µs"}
+	delayMedianRes = testenv.Resolution{Value: 1.25, Derived: "delays stamped in ns; one pause under the stall watcher's 5 ms holds up 20 of 20 000 delays, 10 across the median (2.51σ per unit share)"}
+	delayIQRRes    = testenv.Resolution{Value: 1.75, Derived: "delays stamped in ns; one pause under the stall watcher's 5 ms moves the upper quartile by 15/20 000 × 3.15σ, the lower the same way: over 1.349"}
+	delayMeanRes   = testenv.Resolution{Value: 2.5, Derived: "delays stamped in ns; one pause under the stall watcher's 5 ms holds up 20 of 20 000 delays by 2.5 ms on average"}
+	delayStdRes    = testenv.Resolution{Value: 4.2, Derived: "delays stamped in ns; one pause under the stall watcher's 5 ms adds 20 × (5 ms)²/3 / 20 000 to the variance"}
 )
 
 // misses lists the bounds the attempt missed, as judge would judge them.
@@ -218,7 +224,7 @@ func (a delayAttempt) misses() []string {
 }
 
 // judge judges the attempt through testenv.Judge: the median and IQR
-// always, the mean and standard deviation when no stall was seen.
+// always, the mean and standard deviation when no missed stall shows.
 func (a delayAttempt) judge(t *testing.T) {
 	t.Helper()
 	testenv.Judge(t, testenv.Measurement{Quantity: "median one-way delay through delay 5ms 1ms (µs)", Got: a.median, Target: a.wantMedian,
@@ -226,43 +232,76 @@ func (a delayAttempt) judge(t *testing.T) {
 	testenv.Judge(t, testenv.Measurement{Quantity: "jitter as IQR/1.349 through delay 5ms 1ms (µs)", Got: a.robust, Target: 1000,
 		Tolerance: delayBound, Resolution: delayIQRRes})
 	if a.stalled {
-		t.Logf("the run saw a stall: mean %.1f µs and standard deviation %.1f µs are reported, not judged", a.mean, a.std)
+		t.Logf("what was kept shows a stall the watcher missed: mean %.1f µs and standard deviation %.1f µs are reported, not judged", a.mean, a.std)
 		return
 	}
-	testenv.Judge(t, testenv.Measurement{Quantity: "mean one-way delay through delay 5ms 1ms, no stall seen (µs)", Got: a.mean, Target: a.wantMean,
-		Tolerance: delayBound, Resolution: delayMomentRes})
-	testenv.Judge(t, testenv.Measurement{Quantity: "jitter as standard deviation through delay 5ms 1ms, no stall seen (µs)", Got: a.std, Target: 1000,
-		Tolerance: delayBound, Resolution: delayMomentRes})
+	testenv.Judge(t, testenv.Measurement{Quantity: "mean one-way delay through delay 5ms 1ms (µs)", Got: a.mean, Target: a.wantMean,
+		Tolerance: delayBound, Resolution: delayMeanRes})
+	testenv.Judge(t, testenv.Measurement{Quantity: "jitter as standard deviation through delay 5ms 1ms (µs)", Got: a.std, Target: 1000,
+		Tolerance: delayBound, Resolution: delayStdRes})
+}
+
+// delayStats summarises delays in ns, in µs: the quartiles and median
+// exactly (sorted), the mean and the population standard deviation.
+type delayStats struct {
+	n                         int
+	q1, median, q3, mean, std float64
+	max                       float64
+}
+
+func statsOfDelays(d []int64) delayStats {
+	if len(d) == 0 {
+		return delayStats{}
+	}
+	s := slices.Sorted(slices.Values(d))
+	var sum float64
+	for _, v := range s {
+		sum += float64(v)
+	}
+	mean := sum / float64(len(s))
+	var sq float64
+	for _, v := range s {
+		sq += (float64(v) - mean) * (float64(v) - mean)
+	}
+	at := func(q float64) float64 { return float64(s[int(q*float64(len(s)-1)+0.5)]) / 1e3 }
+	return delayStats{n: len(s), q1: at(0.25), median: at(0.5), q3: at(0.75), mean: mean / 1e3,
+		std: math.Sqrt(sq/float64(len(s))) / 1e3, max: float64(s[len(s)-1]) / 1e3}
 }
 
 // measureDelayAttempt is one attempt of TestMeasureEmulatedDelay: the
-// rounds on both links, what they measured, and whether it saw a stall
+// rounds on both links beside a stall watcher, what the delays not held
+// up by a recorded stall show, and whether they show a stall it missed
 // (a delay above 10 ms, 5σ over 5 ms, or above 5 ms on the delay-0 link).
-// A stall lands on the wide distribution's quantiles more than on the
-// narrow one's (a fraction f of packets made late moves the median of a
-// normal by about 1.25·f·σ: 1.4 % of them, one 17 ms stall in a round,
-// is 17 µs), and under the race detector the two forwarders' wake-ups
-// differ by tens of µs more: so a missed bound after a stall is measured
-// again, at most three times in all. A bias of the emulator or of
-// measure misses in every attempt.
+// Under the race detector the two forwarders' wake-ups differ by tens of
+// µs more: so a missed bound after a missed stall is measured again, at
+// most three times in all. A bias of the emulator or of measure misses in
+// every attempt.
 func measureDelayAttempt(t *testing.T, n *Network, cfg measure.Config, rounds int, plain *measure.Result) delayAttempt {
 	t.Helper()
 	ctx := context.Background()
-	hopHist, gotHist := measure.NewHistogram(), measure.NewHistogram()
+	// A packet sent at s is due to leave at s + d, d below 10 ms (5σ): a
+	// stall from From to To holds it up if s lies in [From − 10 ms, To].
+	const reach = 10 * time.Millisecond
+	var hopSamples, gotSamples []measure.Sample
 	var hopN, gotN, hopPlanned, gotPlanned, reordered uint64
+	watch := stallwatch.Start()
+	defer watch.Stop()
 	for r := 1; r <= rounds; r++ {
 		for _, m := range []struct {
 			src, dst   string
-			h          *hdrhistogram.Histogram
+			samples    *[]measure.Sample
 			n, planned *uint64
-		}{{"h1", "h2", hopHist, &hopN, &hopPlanned}, {"h3", "h4", gotHist, &gotN, &gotPlanned}} {
+		}{{"h1", "h2", &hopSamples, &hopN, &hopPlanned}, {"h3", "h4", &gotSamples, &gotN, &gotPlanned}} {
 			rep, err := n.Measure(ctx, m.src, m.dst, cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
 			res := rep.Results[0]
 			t.Logf("round %d %s>%s %s", r, m.src, m.dst, measure.TableLine(res, "rate"))
-			m.h.Merge(res.Hist)
+			if uint64(len(res.Series)) < res.Received {
+				t.Fatalf("round %d %s>%s: %d samples kept of %d received: the series is thinned", r, m.src, m.dst, len(res.Series), res.Received)
+			}
+			*m.samples = append(*m.samples, res.Series...)
 			*m.n += res.Received
 			*m.planned += res.Planned
 			if m.src == "h3" {
@@ -270,6 +309,23 @@ func measureDelayAttempt(t *testing.T, n *Network, cfg measure.Config, rounds in
 			}
 		}
 	}
+	stalls := watch.Stop()
+	kept := func(all []measure.Sample) []int64 {
+		out := make([]int64, 0, len(all))
+	next:
+		for _, s := range all {
+			for _, st := range stalls.Stalls {
+				if s.Sent >= st.From.Add(-reach).UnixNano() && s.Sent <= st.To.UnixNano() {
+					continue next
+				}
+			}
+			out = append(out, s.Delay)
+		}
+		return out
+	}
+	hopKept, gotKept := kept(hopSamples), kept(gotSamples)
+	t.Logf("machine during the rounds: %v; delays left out as sent within %v before or during a stall: %d of %d on delay 0, %d of %d on delay 5ms 1ms",
+		stalls, reach, len(hopSamples)-len(hopKept), len(hopSamples), len(gotSamples)-len(gotKept), len(gotSamples))
 	for _, l := range [][2]string{{"h1", "h2"}, {"h3", "h4"}} {
 		st, err := n.LinkStats(l[0], l[1])
 		if err != nil {
@@ -279,20 +335,19 @@ func measureDelayAttempt(t *testing.T, n *Network, cfg measure.Config, rounds in
 		t.Logf("%s>%s emulator so far: applied delay p50 %v, mean %v; lateness p50 %v, p99 %v", l[0], l[1], e.Delay.P50, e.Delay.Mean, e.Lateness.P50, e.Lateness.P99)
 	}
 	base := plain.Latency
-	hop, got := latencyOfHist(hopHist), latencyOfHist(gotHist)
+	hop, got := statsOfDelays(hopKept), statsOfDelays(gotKept)
 	t.Logf("plain veth %s", measure.TableLine(plain, "rate"))
-	t.Logf("pooled over %d rounds: delay 0: %d delays, median %.1f µs, mean %.1f µs, max %.0f µs; delay 5ms 1ms: %d delays, median %.1f µs, mean %.1f µs, max %.0f µs",
-		rounds, hopN, hop.P50, hop.Mean, hop.Max, gotN, got.P50, got.Mean, got.Max)
-	iqr := float64(gotHist.ValueAtPercentile(75)-gotHist.ValueAtPercentile(25)) / 1e3
-	robust := iqr / 1.3490
-	want := 5000 + hop.Mean
-	wantMedian := 5000 + hop.P50
+	t.Logf("pooled over %d rounds, kept: delay 0: %d delays, median %.1f µs, mean %.1f µs, max %.0f µs; delay 5ms 1ms: %d delays, median %.1f µs, mean %.1f µs, max %.0f µs",
+		rounds, hop.n, hop.median, hop.mean, hop.max, got.n, got.median, got.mean, got.max)
+	robust := (got.q3 - got.q1) / 1.3490
+	want := 5000 + hop.mean
+	wantMedian := 5000 + hop.median
 	t.Logf("mean %.1f µs: %+.3f%% of 5 ms off 5 ms + the emulated link's %.1f µs (%+.3f%% off 5 ms + the plain link's %.1f µs); median %.1f µs: %+.3f%% off 5 ms + the delay-0 median %.1f µs",
-		got.Mean, 100*(got.Mean-want)/5000, hop.Mean,
-		100*(got.Mean-5000-base.Mean)/5000, base.Mean,
-		got.P50, 100*(got.P50-wantMedian)/5000, hop.P50)
+		got.mean, 100*(got.mean-want)/5000, hop.mean,
+		100*(got.mean-5000-base.Mean)/5000, base.Mean,
+		got.median, 100*(got.median-wantMedian)/5000, hop.median)
 	t.Logf("jitter IQR/1.349 %.1f µs (%+.2f%% of 1 ms), std %.1f µs (%+.2f%%); max %.0f µs; reordered %d",
-		robust, 100*(robust-1000)/1000, got.Std, 100*(got.Std-1000)/1000, got.Max, reordered)
+		robust, 100*(robust-1000)/1000, got.std, 100*(got.std-1000)/1000, got.max, reordered)
 	// The bounds' widths in standard errors assume some 20 000 delays
 	// per link; at 18 000 the median's is still 5.3σ. The generator paces
 	// by its own clock and catches up after a pause, so one pause of
@@ -310,21 +365,19 @@ func measureDelayAttempt(t *testing.T, n *Network, cfg measure.Config, rounds in
 			t.FailNow()
 		}
 	}
+	// A stall takes out some 140 delays (its length and 10 ms, at 4 kpps).
+	// With three quarters kept every bound is still 4.9σ wide or more;
+	// with less, the attempt counts as stalled (measured again on a miss).
+	thin := got.n < len(gotSamples)*3/4 || hop.n < len(hopSamples)*3/4
 	if reordered == 0 {
 		t.Fatal("reorder mode with 1 ms jitter at 250 µs spacing reported no reordering")
 	}
-	a := delayAttempt{median: got.P50, wantMedian: wantMedian, robust: robust, mean: got.Mean, wantMean: want, std: got.Std,
-		stalled: got.Max >= 10000 || hop.Max >= 5000}
+	a := delayAttempt{median: got.median, wantMedian: wantMedian, robust: robust, mean: got.mean, wantMean: want, std: got.std,
+		stalled: thin || got.max >= 10000 || hop.max >= 5000}
 	if a.stalled {
-		t.Logf("the run saw a stall (max %.0f µs, delay-0 max %.0f µs): mean and standard deviation are reported, not judged", got.Max, hop.Max)
+		t.Logf("what was kept shows a stall the watcher missed (max %.0f µs, delay-0 max %.0f µs) or is under three quarters of the delays: mean and standard deviation are reported, not judged", got.max, hop.max)
 	}
 	return a
-}
-
-// latencyOfHist is a pooled histogram's summary in µs, as measure's.
-func latencyOfHist(h *hdrhistogram.Histogram) measure.Latency {
-	us := func(ns int64) float64 { return float64(ns) / 1e3 }
-	return measure.Latency{Min: us(h.Min()), Mean: h.Mean() / 1e3, Max: us(h.Max()), Std: h.StdDev() / 1e3, P50: us(h.ValueAtPercentile(50))}
 }
 
 // TestMeasureEachGenerator: every generator delivers the same packets on

@@ -70,12 +70,13 @@ func TestRTTSeries(t *testing.T) {
 	//
 	// Resolution: each RTT is the kernel's receive stamp (SO_TIMESTAMPNS)
 	// less the send time read right before sendto, both in ns; a pause
-	// between the two reads only lengthens an RTT, and a median moves only
-	// if it holds up half of a series' 200 echoes, a median of seven
-	// differences only if that happens in four rounds. What remains is
-	// the clock's read: 1 µs is generous, and the tighter side, 20 µs, is
-	// twenty of it.
-	stamped := testenv.Ms(time.Microsecond, "kernel receive stamp less the send time read before sendto (ns); a pause only lengthens an RTT, and a median of 200 moves only if half are held up")
+	// only lengthens the echoes in flight during it. One of 50 ms
+	// (testenv.CallerPause) holds up a quarter of a series' 200 echoes and
+	// moves its median, and so one round's difference; the median of
+	// seven differences moves only if pauses hit four rounds. What
+	// remains is the clock's read: 1 µs is generous, and the tighter side,
+	// 20 µs, is twenty of it.
+	stamped := testenv.Ms(time.Microsecond, "kernel receive stamp less the send time read before sendto (ns); a pause only lengthens RTTs, and the median of seven rounds moves only if pauses hit four of them")
 	testenv.JudgeTime(t, testenv.Timing{Quantity: "RTT added by an emulated 2 ms each way (median of 7 differences of medians), from below",
 		Got: added, Target: 4 * time.Millisecond, Tolerance: 20 * time.Microsecond, Bound: testenv.AtLeast, Resolution: stamped})
 	testenv.JudgeTime(t, testenv.Timing{Quantity: "RTT added by an emulated 2 ms each way (median of 7 differences of medians), from above",

@@ -85,8 +85,9 @@ func pingSeries(t *testing.T, n *Network, src, dst string, count int, interval t
 // TestSchedulePingStep is the first must-show: a link 10 ms →
 // 30 ms at 2 s (both directions, so the RTT goes 20 → 60 ms), pinged every
 // 100 ms: every echo sent after 2 s shows the new RTT (so the change was in
-// force by the first of them, one ping interval after 2 s at most), no
-// echo is lost or reordered, few are held up beyond the configured delays,
+// force by the first of them, which ping sends within an interval of 2 s
+// unless ping itself is paused), no echo is lost or reordered, few are
+// held up beyond the configured delays,
 // and the emulator applied the change within 1 ms of 2 s (unless a stall
 // of the machine explains its lateness: checkApplied).
 //
