@@ -4,7 +4,9 @@ import (
 	"context"
 	"math"
 	"net/netip"
+	"os"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,9 +26,9 @@ import (
 // emulator's hops, logged for docs/cluster.md: the sending worker's
 // forwarder wakes for each frame, which a delay hides (frames carry their
 // kernel arrival stamps), and the receiving worker passes the tunnel's
-// frames to the node by XDP, in the kernel. A majority of windows
+// frames to the node by XDP, in the kernel. The median of seven windows
 // decides, because one stall of the shared host spoils the window it
-// lands in.
+// lands in; a round whose median is late is measured again (see below).
 func TestVXLANCutLinkDelay(t *testing.T) {
 	testenv.RootAndTools(t, "ip")
 	ms, addrs := machines(t, 2, 1550)
@@ -79,9 +81,12 @@ links:
 			t.Fatal(err)
 		}
 		return func(warmup time.Duration) probe.Result {
+			// The drain outlasts the longest stall of a loaded machine:
+			// with 200 ms, a 0.6 s stall (load 22 on 2 CPUs) left the
+			// window's last probes in flight, counted as lost.
 			r, err := probe.Run(context.Background(), probe.Config{
 				Sender: src.NsHandle(), Receiver: dst.NsHandle(), Dst: netip.AddrPortFrom(ip, 9999),
-				Rate: 2000, Duration: time.Second, Drain: 200 * time.Millisecond, Warmup: warmup,
+				Rate: 2000, Duration: time.Second, Drain: time.Second, Warmup: warmup,
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -97,22 +102,36 @@ links:
 		p(200 * time.Millisecond)
 	}
 	const windows = 7
-	var excess, hops []float64 // per window, ms
-	onePct := 0
-	for w := 1; w <= windows; w++ {
-		p, d, z := plain(-1), delayed(-1), zero(-1)
-		excess = append(excess, d.MeanMs-p.MeanMs-5)
-		hops = append(hops, z.MeanMs-p.MeanMs)
-		if math.Abs(excess[w-1]) <= 0.05 {
-			onePct++
-		}
-		t.Logf("window %d: mean plain %.4f, delay=0 %.4f, delay=5ms %.4f ms; 5 ms link - 5 ms - plain link %+.4f ms",
-			w, p.MeanMs, z.MeanMs, d.MeanMs, excess[w-1])
-	}
 	median := func(v []float64) float64 {
 		s := append([]float64(nil), v...)
 		sort.Float64s(s)
 		return s[len(s)/2]
+	}
+	// A loaded machine can make most windows of a round late (seen
+	// beside stall-inject and neighbours' builds at load 15 on 2 CPUs:
+	// five windows +0.8-1.0 ms, the plain path untouched): a round whose
+	// median window is late is measured again, at most three rounds, and
+	// the last is judged. A forwarder that adds delay makes every round
+	// late; nothing excuses an early one.
+	var excess, hops []float64 // per window, ms
+	onePct := 0
+	for round := 1; ; round++ {
+		excess, hops, onePct = nil, nil, 0
+		for w := 1; w <= windows; w++ {
+			p, d, z := plain(-1), delayed(-1), zero(-1)
+			excess = append(excess, d.MeanMs-p.MeanMs-5)
+			hops = append(hops, z.MeanMs-p.MeanMs)
+			if math.Abs(excess[w-1]) <= 0.05 {
+				onePct++
+			}
+			t.Logf("round %d, window %d: mean plain %.4f, delay=0 %.4f, delay=5ms %.4f ms; 5 ms link - 5 ms - plain link %+.4f ms",
+				round, w, p.MeanMs, z.MeanMs, d.MeanMs, excess[w-1])
+		}
+		if median(excess) <= 0.25 || round == 3 {
+			break
+		}
+		load, _ := os.ReadFile("/proc/loadavg")
+		t.Logf("round %d: median window %+.4f ms late (load %s): the machine's or the emulator's; measuring again", round, median(excess), strings.TrimSpace(string(load)))
 	}
 	t.Logf("5 ms cut link - 5 ms - plain cut link: median %+.4f ms (%+.2f%% of 5 ms), %d of %d windows within the issue's 1 %%; a zero-delay emulator costs %.4f ms (median) over the plain link",
 		median(excess), 100*median(excess)/5, onePct, windows, median(hops))
