@@ -133,7 +133,7 @@ func TestMeasureErrors(t *testing.T) {
 // it recorded, or during it, are left out: chosen by their send times, not
 // their delays, so the rest are an unbiased sample. What a pause under the
 // watcher's threshold (5 ms) does to the rest is the resolution of each
-// estimator (delayAttempt.judge). The bounds are applied to the median
+// estimator (delayAttempt.judgeDelays). The bounds are applied to the median
 // (for a normal distribution the mean; standard error 1.25σ/√N = 8.9 µs,
 // so 1 % of 5 ms is 5.6σ) above the delay-0 link's median, and the jitter
 // as IQR/1.349 (standard error ≈ 1.1σ/√N, 0.8 %; 5 % is 6σ); the mean and
@@ -166,7 +166,7 @@ func TestMeasureEmulatedDelay(t *testing.T) {
 			t.Logf("attempt %d: what was kept shows a stall the watcher missed, and it missed (%s): repeating it", attempt, strings.Join(misses, "; "))
 			continue
 		}
-		a.judge(t)
+		a.judgeDelays(t)
 		return
 	}
 }
@@ -202,7 +202,7 @@ var (
 	delayStdRes    = testenv.Resolution{Value: 4.2, Derived: "delays stamped in ns; one pause under the stall watcher's 5 ms adds 20 × (5 ms)²/3 / 20 000 to the variance"}
 )
 
-// misses lists the bounds the attempt missed, as judge would judge them.
+// misses lists the bounds the attempt missed, as judgeDelays would judge them.
 func (a delayAttempt) misses() []string {
 	var m []string
 	if math.Abs(a.median-a.wantMedian) > delayBound {
@@ -223,9 +223,9 @@ func (a delayAttempt) misses() []string {
 	return m
 }
 
-// judge judges the attempt through testenv.Judge: the median and IQR
+// judgeDelays judges the attempt through testenv.Judge: the median and IQR
 // always, the mean and standard deviation when no missed stall shows.
-func (a delayAttempt) judge(t *testing.T) {
+func (a delayAttempt) judgeDelays(t *testing.T) {
 	t.Helper()
 	testenv.Judge(t, testenv.Measurement{Quantity: "median one-way delay through delay 5ms 1ms (µs)", Got: a.median, Target: a.wantMedian,
 		Tolerance: delayBound, Resolution: delayMedianRes})
