@@ -9,16 +9,26 @@
 # binary (scripts/oci-image.py), and checks:
 #
 #   hymn cluster run --topo linear,4 --cluster kube:2 --test pingall+rtt+stats
-#     (two privileged worker pods, the cut link a VXLAN tunnel between their
+#     (two unprivileged worker pods, the cut link a VXLAN tunnel between their
 #     pod IPs): 12/12 received
 #   two sites joined by a cut link, plain and emulated with delay=1ms and
 #     delay=5ms (round-trip medians measured to the ns): what 5 ms adds over
 #     1 ms is 4 ms within 1 %, and the one-way delay over the plain link is
 #     5 ms plus the emulator's forwarding, at most 100 us
-#   hymn-kube install + controller; hymn run FILE --kube with commands typed
-#     into its mininet> shell (nodes, pingall, h1 ping -c3 h4)
+#   the worker pods' security context on both transports (capabilities
+#     listed, not privileged, no service-account token), as the API server
+#     has it and as the worker process has it (its capability sets)
+#   hymn-kube install: the controller's service account may create pods in
+#     the watched namespace and not in another (kubectl auth can-i, and a
+#     real create refused); the controller runs as that service account
+#   hymn run FILE --kube with commands typed into its mininet> shell
+#     (nodes, pingall, h1 ping -c3 h4)
 #   a held Topology whose worker pod is deleted: the controller restores it,
 #     and h1 reaches h4 on the new pod
+#   hostile Topologies: a foreign image (Failed, ImageNotAllowed, no pod),
+#     a trace: naming the service-account token or the controller's own
+#     token file (Failed, the status without the file's content, no pod),
+#     and one in a namespace the controller does not watch (left alone)
 #
 # then tears everything down, restores what the kubelet changed (sysctls,
 # iptables chains, cgroups), checks nothing is left and prints a summary.
@@ -52,6 +62,7 @@ NODE_IP=${NODE_IP:-$(ip -4 route get 1.1.1.1 2>/dev/null | sed -n 's/.* src \([0
 die() { echo "k8s-check: $*" >&2; exit 1; }
 # The lines the end-to-end run must show, printed again at the end.
 SUMMARY=$LOGDIR/summary.txt
+TIMING_FAILED=
 say() { echo "$*"; echo "$*" >>"$SUMMARY"; }
 # build needs only a writable $K8S; the cluster needs root.
 [ "$(id -u)" -eq 0 ] || [ "${1:-}" = build ] || { echo "k8s-check: run as root" >&2; exit 2; }
@@ -231,15 +242,98 @@ images() {
   done
 }
 
+# secctx FILE WHAT: prints the worker pods' security context from FILE
+# (kubectl get pods -o json) and fails unless every worker container is
+# unprivileged with exactly cluster.WorkerCapabilities added, everything
+# else dropped, and the pod mounts no service-account token and no host
+# path.
+secctx() {
+  python3 - "$1" "$2" <<'EOF' | tee -a "$SUMMARY"
+import json, sys
+pods = json.load(open(sys.argv[1]))["items"]
+want = ["NET_ADMIN", "NET_RAW", "SYS_ADMIN", "SYS_NICE"]
+ok = len(pods) > 0
+if not pods:
+    print("*** %s: no worker pod seen" % sys.argv[2])
+for p in pods:
+    spec = p["spec"]
+    for c in spec["containers"]:
+        sc = c.get("securityContext", {})
+        caps = sc.get("capabilities", {})
+        print("*** %s: pod %s: automountServiceAccountToken %s, securityContext %s" % (
+            sys.argv[2], p["metadata"]["name"], json.dumps(spec.get("automountServiceAccountToken")), json.dumps(sc, sort_keys=True)))
+        mounts = [m["mountPath"] for m in c.get("volumeMounts", [])]
+        hostpaths = [v["name"] for v in spec.get("volumes", []) if "hostPath" in v]
+        bad = []
+        if sc.get("privileged") is not False: bad.append("privileged is not false")
+        if sorted(caps.get("add", [])) != want: bad.append("capabilities added %s, want %s" % (caps.get("add"), want))
+        if caps.get("drop") != ["ALL"]: bad.append("capabilities dropped %s, want [ALL]" % caps.get("drop"))
+        if spec.get("automountServiceAccountToken") is not False: bad.append("automountServiceAccountToken is not false")
+        if any(m.startswith("/var/run/secrets") for m in mounts): bad.append("a secret is mounted: %s" % mounts)
+        if hostpaths or spec.get("hostNetwork") or spec.get("hostPID"): bad.append("host path, network or pid")
+        for b in bad:
+            print("    BAD: " + b)
+        ok = ok and not bad
+sys.exit(0 if ok else 1)
+EOF
+  return "${PIPESTATUS[0]}"
+}
+
+# capsets KUBECONFIG POD: prints the capability sets of the worker process
+# (pid 1 of the pod's container) by name, fails unless its bounding and
+# effective sets are exactly the four capabilities, and checks that no
+# service-account token is mounted in it.
+capsets() {
+  local kc=$1 pod=$2
+  kubectl --kubeconfig "$kc" exec "$pod" -- grep -E '^Cap(Eff|Bnd|Prm)' /proc/1/status >"$LOGDIR/$pod.caps" || die "reading $pod's capability sets"
+  python3 - "$LOGDIR/$pod.caps" "$pod" <<'EOF' | tee -a "$SUMMARY" || die "$pod's worker runs with other capabilities than NET_ADMIN, NET_RAW, SYS_ADMIN, SYS_NICE"
+import sys
+names = ["CHOWN", "DAC_OVERRIDE", "DAC_READ_SEARCH", "FOWNER", "FSETID", "KILL", "SETGID", "SETUID", "SETPCAP",
+         "LINUX_IMMUTABLE", "NET_BIND_SERVICE", "NET_BROADCAST", "NET_ADMIN", "NET_RAW", "IPC_LOCK", "IPC_OWNER",
+         "SYS_MODULE", "SYS_RAWIO", "SYS_CHROOT", "SYS_PTRACE", "SYS_PACCT", "SYS_ADMIN", "SYS_BOOT", "SYS_NICE",
+         "SYS_RESOURCE", "SYS_TIME", "SYS_TTY_CONFIG", "MKNOD", "LEASE", "AUDIT_WRITE", "AUDIT_CONTROL", "SETFCAP",
+         "MAC_OVERRIDE", "MAC_ADMIN", "SYSLOG", "WAKE_ALARM", "BLOCK_SUSPEND", "AUDIT_READ", "PERFMON", "BPF",
+         "CHECKPOINT_RESTORE"]
+want = ["NET_ADMIN", "NET_RAW", "SYS_ADMIN", "SYS_NICE"]
+sets = {}
+for line in open(sys.argv[1]):
+    k, v = line.split(":")
+    bits = int(v.strip(), 16)
+    sets[k] = sorted(names[i] if i < len(names) else str(i) for i in range(64) if bits >> i & 1)
+print("*** the worker process of pod %s (its /proc/1/status): %s" % (
+    sys.argv[2], "; ".join("%s %s" % (k, ",".join(v) or "-") for k, v in sorted(sets.items()))))
+sys.exit(0 if sets.get("CapBnd") == want and sets.get("CapEff") == want else 1)
+EOF
+  if kubectl --kubeconfig "$kc" exec "$pod" -- ls /var/run/secrets/kubernetes.io/serviceaccount >/dev/null 2>&1; then
+    die "$pod has a service-account token mounted"
+  fi
+  say "*** pod $pod: no /var/run/secrets/kubernetes.io/serviceaccount (no token for its node commands to read)"
+}
+
 check() {
   echo "*** hymn cluster run --topo linear,4 --cluster kube:2"
   # The worker image's static build serves the coordinator too.
   cp "$LOGDIR/image/hymn" "$LOGDIR/hymn"
   local t0=$SECONDS
+  # The worker pods exist only while the run does: their manifests, as
+  # the API server has them, are taken once both exist.
+  rm -f "$LOGDIR/kubectl-pods.json"
+  (for i in $(seq 600); do
+     if [ "$(kubectl --kubeconfig "$P/admin.kubeconfig" get pods -l app.kubernetes.io/name=hymn-worker -o name 2>/dev/null | wc -l)" = 2 ]; then
+       kubectl --kubeconfig "$P/admin.kubeconfig" get pods -l app.kubernetes.io/name=hymn-worker -o json >"$LOGDIR/kubectl-pods.tmp" 2>/dev/null &&
+         mv "$LOGDIR/kubectl-pods.tmp" "$LOGDIR/kubectl-pods.json" && break
+     fi
+     sleep 0.3
+   done) &
+  local poll=$!
   "$LOGDIR/hymn" cluster run --topo linear,4 --cluster kube:2 --image localhost/hymn-worker:dev \
     --kubeconfig "$P/admin.kubeconfig" --test pingall+rtt+stats --json >"$LOGDIR/linear4.json" 2>"$LOGDIR/linear4.err" || {
-      cat "$LOGDIR/linear4.err"; die "the cluster run failed"; }
+      cat "$LOGDIR/linear4.err"; kill "$poll" 2>/dev/null; die "the cluster run failed"; }
   cat "$LOGDIR/linear4.err"
+  kill "$poll" 2>/dev/null || true; wait "$poll" 2>/dev/null || true
+  rm -f "$LOGDIR/kubectl-pods.tmp"
+  [ -f "$LOGDIR/kubectl-pods.json" ] || die "the kubectl transport's worker pods were never seen"
+  secctx "$LOGDIR/kubectl-pods.json" "hymn cluster run (kubectl transport)" || die "a worker pod of the kubectl transport is privileged, holds other capabilities or mounts a token"
   python3 - "$LOGDIR/linear4.json" <<'EOF' | tee -a "$SUMMARY"
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -282,7 +376,10 @@ EOF
         cat "$LOGDIR/$f.err"; die "the cluster run of $f failed"; }
     grep -E "rtt|Results" "$LOGDIR/$f.err"
   done
-  python3 - "$LOGDIR/two-sites-plain.json" "$LOGDIR/two-sites-1ms.json" "$LOGDIR/two-sites.json" <<'EOF' | tee -a "$SUMMARY"
+  # A delay off its bound is a failure of the run, but not a reason to
+  # skip the checks after it (security, the controller): they run, and the
+  # verdict comes at the end, with the host's load beside it.
+  python3 - "$LOGDIR/two-sites-plain.json" "$LOGDIR/two-sites-1ms.json" "$LOGDIR/two-sites.json" <<'EOF' | tee -a "$SUMMARY" || TIMING_FAILED="load average $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs"
 import json, sys
 plain, one, five = (json.load(open(f)) for f in sys.argv[1:4])
 for d in (plain, one, five):
@@ -311,6 +408,126 @@ EOF
   echo "*** check done in $((SECONDS - t0)) s"
 }
 
+# The controller's service account, as hymn-kube install made it for the
+# watched namespace "default": pods may be created there and nowhere else.
+CONTROLLER_SA=system:serviceaccount:default:hymn-kube-controller
+UNWATCHED=hymn-unwatched
+rbac_check() {
+  local kc="$P/admin.kubeconfig" yes no
+  kubectl --kubeconfig "$kc" create namespace "$UNWATCHED" >/dev/null
+  yes=$(kubectl --kubeconfig "$kc" auth can-i --as="$CONTROLLER_SA" create pods -n default 2>"$LOGDIR/can-i.err" || true)
+  no=$(kubectl --kubeconfig "$kc" auth can-i --as="$CONTROLLER_SA" create pods -n "$UNWATCHED" 2>"$LOGDIR/can-i.err" || true)
+  say "*** kubectl auth can-i --as=$CONTROLLER_SA create pods -n default: $yes"
+  say "*** kubectl auth can-i --as=$CONTROLLER_SA create pods -n $UNWATCHED: $no"
+  [ "$yes" = yes ] || die "the controller may not create pods in its watched namespace"
+  [ "$no" = no ] || die "the controller may create pods outside its watched namespace"
+  local other
+  # (A subresource is --subresource: "pods/exec" would ask about a pod
+  # named exec.)
+  for other in "create configmaps -n $UNWATCHED" "create pods --subresource=attach -n $UNWATCHED" "create pods -n kube-system" \
+    "create clusterrolebindings" "create pods --subresource=exec -n default" "get secrets -n default"; do
+    # stdout alone: kubectl warns on stderr about cluster-scoped resources.
+    [ "$(kubectl --kubeconfig "$kc" auth can-i --as="$CONTROLLER_SA" $other 2>"$LOGDIR/can-i.err" || true)" = no ] ||
+      die "the controller may $other (or can-i failed: $(cat "$LOGDIR/can-i.err"))"
+  done
+  [ "$(kubectl --kubeconfig "$kc" auth can-i --as="$CONTROLLER_SA" create pods --subresource=attach -n default 2>/dev/null || true)" = yes ] ||
+    die "the controller may not attach to pods in its watched namespace (the worker protocol)"
+  say "*** pods/attach in default (the worker protocol): yes; nor: ${UNWATCHED}'s configmaps and pods/attach, pods in kube-system, clusterrolebindings, pods/exec, secrets: no"
+  # A token of the service account, for the controller to run as.
+  kubectl --kubeconfig "$kc" -n default create token hymn-kube-controller --duration=2h >"$P/controller.token"
+  local ck="$P/controller.kubeconfig"
+  kubectl config set-cluster hymn --server=https://127.0.0.1:6443 --certificate-authority="$P/ca.crt" --embed-certs --kubeconfig="$ck" >/dev/null
+  kubectl config set-credentials controller --token="$(cat "$P/controller.token")" --kubeconfig="$ck" >/dev/null
+  kubectl config set-context default --cluster=hymn --user=controller --namespace=default --kubeconfig="$ck" >/dev/null
+  kubectl config use-context default --kubeconfig="$ck" >/dev/null
+  chmod 600 "$ck" "$P/controller.token"
+  # Not only the authorizer's word: the controller's own identity trying.
+  local out
+  if out=$(kubectl --kubeconfig "$ck" -n "$UNWATCHED" run probe --image=localhost/pause:hymn --image-pull-policy=Never --restart=Never 2>&1); then
+    die "the controller's service account created a pod in $UNWATCHED"
+  fi
+  echo "$out" | grep -q Forbidden || die "creating a pod in $UNWATCHED as the controller failed, but not as forbidden: $out"
+  say "*** as the controller's service account: kubectl run -n $UNWATCHED: $(echo "$out" | head -1)"
+}
+
+# refused NAME PHASE-AND-MESSAGE-GREP: waits for Topology NAME to fail,
+# prints its status, and checks no pod or ConfigMap was made for it.
+refused() {
+  local kc="$P/admin.kubeconfig" name=$1 want=$2 phase="" msg reason
+  for i in $(seq 120); do
+    phase=$(kubectl --kubeconfig "$kc" get topology "$name" -o jsonpath='{.status.phase}' 2>/dev/null || true)
+    [ "$phase" = Failed ] && break
+    sleep 0.5
+  done
+  msg=$(kubectl --kubeconfig "$kc" get topology "$name" -o jsonpath='{.status.message}')
+  reason=$(kubectl --kubeconfig "$kc" get topology "$name" -o jsonpath='{.status.conditions[?(@.type=="Ready")].reason}')
+  echo "$msg" >"$LOGDIR/$name.status"
+  [ "$phase" = Failed ] || { tail -20 "$LOGDIR/controller.log"; die "Topology $name is ${phase:-without a phase}, not Failed"; }
+  grep -qF -- "$want" "$LOGDIR/$name.status" || die "Topology $name's status does not say \"$want\": $msg"
+  local made; made=$(kubectl --kubeconfig "$kc" get pods,configmaps -o name 2>/dev/null | grep -E "/$name-w[0-9]" || true)
+  [ -z "$made" ] || die "Topology $name was refused, yet made: $made"
+  say "*** Topology $name: phase $phase, reason ${reason:-none}, no pod or ConfigMap made: $msg"
+}
+
+# hostile_check: Topologies their authors should not be able to use to
+# run an image or read a file of the controller's.
+hostile_check() {
+  local kc="$P/admin.kubeconfig"
+  echo "*** Hostile Topologies: a foreign image, a trace naming a token, one in an unwatched namespace"
+  cat <<'EOF' | kubectl --kubeconfig "$kc" apply -f - >/dev/null
+apiVersion: hymn.hymn-net.io/v1alpha1
+kind: Topology
+metadata: {name: foreign}
+spec: {topology: "linear,2", workers: 1, image: "evil.example/root:latest"}
+EOF
+  refused foreign "spec.image \"evil.example/root:latest\" is not on the controller's allow-list"
+  [ "$(kubectl --kubeconfig "$kc" get topology foreign -o jsonpath='{.status.conditions[?(@.type=="Ready")].reason}')" = ImageNotAllowed ] ||
+    die "the foreign image's Ready condition is not ImageNotAllowed"
+  # The trace names the in-pod token path of the issue, and the file that
+  # holds the token this controller really runs with (it exists, and a
+  # parser that opened it would quote its first line).
+  local tok=$P/controller.token name path
+  for name in trace-sa trace-own; do
+    path=/var/run/secrets/kubernetes.io/serviceaccount/token
+    [ $name = trace-own ] && path=$tok
+    cat <<EOF | kubectl --kubeconfig "$kc" apply -f - >/dev/null
+apiVersion: hymn.hymn-net.io/v1alpha1
+kind: Topology
+metadata: {name: $name}
+spec:
+  workers: 1
+  file: |
+    nodes: [h1, h2]
+    links:
+      - endpoints: [h1, h2]
+        params: {trace: $path}
+EOF
+    refused $name "trace: a file name is not accepted from a Topology resource"
+    # Neither the token nor any 16 characters of it is in the status.
+    python3 - "$tok" "$LOGDIR/$name.status" <<'EOF' || die "Topology $name's status quotes the token"
+import sys
+tok, msg = open(sys.argv[1]).read().strip(), open(sys.argv[2]).read()
+sys.exit(1 if any(tok[i:i + 16] in msg for i in range(0, len(tok) - 16)) else 0)
+EOF
+  done
+  say "*** the trace Topologies' status holds no part of the controller's token (checked for every 16 characters of it)"
+  # Outside the watched namespaces nothing happens: no phase, no pod.
+  cat <<EOF | kubectl --kubeconfig "$kc" apply -f - >/dev/null
+apiVersion: hymn.hymn-net.io/v1alpha1
+kind: Topology
+metadata: {name: elsewhere, namespace: $UNWATCHED}
+spec: {topology: "linear,2", workers: 1}
+EOF
+  sleep 5
+  local phase pods
+  phase=$(kubectl --kubeconfig "$kc" -n "$UNWATCHED" get topology elsewhere -o jsonpath='{.status.phase}')
+  pods=$(kubectl --kubeconfig "$kc" -n "$UNWATCHED" get pods,configmaps -o name | grep -v kube-root-ca.crt || true)
+  [ -z "$phase" ] && [ -z "$pods" ] || die "the Topology in $UNWATCHED was acted on: phase $phase, $pods"
+  say "*** Topology $UNWATCHED/elsewhere (a namespace the controller does not watch): after 5 s no phase, no pod, no ConfigMap"
+  kubectl --kubeconfig "$kc" delete topology foreign trace-sa trace-own --wait=true --timeout=60s >/dev/null
+  kubectl --kubeconfig "$kc" -n "$UNWATCHED" delete topology elsewhere --wait=true --timeout=60s >/dev/null
+}
+
 # The Kubernetes-native path: the Topology resource and its controller
 # (hymn-kube, module kube/), driven by hymn run --kube; then a held
 # Topology whose worker pod is deleted must turn Failed, naming the pod.
@@ -319,7 +536,10 @@ controller_check() {
   echo "*** hymn-kube install, hymn-kube controller"
   (cd kube && go build -o "$LOGDIR/hymn-kube" ./cmd/hymn-kube)
   "$LOGDIR/hymn-kube" --kubeconfig "$kc" install
-  setsid "$LOGDIR/hymn-kube" --kubeconfig "$kc" controller --image localhost/hymn-worker:dev >"$LOGDIR/controller.log" 2>&1 &
+  rbac_check
+  # The controller runs as its service account (a token of it), so every
+  # step below is also a check that the rendered RBAC suffices.
+  setsid "$LOGDIR/hymn-kube" --kubeconfig "$P/controller.kubeconfig" controller --image localhost/hymn-worker:dev >"$LOGDIR/controller.log" 2>&1 &
   echo $! >"$K8S/hymn-kube-controller.pid"
   echo "*** hymn run two-sites.yaml --kube --workers 2 (hymn-kube next to hymn), commands typed into its mininet> shell"
   printf 'nodes\npingall\nh1 ping -c3 h4\nexit\n' | "$LOGDIR/hymn" run "$LOGDIR/two-sites.yaml" --kube --workers 2 --kubeconfig "$kc" >"$LOGDIR/kube-run.out" 2>&1 || {
@@ -346,6 +566,9 @@ controller_check() {
   done
   kubectl --kubeconfig "$kc" get topologies
   [ "$phase" = Running ] || { cat "$LOGDIR/held.out"; die "the held Topology is $phase, not Running"; }
+  kubectl --kubeconfig "$kc" get pods -l app.kubernetes.io/name=hymn-worker -o json >"$LOGDIR/controller-pods.json"
+  secctx "$LOGDIR/controller-pods.json" "hymn-kube controller" || die "a worker pod of the controller is privileged, holds other capabilities or mounts a token"
+  capsets "$kc" held-w0
   local old t1=$SECONDS
   old=$(kubectl --kubeconfig "$kc" get pod held-w1 -o jsonpath='{.metadata.uid}')
   kubectl --kubeconfig "$kc" delete pod held-w1 --wait=false >/dev/null
@@ -369,6 +592,7 @@ controller_check() {
   say "*** h1 (held-w0) -> h4 (the restored held-w1) across the re-created cut link: 3/3"
   kill -INT "$held"; wait "$held" || true
   cat "$LOGDIR/held.out"
+  hostile_check
   echo "*** A topology too large for the cluster (a VM of 512 GiB)"
   cat >"$LOGDIR/too-large.yaml" <<'EOF'
 nodes:
@@ -464,6 +688,7 @@ leftovers() {
   [ -n "$(ls -A /var/lib/cni/networks /var/lib/cni/results 2>/dev/null)" ] && { echo "left: CNI state in /var/lib/cni"; bad=1; }
   grep -q " $K8S/" /proc/mounts && { echo "left: mounts under $K8S"; bad=1; }
   [ -f "$K8S/sysctls.saved" ] && { echo "left: sysctls not restored"; bad=1; }
+  command -v nft >/dev/null && nft list tables 2>/dev/null | grep -q ' hymn-.*-vxlan$' && { echo "left: hymn tunnel filter tables (nft list tables)"; bad=1; }
   iptables -S 2>/dev/null | grep -q KUBE- && { echo "left: KUBE- iptables chains"; bad=1; }
   iptables -t nat -S 2>/dev/null | grep -q CNI- && { echo "left: CNI- nat chains"; bad=1; }
   find /sys/fs/cgroup/*/ -maxdepth 1 \( -name kubepods -o -name k8s.io \) 2>/dev/null | grep -q . && { echo "left: cgroups"; bad=1; }
@@ -491,3 +716,7 @@ images
 check
 controller_check
 say "*** total $((SECONDS - T0)) s from start to checked"
+if [ -n "$TIMING_FAILED" ]; then
+  say "*** FAILED: the emulated cut link's delay was outside its bounds (above; every other check passed) with the host at $TIMING_FAILED"
+  exit 1
+fi
