@@ -88,7 +88,8 @@ mininet> shell on them and tears them down, with Mininet's flags and output.
 Topologies: minimal, single,K, reversed,K, linear,K[,N], tree,DEPTH,FANOUT,
 torus,X,Y[,N]; arguments may be named (tree,depth=2,fanout=3).
 Tests (--test, several joined with '+'): pingall, pingpair, pingallfull,
-pingpairfull, iperf, iperfudp, all, build, none.
+pingpairfull, pingsample[,N] (N random pairs, 1000 by default: pingall for
+large networks), iperf, iperfudp, all, build, none.
 Switches: by default hymn builds eBPF switches (--switch bpf, freed at once
 at teardown) for loop-free topologies without STP, and Linux bridges with
 STP for a torus or a topology that asks for STP; the "*** Switches:" line
@@ -129,7 +130,7 @@ func addMNFlags(fl *pflag.FlagSet, f *mnFlags) {
 	fl.StringVar(&f.links, "links", "veth", "link backend: veth, or sriov[,pairs=PF:PF,vlans=400-4094,inventory=FILE,sim=auto|on|off,emulator=afpacket|dpdk] for SR-IOV VF pairs (simulated NIC without hardware); emulator=dpdk runs emulated VF links on DPDK ports (net_af_packet on simulated VFs, the VF's PMD under vfio-pci on hardware; needs a build with -tags dpdk)")
 	fl.BoolVar(&f.mac, "mac", false, "automatically set host MACs from their index (00:00:00:00:00:01, ...)")
 	fl.StringVarP(&f.ipbase, "ipbase", "i", topo.DefaultIPBase.String(), "base IP network for hosts")
-	fl.StringArrayVar(&f.tests, "test", nil, "test to run: pingall|pingpair|pingallfull|pingpairfull|iperf|iperfudp|all|build|none (repeatable, or joined with '+'); without it, the mininet> shell")
+	fl.StringArrayVar(&f.tests, "test", nil, "test to run: pingall|pingpair|pingallfull|pingpairfull|pingsample[,N]|iperf|iperfudp|all|build|none (repeatable, or joined with '+'); without it, the mininet> shell")
 	fl.StringVarP(&f.verbosity, "verbosity", "v", "info", "verbosity: "+strings.Join(mnlog.LevelNames, "|"))
 	fl.BoolVarP(&f.clean, "clean", "c", false, "clean up what crashed hymn runs left and exit")
 	fl.BoolVarP(&f.wait, "wait", "w", false, "wait for switches to forward before running tests")
@@ -168,13 +169,38 @@ func newVersionCmd(stdout io.Writer) *cobra.Command {
 }
 
 // knownTests are the --test names (runTest says what each runs).
-var knownTests = []string{"pingall", "pingpair", "pingallfull", "pingpairfull", "iperf", "iperfudp", "all", "build", "none"}
+var knownTests = []string{"pingall", "pingpair", "pingallfull", "pingpairfull", "pingsample", "iperf", "iperfudp", "all", "build", "none"}
+
+// pingSampleSize reads pingsample's optional pair count (pingsample,N):
+// ok is false for another test, err for a count that is not a positive
+// number.
+func pingSampleSize(name string) (pairs int, ok bool, err error) {
+	rest, found := strings.CutPrefix(name, "pingsample")
+	if !found || (rest != "" && rest[0] != ',') {
+		return 0, false, nil
+	}
+	if rest == "" {
+		return hymn.DefaultPingSample, true, nil
+	}
+	pairs, err = strconv.Atoi(rest[1:])
+	if err != nil || pairs < 1 {
+		return 0, true, fmt.Errorf("%w: test %s: the pair count must be a positive number", ErrUsage, name)
+	}
+	return pairs, true, nil
+}
 
 func parseTests(values []string) ([]string, error) {
 	var out []string
 	for _, v := range values {
 		for _, t := range strings.Split(v, "+") {
 			name := strings.ToLower(strings.TrimSpace(t))
+			if _, ok, err := pingSampleSize(name); ok {
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, name)
+				continue
+			}
 			if !slices.Contains(knownTests, name) {
 				return nil, fmt.Errorf("%w: test %s is unknown - please specify one of %s", ErrUsage, t, strings.Join(knownTests, ", "))
 			}
@@ -424,6 +450,10 @@ func (r *mnRun) run(ctx context.Context) (err error) {
 }
 
 func runTest(ctx context.Context, net *hymn.Network, name string) error {
+	if pairs, ok, err := pingSampleSize(name); ok && err == nil {
+		_, _, err = net.PingSample(ctx, pairs, uint64(time.Now().UnixNano()), 0)
+		return err
+	}
 	var err error
 	switch name {
 	case "pingall":

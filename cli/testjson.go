@@ -136,6 +136,14 @@ func runTestsJSON(ctx context.Context, net *hymn.Network, tests []string, stdout
 	}
 	for _, name := range tests {
 		var err error
+		if pairs, ok, perr := pingSampleSize(name); ok && perr == nil {
+			var res []hymn.PingResult
+			if res, _, err = net.PingSample(ctx, pairs, uint64(time.Now().UnixNano()), 0); err != nil {
+				return err
+			}
+			out.Tests = append(out.Tests, pingsJSON("pingsample", res))
+			continue
+		}
 		switch name {
 		case "pingall":
 			err = pingTest(name, nil, false)
