@@ -105,7 +105,21 @@ build() {
 
 SYSCTLS="vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops kernel.keys.root_maxkeys kernel.keys.root_maxbytes net.ipv4.ip_forward"
 
+# new_nft_tables: the nftables tables that did not exist before the
+# cluster (the kubelet's and the CNI plugins' iptables, through
+# iptables-nft, make ip/ip6 filter, nat and mangle).
+new_nft_tables() {
+  [ -f "$K8S/nft-tables.saved" ] && command -v nft >/dev/null || return 0
+  nft list tables 2>/dev/null | grep -vxF -f "$K8S/nft-tables.saved" || true
+}
+
 record() {
+  if [ ! -f "$K8S/nft-tables.saved" ] && command -v nft >/dev/null; then
+    nft list tables >"$K8S/nft-tables.saved" 2>/dev/null || true
+    # grep -f with an empty file would match nothing: one line that is
+    # never a table keeps it meaningful.
+    echo "# tables before the cluster" >>"$K8S/nft-tables.saved"
+  fi
   [ -f "$K8S/sysctls.saved" ] && return
   for s in $SYSCTLS; do echo "$s=$(sysctl -n "$s")"; done >"$K8S/sysctls.saved"
 }
@@ -660,6 +674,15 @@ down() {
       $ipt -t nat -F $c 2>/dev/null; $ipt -t nat -X $c 2>/dev/null || true
     done
   done
+  # The tables the cluster's iptables made, once their chains are gone:
+  # only new ones, and only when no rule is left in them (a chain's
+  # header, its hook and policy, is not a rule).
+  local tbl fam name rules
+  for tbl in $(new_nft_tables | awk '$1 == "table" {print $2 "/" $3}'); do
+    fam=${tbl%/*} name=${tbl#*/}
+    rules=$(nft list table "$fam" "$name" 2>/dev/null | grep -vE '^\s*(table |chain |type |\}|$)' || true)
+    [ -n "$rules" ] || nft delete table "$fam" "$name" 2>/dev/null || true
+  done
   for m in $(awk -v k="$K8S" '$2 ~ "^"k {print $2}' /proc/mounts | sort -r); do umount -l "$m" 2>/dev/null || true; done
   for m in $(awk '$2 ~ "^/run/containerd|^/run/netns/cni-" {print $2}' /proc/mounts | sort -r); do umount -l "$m" 2>/dev/null || true; done
   find /sys/fs/cgroup/*/ -maxdepth 1 \( -name kubepods -o -name k8s.io \) -type d 2>/dev/null | while read -r d; do
@@ -680,7 +703,7 @@ down() {
 }
 
 leftovers() {
-  local bad=0
+  local bad=0 tbl
   pgrep -f "$K8S/" >/dev/null && { echo "left: processes of the cluster: $(pgrep -f "$K8S/" | tr '\n' ' ')"; bad=1; }
   pgrep -f "containerd-shim-runc-v2 -namespace k8s.io" >/dev/null && { echo "left: containerd shims"; bad=1; }
   ip link show hymncni0 >/dev/null 2>&1 && { echo "left: hymncni0"; bad=1; }
@@ -688,6 +711,9 @@ leftovers() {
   [ -n "$(ls -A /var/lib/cni/networks /var/lib/cni/results 2>/dev/null)" ] && { echo "left: CNI state in /var/lib/cni"; bad=1; }
   grep -q " $K8S/" /proc/mounts && { echo "left: mounts under $K8S"; bad=1; }
   [ -f "$K8S/sysctls.saved" ] && { echo "left: sysctls not restored"; bad=1; }
+  tbl=$(new_nft_tables | tr '\n' ' ')
+  [ -n "$tbl" ] && { echo "left: nftables tables the cluster made: $tbl"; bad=1; }
+  [ $bad = 1 ] || rm -f "$K8S/nft-tables.saved"
   command -v nft >/dev/null && nft list tables 2>/dev/null | grep -q ' hymn-.*-vxlan$' && { echo "left: hymn tunnel filter tables (nft list tables)"; bad=1; }
   iptables -S 2>/dev/null | grep -q KUBE- && { echo "left: KUBE- iptables chains"; bad=1; }
   iptables -t nat -S 2>/dev/null | grep -q CNI- && { echo "left: CNI- nat chains"; bad=1; }
