@@ -532,13 +532,7 @@ func TestEmulatedLiveChange(t *testing.T) {
 	if err := n.SetLinkParams("h1", "h2", BothDirections, "delay=10ms"); err != nil {
 		t.Fatal(err)
 	}
-	forward := func() emulator.Stats {
-		st, err := n.LinkStats("h1", "h2")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return st.Forward.Emulator
-	}
+	forward := func() emulator.Stats { return forwardEmulatorStats(t, n) }
 	before := forward()
 	watch := stallwatch.Start()
 	const rate = 2000
@@ -654,13 +648,7 @@ func TestEmulatedLoss(t *testing.T) {
 func offer21Mbit(t *testing.T, n *Network, d time.Duration) (probe.Result, emulator.Stats, LinkStats) {
 	t.Helper()
 	ip, _ := n.IP("h2")
-	forward := func() emulator.Stats {
-		st, err := n.LinkStats("h1", "h2")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return st.Forward.Emulator
-	}
+	forward := func() emulator.Stats { return forwardEmulatorStats(t, n) }
 	before := forward()
 	type run struct {
 		res probe.Result
@@ -1155,4 +1143,14 @@ func TestLinkDirections(t *testing.T) {
 			t.Errorf("linkDirections(%v, fwd %v) = %v, want %v", tc.dir, tc.fwd, got, tc.want)
 		}
 	}
+}
+
+// forwardEmulatorStats is the h1->h2 emulator's counters, read now.
+func forwardEmulatorStats(t *testing.T, n *Network) emulator.Stats {
+	t.Helper()
+	st, err := n.LinkStats("h1", "h2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Forward.Emulator
 }

@@ -5,7 +5,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/hymn-net/hymn/internal/netnsx"
@@ -70,7 +69,7 @@ func (s *Server) lingerers() []Lingerer {
 			if st := proctree.StatFields(pid); len(st) > 4 && st[4] != "0" {
 				attached = true // tty_nr: still on a terminal
 			}
-			out = append(out, Lingerer{Node: inodes[nsInode(pid)], PID: pid, Command: command(pid)})
+			out = append(out, Lingerer{Node: inodes[owner.NetnsInode(pid)], PID: pid, Command: command(pid)})
 		}
 		if !attached || time.Now().After(deadline) {
 			sort.Slice(out, func(i, j int) bool { return out[i].PID < out[j].PID })
@@ -89,14 +88,6 @@ func descendant(parents map[int]int, pid, ancestor int) bool {
 		pid = parents[pid]
 	}
 	return false
-}
-
-func nsInode(pid int) uint64 {
-	var st syscall.Stat_t
-	if syscall.Stat("/proc/"+strconv.Itoa(pid)+"/ns/net", &st) != nil {
-		return 0
-	}
-	return st.Ino
 }
 
 // command is the process's name as ps shows it (comm), for the notice.

@@ -29,14 +29,16 @@ func ProcessesIn(inodes map[uint64]bool) []int {
 		if err != nil || pid == self {
 			continue
 		}
-		if inodes[netnsInode(pid)] {
+		if inodes[NetnsInode(pid)] {
 			pids = append(pids, pid)
 		}
 	}
 	return pids
 }
 
-func netnsInode(pid int) uint64 {
+// NetnsInode is the inode of pid's network namespace (0 when the process
+// is gone): equal inodes mean the same namespace.
+func NetnsInode(pid int) uint64 {
 	var st unix.Stat_t
 	if unix.Stat("/proc/"+strconv.Itoa(pid)+"/ns/net", &st) != nil {
 		return 0
@@ -114,7 +116,7 @@ func stop(pids []int, inodes map[uint64]bool, grace, timeout time.Duration, kill
 		if err != nil {
 			continue // gone already
 		}
-		if inodes != nil && !inodes[netnsInode(pid)] {
+		if inodes != nil && !inodes[NetnsInode(pid)] {
 			_ = unix.Close(fd)
 			continue // not the process that was found (or it left the namespace)
 		}
