@@ -18,6 +18,7 @@ spared: the real thing is harsher. Run it beside a test, then stop it:
 
 It prints one line per stall to stderr when -v is given.
 """
+import argparse
 import os
 import random
 import signal
@@ -44,11 +45,21 @@ def stall_loop(cpu: int, seed: int, start: float, verbose: bool) -> None:
 
 
 def main() -> int:
+    # --help must explain and stop, and a mistyped flag must not start
+    # stalling the machine: parse before anything runs.
+    parser = argparse.ArgumentParser(
+        prog="stall-inject.py",
+        description="Stall every CPU for 10-25 ms at random intervals of 2-6 s "
+        "(SCHED_FIFO 99 spinners), as a shared host does to its VMs, until stopped.")
+    parser.add_argument("-v", action="store_true", help="print one line per stall to stderr")
+    parser.add_argument("--independent", action="store_true",
+                        help="stall each CPU on its own schedule instead of all at once")
+    args = parser.parse_args()
     if os.geteuid() != 0:
         print("stall-inject: needs root (SCHED_FIFO 99)", file=sys.stderr)
         return 2
-    verbose = "-v" in sys.argv[1:]
-    independent = "--independent" in sys.argv[1:]
+    verbose = args.v
+    independent = args.independent
     seed = random.SystemRandom().randrange(1 << 30)
     start = time.monotonic()
     children = []
