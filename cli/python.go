@@ -115,12 +115,9 @@ start python3 themselves. See docs/python.md.`,
 					return fmt.Errorf("%w: --switch: %v", ErrUsage, err)
 				}
 			}
-			if tcMode != "" && tcMode != "emulator" && tcMode != "kernel" {
-				return fmt.Errorf("%w: --tc %q: give emulator or kernel", ErrUsage, tcMode)
-			}
-			if uiF.listen != "" {
-				if _, _, err := net.SplitHostPort(uiF.listen); err != nil {
-					return fmt.Errorf("%w: --ui %q: give HOST:PORT (%v)", ErrUsage, uiF.listen, err)
+			if tcMode != "" {
+				if err := checkTCMode(tcMode); err != nil {
+					return fmt.Errorf("%w: --tc: %v", ErrUsage, err)
 				}
 			}
 			py := systemPython
@@ -164,7 +161,7 @@ start python3 themselves. See docs/python.md.`,
 	cmd.Flags().StringVar(&nodes, "nodes", "", "backend of every Host: netns or vm")
 	cmd.Flags().StringVar(&linksSpec, "links", "", "backend of every Link: veth or sriov[,key=value...]")
 	cmd.Flags().StringVar(&switchKind, "switch", "", "kind of every switch: lxbr, ovsbr, ovsk or bpf")
-	cmd.Flags().StringVar(&tcMode, "tc", "", "what tc in a node runs: emulator (hymn's, the default) or kernel (the system's tc)")
+	addTCFlag(cmd.Flags(), &tcMode)
 	cmd.Flags().BoolVar(&keep, "keep", false, "leave the network running when the script ends (hymn clean removes it)")
 	addUIFlags(cmd.Flags(), &uiF)
 	cmd.Flags().BoolVar(&path, "path", false, "print the directory to put first on PYTHONPATH and exit")

@@ -21,10 +21,19 @@ func (v tcModeValue) String() string {
 }
 
 func (v tcModeValue) Set(s string) error {
+	if err := checkTCMode(s); err != nil {
+		return err
+	}
+	*v.mode = s
+	return nil
+}
+
+// checkTCMode is the one judgement of a --tc value, for the flag and for
+// hymn python's own flag parsing.
+func checkTCMode(s string) error {
 	if s != "emulator" && s != "kernel" {
 		return fmt.Errorf("give emulator or kernel, not %q", s)
 	}
-	*v.mode = s
 	return nil
 }
 
@@ -48,11 +57,7 @@ func (s *shell) nodeShellEnv(name string) (string, error) {
 		envRun + "=" + shellQuote(s.net.RunID()),
 		envNode + "=" + shellQuote(name),
 	}
-	if s.tcMode != "" {
-		words = append(words, envTC+"="+shellQuote(s.tcMode))
-	} else {
-		words = append(words, envTC+"=emulator")
-	}
+	words = append(words, envTC+"="+shellQuote(tcModeValue{&s.tcMode}.String()))
 	return strings.Join(words, " "), nil
 }
 
